@@ -1,0 +1,130 @@
+#pragma once
+
+// The validated, immutable configuration of georoute. Built once by
+// `load_settings` (config/georoute_config.hpp) and handed to each actor by
+// value (or the slice it needs). No handler reads global configuration.
+//
+// Every default lives here, in-class, and is documented; config/georoute.ini
+// repeats them with the reason for each.
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "actors/policy/timeout_ladder.hpp"
+
+namespace georoute::config {
+
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+/// A secret string (the account key). It never prints: streaming or
+/// `to_string` gives "<redacted>". Only `reveal()` hands out the value.
+class secret {
+public:
+  secret() = default;
+  explicit secret(std::string value) : value_(std::move(value)) {}
+
+  const std::string& reveal() const { return value_; }
+  bool empty() const { return value_.empty(); }
+
+  friend std::ostream& operator<<(std::ostream& os, const secret& x) {
+    return os << (x.empty() ? "<unset>" : "<redacted>");
+  }
+
+private:
+  std::string value_;
+};
+
+inline std::string to_string(const secret& x) {
+  return x.empty() ? "<unset>" : "<redacted>";
+}
+
+/// Region preferences and availability marking (routing reference §1).
+struct location_options {
+  /// Regions to use first, in order. Empty: the account's own order.
+  std::vector<std::string> preferred_regions;
+  /// Regions never used for reads or multi-write writes (matched
+  /// case-insensitively).
+  std::vector<std::string> excluded_regions;
+  /// Follow the account's region lists; off pins every request to the
+  /// account endpoint.
+  bool endpoint_discovery = true;
+  /// Write to every write region of a multi-write account.
+  bool use_multiple_write_locations = true;
+  /// How long a region stays demoted after a failure.
+  milliseconds unavailable_region_expiry = seconds{300};
+};
+
+/// Account topology refresh (routing reference §2).
+struct refresh_options {
+  /// The background refresh period. The loop never stops while the endpoint
+  /// manager lives.
+  milliseconds background_interval = seconds{300};
+  /// Non-forced refreshes closer together than this are skipped.
+  milliseconds min_interval = seconds{15};
+};
+
+/// Retry budgets (routing reference §3, §8).
+struct retry_options {
+  /// Hard deadline of one detached metadata operation, clamped into
+  /// [30 s, 86400 s].
+  milliseconds metadata_hard_deadline = seconds{300};
+  /// At most this many attempts per detached metadata operation.
+  uint32_t metadata_attempt_cap = 200;
+  /// Endpoint-failure retries per operation.
+  uint32_t failover_retries = 120;
+  /// Pause before a failover retry (reads; writes after the first).
+  milliseconds failover_retry_interval = seconds{1};
+  /// 429 retries per operation.
+  uint32_t throttle_retries = 9;
+  /// Cumulative 429 back-off per operation.
+  milliseconds throttle_max_wait = seconds{30};
+};
+
+/// HTTP transport.
+struct http_options {
+  /// Keep-alive connections per endpoint.
+  size_t max_connections_per_endpoint = 16;
+  /// Larger response bodies are a protocol error.
+  size_t response_body_limit = size_t{64} * 1024 * 1024;
+  /// PEM file of trusted CAs for https endpoints; empty = system store.
+  std::string tls_ca_file;
+  /// Asio threads of the HTTP client.
+  size_t io_threads = 1;
+  /// Per-attempt timeouts per request kind.
+  timeout_ladders ladders;
+};
+
+/// Everything, validated.
+struct settings {
+  /// The account (global) endpoint; empty when only the emulator or drill
+  /// runs, which bring their own.
+  std::string account_endpoint;
+  /// The master key (base64).
+  secret account_key;
+  /// Where the key came from: "GEOROUTE_ACCOUNT_KEY", "key-file <path>" or
+  /// "" when unset.
+  std::string account_key_source;
+  location_options location;
+  refresh_options refresh;
+  retry_options retry;
+  http_options http;
+  /// CAF scheduler workers; 0 in the file means one per core.
+  size_t scheduler_threads = 0;
+  /// Entries of the query-plan LRU cache.
+  size_t query_plan_cache_size = 1024;
+};
+
+/// Bounds of the metadata hard deadline.
+constexpr milliseconds min_metadata_hard_deadline = seconds{30};
+constexpr milliseconds max_metadata_hard_deadline = seconds{86400};
+
+/// Renders every setting as INI text with the key redacted (for
+/// --dump-config).
+std::string render(const settings& s);
+
+} // namespace georoute::config

@@ -1,0 +1,139 @@
+#pragma once
+
+// The typed actor interfaces of georoute. Each comes with its protocol: who
+// sends what, what comes back, which errors. The design rule behind all of
+// them: a caller gives up only by letting its own request time out. No
+// deadline, token or cancel message travels into an actor that retries; the
+// retry actor's failover decision and its side effects always complete.
+//
+//   application
+//       |  route(document_request)
+//       v
+//   request router --------------------> query plan --detach--> retry actor
+//       |  resolve / snapshot                |                     |
+//       v                                    v                     v
+//   location cache <--- account ---- endpoint manager <-- refresh --+
+//       ^                                                          |
+//       +------------------------- mark ---------------------------+
+//   collection cache --execute--> retry actor      pkrange cache --execute--> retry actor
+
+#include <string>
+
+#include <caf/typed_actor.hpp>
+#include <caf/replies_to.hpp>
+
+#include "messages/types.hpp"
+
+namespace georoute {
+
+/// Location cache (routing reference §1). Owns the current
+/// `location_table` snapshot.
+///
+/// - `(account_atom, database_account)` from the endpoint manager: rebuild
+///   the snapshot from a fresh account read; subscribers get
+///   `(snapshot_atom, location_snapshot)` if anything changed.
+/// - `(resolve_atom, resolve_request)` → `resolved_endpoint`: the endpoint
+///   for one attempt. Never fails once an account was applied; before that
+///   it answers the account endpoint.
+/// - `(mark_atom, region_mark)`: demote an endpoint for reads and/or writes
+///   until the configured expiry; pushes a new snapshot.
+/// - `(subscribe_atom, caf::actor)` → `location_snapshot`: the current
+///   snapshot now; every later one is pushed as `(snapshot_atom, ...)`. The
+///   subscriber is dropped when it terminates.
+/// - `(refresh_atom)` → `bool`: `should_refresh_endpoints` (§1.7) on the
+///   current snapshot.
+using location_cache_actor = caf::typed_actor<
+  caf::reacts_to<account_atom, database_account>,
+  caf::replies_to<resolve_atom, resolve_request>::with<resolved_endpoint>,
+  caf::reacts_to<mark_atom, region_mark>,
+  caf::replies_to<subscribe_atom, caf::actor>::with<location_snapshot>,
+  caf::replies_to<refresh_atom>::with<bool>>;
+
+/// Endpoint manager (routing reference §2). Reads the account from the
+/// global endpoint, sweeping the regional endpoints in preferred order when
+/// that fails or takes more than 5 s, and feeds every change to the location
+/// cache. Runs a background refresh every interval that never stops while
+/// the actor lives.
+///
+/// - `(refresh_atom, bool force)` → `database_account`: on-demand refresh.
+///   Non-forced requests within the minimum interval answer the current
+///   account without fetching; forced ones join the fetch in flight.
+///   Errors: `errc::unauthorized` / `errc::forbidden` at once (401/403 stop
+///   the sweep), otherwise the last failure of the sweep.
+/// - `(account_atom)` → `database_account`: the current account, fetched
+///   first if none was read yet.
+/// - `(tick_atom, uint64_t generation)`: internal background timer.
+/// - `(http_done_atom, uint64_t id, transport::outcome)`: internal
+///   transport completion.
+using endpoint_manager_actor = caf::typed_actor<
+  caf::replies_to<refresh_atom, bool>::with<database_account>,
+  caf::replies_to<account_atom>::with<database_account>,
+  caf::reacts_to<tick_atom, uint64_t>,
+  caf::reacts_to<http_done_atom, uint64_t, transport::outcome>>;
+
+/// Retry actor: the detached executor (routing reference §8 and issue 4).
+/// Bounded only by its own hard deadline and, in loop mode, the attempt cap.
+/// Callers give up through their request timeout; the work goes on.
+///
+/// - `(execute_atom, metadata_request)` → `transport::outcome` (loop mode):
+///   resolve, sign, send, consult the client retry policy on every failure
+///   and carry out its side effects (mark, refresh, clear session tokens).
+///   Errors: the last underlying failure when the policy says no or the
+///   deadline trips after an attempt finished ("503 from East US after 7
+///   attempts"); `errc::deadline_exceeded` before any attempt finished.
+/// - `(detach_atom, document_request)` → `transport::outcome` (detach-only):
+///   hand the request to the request router, which retries inside its own
+///   pipeline; no outer retry.
+/// - `(stats_atom)` → `retry_stats`.
+using retry_actor = caf::typed_actor<
+  caf::replies_to<execute_atom, metadata_request>::with<transport::outcome>,
+  caf::replies_to<detach_atom, document_request>::with<transport::outcome>,
+  caf::replies_to<stats_atom>::with<retry_stats>,
+  caf::reacts_to<http_done_atom, uint64_t, transport::outcome>,
+  caf::reacts_to<attempt_atom, uint64_t>>;
+
+/// Collection cache (routing reference §5.3-5.4).
+///
+/// - `(by_name_atom, std::string link, bool force, std::string obsolete_rid)`
+///   → `collection_info`: "dbs/x/colls/y". Concurrent callers of one key
+///   share one fetch (run by the retry actor); every waiter still waiting
+///   gets the result. A forced refresh with an obsolete rid refetches only
+///   if the cache still holds that rid.
+/// - `(by_rid_atom, std::string rid)` → `collection_info`.
+/// Errors: the retry actor's error (e.g. `errc::not_found`).
+using collection_cache_actor = caf::typed_actor<
+  caf::replies_to<by_name_atom, std::string, bool, std::string>::with<
+    collection_info>,
+  caf::replies_to<by_rid_atom, std::string>::with<collection_info>>;
+
+/// Partition-range cache (routing reference §6).
+///
+/// - `(pkranges_atom, std::string collection_rid, std::string known_etag)`
+///   → `routing_snapshot`: the routing map; with a non-empty `known_etag`
+///   a refresh runs only if nobody refreshed since that version.
+/// - `(overlap_atom, std::string collection_rid, epk_range, bool force)` →
+///   `std::vector<partition_key_range>`.
+/// Errors: `errc::not_found` for an unknown collection, the fetch's error
+/// otherwise; never a half map.
+using pkrange_cache_actor = caf::typed_actor<
+  caf::replies_to<pkranges_atom, std::string, std::string>::with<
+    routing_snapshot>,
+  caf::replies_to<overlap_atom, std::string, epk_range, bool>::with<
+    std::vector<partition_key_range>>>;
+
+/// Query plan (routing reference §7). `(plan_atom, query_plan_request)` →
+/// `query_plan`, cached by (collection rid, query, parameters) in a bounded
+/// LRU. The POST runs through the request router, wrapped in the retry
+/// actor's detach-only mode.
+using query_plan_actor = caf::typed_actor<
+  caf::replies_to<plan_atom, query_plan_request>::with<query_plan>>;
+
+/// Request router: the data-plane pipeline. `(route_atom, document_request)`
+/// → `transport::outcome`: resolves collection, partition range and
+/// endpoint, sends, and applies the client retry policy (§3) inside its own
+/// pipeline.
+using router_actor = caf::typed_actor<
+  caf::replies_to<route_atom, document_request>::with<transport::outcome>,
+  caf::reacts_to<http_done_atom, uint64_t, transport::outcome>>;
+
+} // namespace georoute

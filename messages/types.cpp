@@ -1,0 +1,14 @@
+#include "messages/types.hpp"
+
+#include <caf/actor_system_config.hpp>
+
+#include "messages/error.hpp"
+
+namespace georoute {
+
+void register_types(caf::actor_system_config& cfg) {
+  cfg.add_message_types<caf::id_block::georoute>();
+  cfg.add_error_category(error_category, render_error);
+}
+
+} // namespace georoute

@@ -1,0 +1,72 @@
+#pragma once
+
+// The single CAF type-ID block of georoute: every message payload and every
+// atom. Register it once per actor system with `register_types(cfg)`.
+
+#include <caf/allowed_unsafe_message_type.hpp>
+#include <caf/atom.hpp>
+#include <caf/type_id.hpp>
+
+#include "messages/payloads.hpp"
+
+CAF_BEGIN_TYPE_ID_BLOCK(georoute, caf::first_custom_type_id)
+  // Transport
+  CAF_ADD_TYPE_ID(georoute, (georoute::transport::request))
+  CAF_ADD_TYPE_ID(georoute, (georoute::transport::outcome))
+  // Resources
+  CAF_ADD_TYPE_ID(georoute, (georoute::account_region))
+  CAF_ADD_TYPE_ID(georoute, (georoute::database_account))
+  CAF_ADD_TYPE_ID(georoute, (georoute::partition_key_definition))
+  CAF_ADD_TYPE_ID(georoute, (georoute::collection_info))
+  CAF_ADD_TYPE_ID(georoute, (georoute::partition_key_range))
+  CAF_ADD_TYPE_ID(georoute, (std::vector<georoute::partition_key_range>))
+  CAF_ADD_TYPE_ID(georoute, (georoute::pkranges_page))
+  CAF_ADD_TYPE_ID(georoute, (georoute::epk_range))
+  CAF_ADD_TYPE_ID(georoute, (georoute::query_info))
+  CAF_ADD_TYPE_ID(georoute, (georoute::query_plan))
+  CAF_ADD_TYPE_ID(georoute, (georoute::error_body))
+  // Requests between actors
+  CAF_ADD_TYPE_ID(georoute, (georoute::resolve_request))
+  CAF_ADD_TYPE_ID(georoute, (georoute::resolved_endpoint))
+  CAF_ADD_TYPE_ID(georoute, (georoute::region_mark))
+  CAF_ADD_TYPE_ID(georoute, (georoute::metadata_request))
+  CAF_ADD_TYPE_ID(georoute, (georoute::document_request))
+  CAF_ADD_TYPE_ID(georoute, (georoute::query_plan_request))
+  CAF_ADD_TYPE_ID(georoute, (georoute::retry_stats))
+  // Atoms
+  CAF_ADD_ATOM(georoute, georoute, resolve_atom, "resolve")
+  CAF_ADD_ATOM(georoute, georoute, mark_atom, "mark")
+  CAF_ADD_ATOM(georoute, georoute, account_atom, "account")
+  CAF_ADD_ATOM(georoute, georoute, refresh_atom, "refresh")
+  CAF_ADD_ATOM(georoute, georoute, subscribe_atom, "subscribe")
+  CAF_ADD_ATOM(georoute, georoute, snapshot_atom, "snapshot")
+  CAF_ADD_ATOM(georoute, georoute, by_name_atom, "byname")
+  CAF_ADD_ATOM(georoute, georoute, by_rid_atom, "byrid")
+  CAF_ADD_ATOM(georoute, georoute, pkranges_atom, "pkranges")
+  CAF_ADD_ATOM(georoute, georoute, overlap_atom, "overlap")
+  CAF_ADD_ATOM(georoute, georoute, plan_atom, "plan")
+  CAF_ADD_ATOM(georoute, georoute, execute_atom, "execute")
+  CAF_ADD_ATOM(georoute, georoute, detach_atom, "detach")
+  CAF_ADD_ATOM(georoute, georoute, route_atom, "route")
+  CAF_ADD_ATOM(georoute, georoute, http_done_atom, "httpdone")
+  CAF_ADD_ATOM(georoute, georoute, tick_atom, "tick")
+  CAF_ADD_ATOM(georoute, georoute, stats_atom, "stats")
+  CAF_ADD_ATOM(georoute, georoute, attempt_atom, "attempt")
+  CAF_ADD_ATOM(georoute, georoute, backoff_atom, "backoff")
+CAF_END_TYPE_ID_BLOCK(georoute)
+
+// Snapshots are shared immutable tables: process-local by design.
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(georoute::location_snapshot)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(georoute::routing_snapshot)
+
+namespace caf {
+class actor_system_config;
+} // namespace caf
+
+namespace georoute {
+
+/// Registers the type-ID block and the error category with `cfg`. Call once
+/// before the actor system is constructed.
+void register_types(caf::actor_system_config& cfg);
+
+} // namespace georoute

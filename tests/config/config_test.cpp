@@ -1,0 +1,360 @@
+// Configuration: defaults, INI, CLI precedence, environment fallbacks and
+// every validation error. Each error must name the key, the value and what is
+// allowed, in one line.
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <map>
+
+#include "config/georoute_config.hpp"
+
+namespace {
+
+using namespace georoute::config;
+using namespace std::chrono_literals;
+
+env_lookup env_of(std::map<std::string, std::string> vars) {
+  return [vars](const std::string& k) -> std::optional<std::string> {
+    auto i = vars.find(k);
+    if (i == vars.end())
+      return std::nullopt;
+    return i->second;
+  };
+}
+
+load_result load(const std::string& ini, std::vector<std::string> args = {},
+                 std::map<std::string, std::string> env = {}) {
+  georoute_config cfg;
+  return cfg.load(std::move(args), env_of(std::move(env)), ini);
+}
+
+std::string all_errors(const load_result& r) {
+  std::string s;
+  for (const auto& e : r.errors)
+    s += e + "\n";
+  return s;
+}
+
+// A valid base64 master key (the emulator's well-known test key).
+const std::string test_key = "C2y6yDjf5/R+ob0N8A7Cgv30VRDJIWEHLM+4QDU5DE2nQ9nDuVTqobD4b8mGGyPMbIZnqyMsEcaGQy67XIw/Jw==";
+
+TEST(Config, Defaults_MatchTheReference) {
+  auto r = load("");
+  ASSERT_TRUE(r.ok()) << all_errors(r);
+  const auto& s = r.values;
+  EXPECT_TRUE(s.location.endpoint_discovery);
+  EXPECT_TRUE(s.location.use_multiple_write_locations);
+  EXPECT_EQ(s.refresh.background_interval, 300s);
+  EXPECT_EQ(s.refresh.min_interval, 15s);
+  EXPECT_EQ(s.location.unavailable_region_expiry, 300s);
+  EXPECT_EQ(s.retry.metadata_hard_deadline, 300s);
+  EXPECT_EQ(s.retry.metadata_attempt_cap, 200u);
+  EXPECT_EQ(s.retry.failover_retries, 120u);
+  EXPECT_EQ(s.retry.failover_retry_interval, 1s);
+  EXPECT_EQ(s.retry.throttle_retries, 9u);
+  EXPECT_EQ(s.retry.throttle_max_wait, 30s);
+  EXPECT_EQ(s.http.response_body_limit, 64u * 1024 * 1024);
+  EXPECT_EQ(s.http.ladders.hot_path.size(), 3u);
+  EXPECT_EQ(s.http.ladders.hot_path[0].timeout, 1s);
+  EXPECT_EQ(s.http.ladders.control_plane_read[1].delay_after, 1s);
+  EXPECT_GE(s.scheduler_threads, 1u);
+  EXPECT_TRUE(s.account_key.empty());
+  EXPECT_TRUE(r.warnings.empty());
+}
+
+TEST(Config, Ini_ValuesAreApplied) {
+  auto r = load(R"([georoute]
+account-endpoint="http://127.0.0.1:4301/"
+preferred-regions=["East US", "West US"]
+excluded-regions=["North Europe"]
+endpoint-discovery=false
+background-refresh-interval=2s
+metadata-attempt-cap=7
+[georoute.http]
+max-connections-per-endpoint=4
+ladder-hot-path=["500ms/0s", "2s/1s"]
+)");
+  ASSERT_TRUE(r.ok()) << all_errors(r);
+  const auto& s = r.values;
+  EXPECT_EQ(s.account_endpoint, "http://127.0.0.1:4301/");
+  EXPECT_EQ(s.location.preferred_regions,
+            (std::vector<std::string>{"East US", "West US"}));
+  EXPECT_EQ(s.location.excluded_regions,
+            (std::vector<std::string>{"North Europe"}));
+  EXPECT_FALSE(s.location.endpoint_discovery);
+  EXPECT_EQ(s.refresh.background_interval, 2s);
+  EXPECT_EQ(s.retry.metadata_attempt_cap, 7u);
+  EXPECT_EQ(s.http.max_connections_per_endpoint, 4u);
+  ASSERT_EQ(s.http.ladders.hot_path.size(), 2u);
+  EXPECT_EQ(s.http.ladders.hot_path[0].timeout, 500ms);
+  EXPECT_EQ(s.http.ladders.hot_path[1].delay_after, 1s);
+}
+
+TEST(Config, Cli_OverridesIni) {
+  auto r = load("[georoute]\nmetadata-attempt-cap=7\npreferred-regions=[\"A\"]\n",
+                {"--georoute.metadata-attempt-cap=9",
+                 "--georoute.preferred-regions=[\"West US\"]"});
+  ASSERT_TRUE(r.ok()) << all_errors(r);
+  EXPECT_EQ(r.values.retry.metadata_attempt_cap, 9u);
+  EXPECT_EQ(r.values.location.preferred_regions,
+            std::vector<std::string>{"West US"});
+}
+
+TEST(Config, Ini_WrongType_IsReportedNotIgnored) {
+  auto r = load("[georoute]\nmetadata-attempt-cap=\"7\"\n");
+  ASSERT_EQ(r.errors.size(), 1u) << all_errors(r);
+  EXPECT_NE(r.errors[0].find("georoute.metadata-attempt-cap"), std::string::npos);
+  EXPECT_NE(r.errors[0].find("\"7\""), std::string::npos);
+  EXPECT_NE(r.errors[0].find("expected an integer"), std::string::npos);
+}
+
+TEST(Config, Ini_WrongTypeForDuration_NamesTheUnit) {
+  auto r = load("[georoute]\nbackground-refresh-interval=300\n");
+  ASSERT_EQ(r.errors.size(), 1u) << all_errors(r);
+  EXPECT_NE(r.errors[0].find("georoute.background-refresh-interval = 300"),
+            std::string::npos);
+  EXPECT_NE(r.errors[0].find("duration with a unit"), std::string::npos);
+}
+
+TEST(Config, Ini_WrongTypeInHttpSection_IsReported) {
+  auto r = load("[georoute.http]\nmax-connections-per-endpoint=true\n");
+  ASSERT_EQ(r.errors.size(), 1u) << all_errors(r);
+  EXPECT_NE(r.errors[0].find("georoute.http.max-connections-per-endpoint = true"),
+            std::string::npos);
+}
+
+TEST(Config, Ini_UnknownKey_IsReported) {
+  auto r = load("[georoute]\nprefered-regions=[\"West US\"]\n");
+  ASSERT_EQ(r.errors.size(), 1u) << all_errors(r);
+  EXPECT_NE(r.errors[0].find("georoute.prefered-regions"), std::string::npos);
+  EXPECT_NE(r.errors[0].find("unknown key"), std::string::npos);
+}
+
+TEST(Config, Ini_AccountKey_IsRejectedAndNotEchoed) {
+  auto r = load("[georoute]\naccount-key=\"" + test_key + "\"\n");
+  ASSERT_EQ(r.errors.size(), 1u) << all_errors(r);
+  EXPECT_NE(r.errors[0].find("GEOROUTE_ACCOUNT_KEY"), std::string::npos);
+  EXPECT_EQ(r.errors[0].find(test_key), std::string::npos);
+}
+
+TEST(Config, Ini_SyntaxError_IsReported) {
+  auto r = load("[georoute]\naccount-endpoint=http://unquoted\n");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(all_errors(r).find("configuration file"), std::string::npos);
+}
+
+TEST(Config, Cli_WrongType_NamesArgumentAndType) {
+  auto r = load("", {"--georoute.metadata-attempt-cap=abc"});
+  ASSERT_EQ(r.errors.size(), 1u);
+  EXPECT_NE(r.errors[0].find("--georoute.metadata-attempt-cap=abc"),
+            std::string::npos);
+  EXPECT_NE(r.errors[0].find("expected an integer"), std::string::npos);
+}
+
+TEST(Config, Cli_UnknownOption_IsReported) {
+  auto r = load("", {"--georoute.nope=1"});
+  ASSERT_EQ(r.errors.size(), 1u);
+  EXPECT_NE(r.errors[0].find("--georoute.nope=1"), std::string::npos);
+  EXPECT_NE(r.errors[0].find("unknown option"), std::string::npos);
+}
+
+struct range_row {
+  std::string ini;
+  std::string key;
+  std::string allowed;
+};
+
+class ConfigRange : public ::testing::TestWithParam<range_row> {};
+
+TEST_P(ConfigRange, OutOfRange_NamesKeyValueAndBounds) {
+  const auto& row = GetParam();
+  auto r = load(row.ini);
+  ASSERT_EQ(r.errors.size(), 1u) << all_errors(r);
+  EXPECT_NE(r.errors[0].find(row.key), std::string::npos) << r.errors[0];
+  EXPECT_NE(r.errors[0].find(row.allowed), std::string::npos) << r.errors[0];
+}
+
+INSTANTIATE_TEST_SUITE_P(
+  Rows, ConfigRange,
+  ::testing::Values(
+    range_row{"[georoute]\nmetadata-attempt-cap=0\n",
+              "georoute.metadata-attempt-cap = 0", "between 1 and 100000"},
+    range_row{"[georoute]\nfailover-retries=-1\n", "georoute.failover-retries = -1",
+              "between 0 and 10000"},
+    range_row{"[georoute]\nthrottle-retries=5000\n",
+              "georoute.throttle-retries = 5000", "between 0 and 1000"},
+    range_row{"[georoute]\nbackground-refresh-interval=10ms\n",
+              "georoute.background-refresh-interval", "between 100ms and 24h"},
+    range_row{"[georoute]\nunavailable-region-expiry=0s\n",
+              "georoute.unavailable-region-expiry", "between 1s and 24h"},
+    range_row{"[georoute.http]\nmax-connections-per-endpoint=0\n",
+              "georoute.http.max-connections-per-endpoint = 0", "between 1 and 1024"},
+    range_row{"[georoute.http]\nresponse-body-limit=10\n",
+              "georoute.http.response-body-limit = 10", "between 1024"},
+    range_row{"[georoute.http]\nladder-hot-path=[\"1s\"]\n",
+              "georoute.http.ladder-hot-path", "expected <timeout>/<delay>"},
+    range_row{"[georoute.http]\nladder-default=[]\n",
+              "georoute.http.ladder-default", "at least one step"},
+    range_row{"[georoute.http]\ntls-ca-file=\"/nonexistent/ca.pem\"\n",
+              "georoute.http.tls-ca-file", "cannot read"},
+    range_row{"[georoute]\npreferred-regions=[\"West_US\"]\n",
+              "georoute.preferred-regions", "not a region name"},
+    range_row{"[georoute]\nexcluded-regions=[\"West US\", \"west us\"]\n",
+              "georoute.excluded-regions", "listed twice"},
+    range_row{"[georoute]\npreferred-regions=[\"\"]\n",
+              "georoute.preferred-regions", "not a region name"},
+    range_row{"[georoute]\naccount-endpoint=\"http://10.1.2.3:443/\"\n",
+              "georoute.account-endpoint = \"http://10.1.2.3:443/\"",
+              "only for loopback"},
+    range_row{"[georoute]\naccount-endpoint=\"ftp://x/\"\n",
+              "georoute.account-endpoint", "unsupported scheme"},
+    range_row{"[georoute]\naccount-endpoint=\"https://acct.example:99999/\"\n",
+              "georoute.account-endpoint", "outside 1..65535"},
+    range_row{"[georoute]\naccount-endpoint=\"https://acct.example/dbs\"\n",
+              "georoute.account-endpoint", "has no path"}));
+
+TEST(Config, Endpoint_HttpsAndLoopbackHttp_AreAccepted) {
+  for (auto ep : {"https://acct.documents.azure.com:443/", "http://127.0.0.1:8081/",
+                  "http://localhost:8081/", "http://[::1]:8081/"}) {
+    auto r = load(std::string{"[georoute]\naccount-endpoint=\""} + ep + "\"\n");
+    EXPECT_TRUE(r.ok()) << ep << ": " << all_errors(r);
+  }
+}
+
+TEST(Config, Key_FromEnvironment_IsRedactedInDump) {
+  auto r = load("", {}, {{"GEOROUTE_ACCOUNT_KEY", test_key}});
+  ASSERT_TRUE(r.ok()) << all_errors(r);
+  EXPECT_EQ(r.values.account_key.reveal(), test_key);
+  EXPECT_EQ(r.values.account_key_source, "GEOROUTE_ACCOUNT_KEY");
+  auto dump = render(r.values);
+  EXPECT_EQ(dump.find(test_key), std::string::npos);
+  EXPECT_NE(dump.find("<redacted>"), std::string::npos);
+  std::ostringstream os;
+  os << r.values.account_key;
+  EXPECT_EQ(os.str(), "<redacted>");
+}
+
+TEST(Config, Key_FromKeyFile_IsTrimmed) {
+  auto path = ::testing::TempDir() + "georoute_key.txt";
+  std::ofstream(path) << test_key << "\n";
+  auto r = load("[georoute]\nkey-file=\"" + path + "\"\n");
+  ASSERT_TRUE(r.ok()) << all_errors(r);
+  EXPECT_EQ(r.values.account_key.reveal(), test_key);
+  EXPECT_EQ(r.values.account_key_source, "key-file " + path);
+}
+
+TEST(Config, Key_Invalid_IsReportedWithoutTheValue) {
+  auto r = load("", {}, {{"GEOROUTE_ACCOUNT_KEY", "not base64!!"}});
+  ASSERT_EQ(r.errors.size(), 1u);
+  EXPECT_NE(r.errors[0].find("not a base64 master key"), std::string::npos);
+  EXPECT_EQ(r.errors[0].find("not base64!!"), std::string::npos);
+}
+
+TEST(Config, Key_SetTwice_IsAnError) {
+  auto path = ::testing::TempDir() + "georoute_key2.txt";
+  std::ofstream(path) << test_key;
+  auto r = load("[georoute]\nkey-file=\"" + path + "\"\n", {},
+                {{"GEOROUTE_ACCOUNT_KEY", test_key}});
+  ASSERT_EQ(r.errors.size(), 1u);
+  EXPECT_NE(r.errors[0].find("set twice"), std::string::npos);
+}
+
+TEST(Config, Key_MissingKeyFile_IsAnError) {
+  auto r = load("[georoute]\nkey-file=\"/nonexistent/key\"\n");
+  ASSERT_EQ(r.errors.size(), 1u);
+  EXPECT_NE(r.errors[0].find("cannot read"), std::string::npos);
+}
+
+TEST(Config, HardDeadline_FromEnvironment_WhenFileAndCliLeaveItUnset) {
+  auto r = load("", {}, {{"GEOROUTE_METADATA_HARD_DEADLINE_SECONDS", "600"}});
+  ASSERT_TRUE(r.ok()) << all_errors(r);
+  EXPECT_EQ(r.values.retry.metadata_hard_deadline, 600s);
+  EXPECT_TRUE(r.warnings.empty());
+}
+
+TEST(Config, HardDeadline_FileWinsOverEnvironment) {
+  auto r = load("[georoute]\nmetadata-hard-deadline=120s\n", {},
+                {{"GEOROUTE_METADATA_HARD_DEADLINE_SECONDS", "600"}});
+  ASSERT_TRUE(r.ok()) << all_errors(r);
+  EXPECT_EQ(r.values.retry.metadata_hard_deadline, 120s);
+}
+
+TEST(Config, HardDeadline_TooSmall_IsClampedWithOneWarning) {
+  auto r = load("", {}, {{"GEOROUTE_METADATA_HARD_DEADLINE_SECONDS", "5"}});
+  ASSERT_TRUE(r.ok()) << all_errors(r);
+  EXPECT_EQ(r.values.retry.metadata_hard_deadline, 30s);
+  ASSERT_EQ(r.warnings.size(), 1u);
+  EXPECT_NE(r.warnings[0].find("clamped to 30s"), std::string::npos);
+}
+
+TEST(Config, HardDeadline_TooLarge_IsClampedWithOneWarning) {
+  auto r = load("[georoute]\nmetadata-hard-deadline=1000000s\n");
+  ASSERT_TRUE(r.ok()) << all_errors(r);
+  EXPECT_EQ(r.values.retry.metadata_hard_deadline, 86400s);
+  ASSERT_EQ(r.warnings.size(), 1u);
+  EXPECT_NE(r.warnings[0].find("georoute.metadata-hard-deadline"),
+            std::string::npos);
+}
+
+TEST(Config, HardDeadline_AbsurdlyLargeEnvironment_IsClamped) {
+  auto r = load("", {},
+                {{"GEOROUTE_METADATA_HARD_DEADLINE_SECONDS", "99999999999999"}});
+  ASSERT_TRUE(r.ok()) << all_errors(r);
+  EXPECT_EQ(r.values.retry.metadata_hard_deadline, 86400s);
+  EXPECT_EQ(r.warnings.size(), 1u);
+}
+
+TEST(Config, HardDeadline_UnparsableEnvironment_IsAnError) {
+  for (auto bad : {"abc", "30s", "", "-5", "1e3", "999999999999999999999999"}) {
+    auto r = load("", {}, {{"GEOROUTE_METADATA_HARD_DEADLINE_SECONDS", bad}});
+    ASSERT_EQ(r.errors.size(), 1u) << "value '" << bad << "'";
+    EXPECT_NE(r.errors[0].find("GEOROUTE_METADATA_HARD_DEADLINE_SECONDS"),
+              std::string::npos);
+    EXPECT_NE(r.errors[0].find("whole number of seconds"), std::string::npos);
+  }
+}
+
+TEST(Config, DumpConfig_IsRecognizedAndRendersEveryKey) {
+  georoute_config cfg;
+  auto r = cfg.load({"--dump-config"}, env_of({}), std::string{});
+  ASSERT_TRUE(r.ok()) << all_errors(r);
+  EXPECT_TRUE(cfg.dump_config_requested);
+  auto dump = render(r.values);
+  for (auto key : {"account-endpoint", "preferred-regions", "excluded-regions",
+                   "endpoint-discovery", "use-multiple-write-locations",
+                   "background-refresh-interval", "min-refresh-interval",
+                   "unavailable-region-expiry", "metadata-hard-deadline",
+                   "metadata-attempt-cap", "failover-retries",
+                   "failover-retry-interval", "throttle-retries",
+                   "throttle-max-wait", "scheduler-threads",
+                   "max-connections-per-endpoint", "response-body-limit",
+                   "tls-ca-file", "ladder-hot-path", "ladder-control-plane-read"})
+    EXPECT_NE(dump.find(key), std::string::npos) << key;
+}
+
+TEST(Config, SchedulerThreads_DefaultsToCoreCount) {
+  georoute_config cfg;
+  auto r = cfg.load({}, env_of({}), std::string{});
+  ASSERT_TRUE(r.ok());
+  auto n = caf::get_or(caf::content(cfg), "scheduler.max-threads", size_t{0});
+  EXPECT_EQ(n, r.values.scheduler_threads);
+}
+
+TEST(Config, ConfigFile_MissingExplicitFile_IsAnError) {
+  georoute_config cfg;
+  auto r = cfg.load({"--config-file=/nonexistent/georoute.ini"}, env_of({}));
+  ASSERT_EQ(r.errors.size(), 1u);
+  EXPECT_NE(r.errors[0].find("/nonexistent/georoute.ini"), std::string::npos);
+}
+
+TEST(Config, ShippedIni_IsValid) {
+  georoute_config cfg;
+  auto r = cfg.load({"--config-file=" GEOROUTE_SOURCE_DIR "/config/georoute.ini"},
+                    env_of({}));
+  ASSERT_TRUE(r.ok()) << all_errors(r);
+  // The shipped file documents the defaults; loading it changes nothing.
+  EXPECT_EQ(render(r.values), render(load("").values));
+}
+
+} // namespace

@@ -1,0 +1,76 @@
+#pragma once
+
+// Asynchronous HTTP/1.1 client over Boost.Beast, hidden behind a pimpl so
+// that no Beast or Asio type leaves transport/.
+//
+// The client owns its io_context and its io thread(s). Each endpoint (scheme,
+// host, port) has a bounded pool of keep-alive connections; a request waits
+// for a free connection when all are busy. Every attempt has one deadline
+// (`request::timeout`) that covers the wait for a connection, connect, TLS
+// handshake, write and read. The completion callback runs on an io thread: it
+// must only hand the outcome on (the CAF bridge does `anon_send`), never touch
+// actor state.
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "transport/outcome.hpp"
+
+namespace georoute::transport {
+
+/// Options of one client; all limits are per client instance.
+struct http_client_options {
+  /// Keep-alive connections per endpoint; requests beyond wait in a queue.
+  size_t max_connections_per_endpoint = 16;
+  /// A response body above this is `failure::body_too_large`.
+  size_t max_response_body = size_t{64} * 1024 * 1024;
+  /// A response header block above this is `failure::protocol`.
+  size_t max_header_bytes = 64 * 1024;
+  /// PEM file of trusted CAs for https; empty = the system's default paths.
+  /// Peer verification and SNI are always on.
+  std::string tls_ca_file;
+  /// Number of io threads.
+  size_t io_threads = 1;
+};
+
+/// Counters for tests and benchmarks.
+struct http_client_stats {
+  uint64_t requests = 0;           ///< requests handed to send()
+  uint64_t connections_opened = 0; ///< TCP connects that succeeded
+  uint64_t reused = 0;             ///< requests sent on a kept-alive socket
+};
+
+/// See the file comment.
+class http_client {
+public:
+  using callback = std::function<void(outcome)>;
+
+  explicit http_client(http_client_options opts);
+
+  /// Stops the io threads. Requests still in flight complete with
+  /// `failure::reset` ("client shut down") before this returns.
+  ~http_client();
+
+  http_client(const http_client&) = delete;
+  http_client& operator=(const http_client&) = delete;
+
+  /// Sends `req` and calls `cb` exactly once, on an io thread. Thread-safe.
+  /// An unparsable endpoint completes at once with `failure::protocol`.
+  void send(request req, callback cb);
+
+  /// Thread-safe snapshot of the counters.
+  http_client_stats stats() const;
+
+  /// Fails the TLS configuration early: returns an error text if the CA file
+  /// could not be loaded, else an empty string.
+  const std::string& tls_setup_error() const;
+
+private:
+  struct impl;
+  std::unique_ptr<impl> impl_;
+};
+
+} // namespace georoute::transport
