@@ -14,6 +14,7 @@
 
 #include "config/georoute_config.hpp"
 #include "messages/types.hpp"
+#include "tests/emulator/emulator_main.hpp"
 
 namespace {
 
@@ -23,7 +24,8 @@ constexpr const char* usage =
   "commands:\n"
   "  check-config   validate the configuration and exit (default)\n"
   "  drill          run the disaster-recovery drill (not built yet)\n"
-  "  emulator       run the multi-region gateway emulator (not built yet)\n"
+  "  emulator       run the multi-region gateway emulator (own flags: see\n"
+  "                 georoute emulator --help; reads no configuration)\n"
   "\n"
   "options:\n"
   "  --config-file=F           INI file (default: caf-application.ini)\n"
@@ -42,6 +44,9 @@ int main(int argc, char** argv) {
     command = args.front();
     args.erase(args.begin());
   }
+  // The emulator has its own flags and reads no georoute configuration.
+  if (command == "emulator")
+    return georoute::emulator::run_emulator_command(std::move(args));
   if (command == "help" || (!args.empty() && args.front() == "--help")) {
     std::cout << usage;
     return 0;
@@ -76,7 +81,7 @@ int main(int argc, char** argv) {
               << "\n";
     return 0;
   }
-  if (command == "drill" || command == "emulator") {
+  if (command == "drill") {
     std::cerr << "georoute: the " << command
               << " is not built yet (see the open issues)\n";
     return 3;

@@ -32,9 +32,9 @@ namespace georoute {
 /// - `(account_atom, database_account)` from the endpoint manager: rebuild
 ///   the snapshot from a fresh account read; subscribers get
 ///   `(snapshot_atom, location_snapshot)` if anything changed.
-/// - `(resolve_atom, resolve_request)` → `resolved_endpoint`: the endpoint
-///   for one attempt. Never fails once an account was applied; before that
-///   it answers the account endpoint.
+/// - `(resolve_atom, resolve_input)` → `resolution`: the endpoint for one
+///   attempt. Never fails; before the first account read it answers the
+///   account endpoint.
 /// - `(mark_atom, region_mark)`: demote an endpoint for reads and/or writes
 ///   until the configured expiry; pushes a new snapshot.
 /// - `(subscribe_atom, caf::actor)` → `location_snapshot`: the current
@@ -44,7 +44,7 @@ namespace georoute {
 ///   current snapshot.
 using location_cache_actor = caf::typed_actor<
   caf::reacts_to<account_atom, database_account>,
-  caf::replies_to<resolve_atom, resolve_request>::with<resolved_endpoint>,
+  caf::replies_to<resolve_atom, resolve_input>::with<resolution>,
   caf::reacts_to<mark_atom, region_mark>,
   caf::replies_to<subscribe_atom, caf::actor>::with<location_snapshot>,
   caf::replies_to<refresh_atom>::with<bool>>;
@@ -62,13 +62,17 @@ using location_cache_actor = caf::typed_actor<
 ///   the sweep), otherwise the last failure of the sweep.
 /// - `(account_atom)` → `database_account`: the current account, fetched
 ///   first if none was read yet.
-/// - `(tick_atom, uint64_t generation)`: internal background timer.
-/// - `(http_done_atom, uint64_t id, transport::outcome)`: internal
-///   transport completion.
+/// - `(stats_atom)` → `endpoint_manager_stats`.
+/// - internal: `(tick_atom, generation)` background timer; `(sweep_atom,
+///   fetch)` the 5 s switch to the regional sweep; `(attempt_atom, id)` a
+///   delayed ladder step; `(http_done_atom, id, outcome)` a completion.
 using endpoint_manager_actor = caf::typed_actor<
   caf::replies_to<refresh_atom, bool>::with<database_account>,
   caf::replies_to<account_atom>::with<database_account>,
+  caf::replies_to<stats_atom>::with<endpoint_manager_stats>,
   caf::reacts_to<tick_atom, uint64_t>,
+  caf::reacts_to<sweep_atom, uint64_t>,
+  caf::reacts_to<attempt_atom, uint64_t>,
   caf::reacts_to<http_done_atom, uint64_t, transport::outcome>>;
 
 /// Retry actor: the detached executor (routing reference §8 and issue 4).
@@ -85,12 +89,17 @@ using endpoint_manager_actor = caf::typed_actor<
 ///   hand the request to the request router, which retries inside its own
 ///   pipeline; no outer retry.
 /// - `(stats_atom)` → `retry_stats`.
+/// - internal: `(snapshot_atom, snapshot)` from the location cache;
+///   `(attempt_atom, op)` the next attempt; `(deadline_atom, op)` the hard
+///   deadline; `(http_done_atom, id, outcome)` a completion.
 using retry_actor = caf::typed_actor<
   caf::replies_to<execute_atom, metadata_request>::with<transport::outcome>,
   caf::replies_to<detach_atom, document_request>::with<transport::outcome>,
   caf::replies_to<stats_atom>::with<retry_stats>,
+  caf::reacts_to<snapshot_atom, location_snapshot>,
   caf::reacts_to<http_done_atom, uint64_t, transport::outcome>,
-  caf::reacts_to<attempt_atom, uint64_t>>;
+  caf::reacts_to<attempt_atom, uint64_t>,
+  caf::reacts_to<deadline_atom, uint64_t>>;
 
 /// Collection cache (routing reference §5.3-5.4).
 ///
@@ -100,11 +109,15 @@ using retry_actor = caf::typed_actor<
 ///   gets the result. A forced refresh with an obsolete rid refetches only
 ///   if the cache still holds that rid.
 /// - `(by_rid_atom, std::string rid)` → `collection_info`.
-/// Errors: the retry actor's error (e.g. `errc::not_found`).
+/// - `(stats_atom)` → `collection_cache_stats`.
+/// Errors: the retry actor's error (e.g. `errc::not_found`), never cached;
+/// `errc::protocol_violation` for a body that does not decode;
+/// `errc::validation_error` for a malformed link or rid.
 using collection_cache_actor = caf::typed_actor<
   caf::replies_to<by_name_atom, std::string, bool, std::string>::with<
     collection_info>,
-  caf::replies_to<by_rid_atom, std::string>::with<collection_info>>;
+  caf::replies_to<by_rid_atom, std::string>::with<collection_info>,
+  caf::replies_to<stats_atom>::with<collection_cache_stats>>;
 
 /// Partition-range cache (routing reference §6).
 ///
@@ -113,20 +126,26 @@ using collection_cache_actor = caf::typed_actor<
 ///   a refresh runs only if nobody refreshed since that version.
 /// - `(overlap_atom, std::string collection_rid, epk_range, bool force)` →
 ///   `std::vector<partition_key_range>`.
+/// - `(stats_atom)` → `pkrange_cache_stats`.
 /// Errors: `errc::not_found` for an unknown collection, the fetch's error
 /// otherwise; never a half map.
 using pkrange_cache_actor = caf::typed_actor<
   caf::replies_to<pkranges_atom, std::string, std::string>::with<
     routing_snapshot>,
   caf::replies_to<overlap_atom, std::string, epk_range, bool>::with<
-    std::vector<partition_key_range>>>;
+    std::vector<partition_key_range>>,
+  caf::replies_to<stats_atom>::with<pkrange_cache_stats>>;
 
 /// Query plan (routing reference §7). `(plan_atom, query_plan_request)` →
 /// `query_plan`, cached by (collection rid, query, parameters) in a bounded
 /// LRU. The POST runs through the request router, wrapped in the retry
 /// actor's detach-only mode.
+/// `(stats_atom)` → `query_plan_stats`. Errors: `errc::validation_error`
+/// for parameters that are not a JSON array; the fetch's error otherwise
+/// (not cached).
 using query_plan_actor = caf::typed_actor<
-  caf::replies_to<plan_atom, query_plan_request>::with<query_plan>>;
+  caf::replies_to<plan_atom, query_plan_request>::with<query_plan>,
+  caf::replies_to<stats_atom>::with<query_plan_stats>>;
 
 /// Request router: the data-plane pipeline. `(route_atom, document_request)`
 /// → `transport::outcome`: resolves collection, partition range and

@@ -10,36 +10,14 @@
 #include <utility>
 #include <vector>
 
+#include "actors/policy/location_table.hpp"
 #include "actors/policy/model.hpp"
 #include "actors/policy/timeout_ladder.hpp"
 #include "transport/outcome.hpp"
 
 namespace georoute {
 
-class location_table; // actors/policy/location_table.hpp
 class routing_map;    // actors/policy/routing_map.hpp
-
-/// Whether an operation reads or writes; decides read vs write endpoints.
-enum class operation_type : uint8_t { read = 0, write = 1 };
-
-/// A request to the location cache: which endpoint serves this operation.
-struct resolve_request {
-  operation_type op = operation_type::read;
-  /// Whether the resource is a document (multi-write routing applies).
-  bool is_document = true;
-  /// false routes to the account's write regions (branch A of §1.5).
-  bool use_preferred = true;
-  /// The retry's location index (§1.5: eps[index % size]).
-  uint32_t location_index = 0;
-  /// Per-request exclusions, matched case-insensitively.
-  std::vector<std::string> excluded_regions;
-};
-
-/// The answer to a resolve request.
-struct resolved_endpoint {
-  std::string endpoint; ///< "http://127.0.0.1:4301/"
-  std::string region;   ///< "East US"; empty if unknown
-};
 
 /// Marks an endpoint unavailable for reads, writes or both.
 struct region_mark {
@@ -60,6 +38,19 @@ struct routing_snapshot {
   std::string collection_rid;
 };
 
+/// Which per-call retry policy drives a metadata request.
+enum class retry_policy_kind : uint8_t {
+  /// The client retry policy (§3): failover, session, 503, throttling.
+  client = 0,
+  /// The client retry policy wrapped by the clearing-session-container
+  /// decorator (§5.4): same decisions; when it gives up on a name-based
+  /// 404/1002, the session tokens of `collection_name` are cleared.
+  clearing_session = 1,
+  /// The partition-range metadata policy (§3.7): region hops on
+  /// 503/500/410.1022/403.1008, no marking, then throttling.
+  partition_range = 2,
+};
+
 /// A metadata request executed by the retry actor (loop mode): the actor
 /// resolves the endpoint, signs, sends, and consults the retry policy on every
 /// failure.
@@ -69,10 +60,15 @@ struct metadata_request {
   std::vector<std::pair<std::string, std::string>> headers;
   std::string body;
   request_kind kind = request_kind::metadata_read;
-  operation_type op = operation_type::read;
+  op_kind op = op_kind::read;
   /// Name-based collection path whose session tokens are cleared when the
   /// policy gives up on a 404/1002 (§5.4); empty when not applicable.
   std::string collection_name;
+  retry_policy_kind policy = retry_policy_kind::client;
+  /// The path addresses resources by rid (signed with the lower-cased rid).
+  bool rid_based = false;
+  /// Per-request exclusions, on top of the configured ones.
+  std::vector<std::string> excluded_regions;
 };
 
 /// A document-level request for the request router.
@@ -82,7 +78,7 @@ struct document_request {
   std::vector<std::pair<std::string, std::string>> headers;
   std::string body;
   request_kind kind = request_kind::document_read;
-  operation_type op = operation_type::read;
+  op_kind op = op_kind::read;
   std::string partition_key_json; ///< "[\"p0\"]"; empty for cross-partition
   std::vector<std::string> excluded_regions;
 };
@@ -96,24 +92,84 @@ struct query_plan_request {
   std::string partition_key_json;
 };
 
+/// Counters of the endpoint manager.
+struct endpoint_manager_stats {
+  uint64_t fetches_started = 0;
+  uint64_t fetches_succeeded = 0;
+  uint64_t fetches_failed = 0;
+  uint64_t refreshes_skipped = 0; ///< non-forced, within the minimum interval
+  uint64_t background_ticks = 0;
+  uint64_t attempts = 0; ///< GET / requests sent
+  uint64_t topology_changes = 0;
+  uint64_t write_region_switches = 0;
+  uint64_t multi_write_changes = 0;
+  uint64_t regions_added = 0;
+  uint64_t regions_removed = 0;
+};
+
+/// Counters of the query-plan actor.
+struct query_plan_stats {
+  uint64_t hits = 0;
+  uint64_t misses = 0;
+  uint64_t fetches = 0;
+  uint64_t evictions = 0;
+  uint64_t failures = 0;
+};
+
 /// Counters of the retry actor.
 struct retry_stats {
   uint64_t operations = 0;
   uint64_t attempts = 0;
   uint64_t retries = 0;
   uint64_t deadline_trips = 0;
+  uint64_t policy_refusals = 0; ///< failures the policy did not retry
+  uint64_t marks = 0;           ///< regions marked unavailable
+  uint64_t refreshes = 0;       ///< account refreshes requested
+  uint64_t session_clears = 0;
+  uint64_t late_completions = 0; ///< HTTP answers after the operation ended
   uint64_t live = 0; ///< detached operations still running
 };
 
+/// Counters of the collection cache. Every request counts once in exactly
+/// one of hits, misses, refreshes and shared_waiters.
+struct collection_cache_stats {
+  uint64_t hits = 0;   ///< answered from the cache, without a fetch
+  uint64_t misses = 0; ///< nothing cached: started a fetch
+  uint64_t refreshes = 0;      ///< forced: started a fetch over a cached value
+  uint64_t shared_waiters = 0; ///< joined a fetch already in flight
+  uint64_t fetches = 0;        ///< fetches started (misses + refreshes)
+  uint64_t failures = 0;       ///< fetches that ended in an error
+  /// Forced refreshes answered from the cache because the obsolete rid the
+  /// caller named is no longer held (someone refreshed since); also hits.
+  uint64_t refetch_skipped = 0;
+  /// Refetches by name that found a new rid (collection recreated).
+  uint64_t recreated = 0;
+};
+
+/// Counters of the partition-range cache. Every request counts once in
+/// exactly one of hits, misses, refreshes and shared_waiters.
+struct pkrange_cache_stats {
+  uint64_t hits = 0;      ///< answered from the current map
+  uint64_t misses = 0;    ///< no map: started a cold load
+  uint64_t refreshes = 0; ///< started an incremental refresh
+  uint64_t shared_waiters = 0; ///< joined a load already in flight
+  /// Refresh requests answered with the current map because its etag is
+  /// newer than the caller's (someone refreshed since); also hits.
+  uint64_t refresh_skipped = 0;
+  uint64_t pages = 0;    ///< pkranges pages requested
+  uint64_t failures = 0; ///< loads that ended in an error (old map kept)
+  uint64_t dropped = 0;  ///< maps dropped because the collection is gone
+};
+
 template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, resolve_request& x) {
+typename Inspector::result_type inspect(Inspector& f, resolve_input& x) {
   return f(x.op, x.is_document, x.use_preferred, x.location_index,
-           x.excluded_regions);
+           x.excluded_regions, x.route_to_hub, x.pinned_endpoint);
 }
 
 template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, resolved_endpoint& x) {
-  return f(x.endpoint, x.region);
+typename Inspector::result_type inspect(Inspector& f, resolution& x) {
+  return f(x.endpoint, x.region, x.route);
 }
 
 template <class Inspector>
@@ -124,7 +180,7 @@ typename Inspector::result_type inspect(Inspector& f, region_mark& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, metadata_request& x) {
   return f(x.method, x.path, x.headers, x.body, x.kind, x.op,
-           x.collection_name);
+           x.collection_name, x.policy, x.rid_based, x.excluded_regions);
 }
 
 template <class Inspector>
@@ -140,8 +196,37 @@ typename Inspector::result_type inspect(Inspector& f, query_plan_request& x) {
 }
 
 template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f,
+                                        endpoint_manager_stats& x) {
+  return f(x.fetches_started, x.fetches_succeeded, x.fetches_failed,
+           x.refreshes_skipped, x.background_ticks, x.attempts,
+           x.topology_changes, x.write_region_switches, x.multi_write_changes,
+           x.regions_added, x.regions_removed);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, query_plan_stats& x) {
+  return f(x.hits, x.misses, x.fetches, x.evictions, x.failures);
+}
+
+template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, retry_stats& x) {
-  return f(x.operations, x.attempts, x.retries, x.deadline_trips, x.live);
+  return f(x.operations, x.attempts, x.retries, x.deadline_trips,
+           x.policy_refusals, x.marks, x.refreshes, x.session_clears,
+           x.late_completions, x.live);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f,
+                                        collection_cache_stats& x) {
+  return f(x.hits, x.misses, x.refreshes, x.shared_waiters, x.fetches,
+           x.failures, x.refetch_skipped, x.recreated);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, pkrange_cache_stats& x) {
+  return f(x.hits, x.misses, x.refreshes, x.shared_waiters, x.refresh_skipped,
+           x.pages, x.failures, x.dropped);
 }
 
 } // namespace georoute

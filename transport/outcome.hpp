@@ -37,6 +37,8 @@ struct request {
   std::vector<std::pair<std::string, std::string>> headers;
   std::string body;
   std::chrono::milliseconds timeout{65000};
+  /// The path addresses resources by rid: the signer lower-cases the rid.
+  bool rid_based = false;
 };
 
 /// The normalized outcome of one attempt.
@@ -64,7 +66,8 @@ struct outcome {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, request& x) {
-  return f(x.method, x.endpoint, x.target, x.headers, x.body, x.timeout);
+  return f(x.method, x.endpoint, x.target, x.headers, x.body, x.timeout,
+           x.rid_based);
 }
 
 template <class Inspector>

@@ -91,7 +91,7 @@ TEST(Messages, MetadataRequest_RoundTrip_KeepsKindAndHeaders) {
   m.path = "/dbs/d/colls/c/docs";
   m.headers = {{"x-ms-cosmos-is-query-plan-request", "True"}};
   m.kind = request_kind::query_plan;
-  m.op = operation_type::read;
+  m.op = op_kind::read;
   auto r = round_trip(sys, m);
   EXPECT_EQ(r.kind, request_kind::query_plan);
   ASSERT_EQ(r.headers.size(), 1u);

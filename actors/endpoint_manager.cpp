@@ -1,0 +1,284 @@
+#include "actors/endpoint_manager.hpp"
+
+#include <map>
+#include <optional>
+
+#include <caf/event_based_actor.hpp>
+#include <caf/stateful_actor.hpp>
+#include <caf/typed_event_based_actor.hpp>
+
+#include "actors/policy/account_refresh.hpp"
+#include "messages/error.hpp"
+#include "transport/codecs.hpp"
+
+namespace georoute {
+
+namespace {
+
+using clock_type = caf::actor_clock::clock_type;
+
+// One fetch of the account: a list of candidate endpoints walked by at most
+// two walkers (the second starts when the first is slow).
+struct fetch_state {
+  uint64_t id = 0;
+  std::vector<std::string> candidates;
+  size_t next_candidate = 0;
+  size_t active = 0;
+  std::vector<caf::typed_response_promise<database_account>> waiters;
+  caf::error last_error;
+};
+
+// One HTTP attempt against one endpoint, at one step of the ladder.
+struct attempt_state {
+  uint64_t fetch_id = 0;
+  std::string endpoint;
+  size_t step = 0;
+};
+
+struct manager_state {
+  endpoint_manager_config cfg;
+  location_cache_actor locations;
+  http_port_ptr http;
+  std::optional<database_account> account;
+  std::optional<clock_type::time_point> last_fetch_start;
+  std::optional<fetch_state> fetch;
+  std::map<uint64_t, attempt_state> attempts;
+  uint64_t next_id = 1;
+  uint64_t tick_generation = 0;
+  endpoint_manager_stats stats;
+  static inline const char* name = "georoute.endpoint_manager";
+};
+
+using self_ptr = endpoint_manager_actor::stateful_pointer<manager_state>;
+
+caf::error failure_of(const transport::outcome& o) {
+  if (o.error != transport::failure::none) {
+    auto code = errc::protocol_error;
+    switch (o.error) {
+      case transport::failure::refused: code = errc::connection_refused; break;
+      case transport::failure::reset: code = errc::connection_reset; break;
+      case transport::failure::timeout: code = errc::transport_timeout; break;
+      case transport::failure::dns: code = errc::dns_failure; break;
+      case transport::failure::tls: code = errc::tls_failure; break;
+      case transport::failure::body_too_large: code = errc::body_too_large; break;
+      default: break;
+    }
+    return make_error(code, "account read from " + o.endpoint + ": "
+                              + o.error_detail);
+  }
+  auto code = classify_status(o.status, o.substatus);
+  std::string what = "account read from " + o.endpoint + " answered "
+                     + std::to_string(o.status)
+                     + (o.substatus != 0 ? "/" + std::to_string(o.substatus)
+                                         : std::string{});
+  if (code == errc::unauthorized)
+    what += ": the account key was rejected; check GEOROUTE_ACCOUNT_KEY or "
+            "georoute.key-file";
+  else if (code == errc::forbidden)
+    what += ": access denied (is the clock of this machine right?)";
+  return make_error(code, std::move(what));
+}
+
+void start_attempt(self_ptr self, uint64_t attempt_id) {
+  auto& st = self->state;
+  auto i = st.attempts.find(attempt_id);
+  if (i == st.attempts.end())
+    return;
+  transport::request req;
+  req.method = "GET";
+  req.endpoint = i->second.endpoint;
+  req.target = "/";
+  req.headers = {{"accept", "application/json"}};
+  req.timeout = st.cfg.control_plane_read[i->second.step].timeout;
+  ++st.stats.attempts;
+  st.http->send(caf::actor_cast<caf::actor>(self), attempt_id, std::move(req));
+}
+
+// Starts one walker on the next candidate; false if none is left.
+bool launch_next(self_ptr self) {
+  auto& st = self->state;
+  auto& f = *st.fetch;
+  if (f.next_candidate >= f.candidates.size())
+    return false;
+  auto id = st.next_id++;
+  st.attempts.emplace(id, attempt_state{f.id, f.candidates[f.next_candidate++], 0});
+  ++f.active;
+  start_attempt(self, id);
+  return true;
+}
+
+void finish_fetch(self_ptr self, caf::expected<database_account> result) {
+  auto& st = self->state;
+  auto waiters = std::move(st.fetch->waiters);
+  st.fetch.reset();
+  if (!result) {
+    ++st.stats.fetches_failed;
+    for (auto& w : waiters)
+      w.deliver(result.error());
+    return;
+  }
+  ++st.stats.fetches_succeeded;
+  auto change = diff_accounts(st.account ? &*st.account : nullptr, *result);
+  if (change.any()) {
+    ++st.stats.topology_changes;
+    st.stats.write_region_switches += change.write_region_switched ? 1 : 0;
+    st.stats.multi_write_changes += change.multi_write_changed ? 1 : 0;
+    st.stats.regions_added += change.added.size();
+    st.stats.regions_removed += change.removed.size();
+    self->send(st.locations, account_atom_v, *result);
+  }
+  st.account = *result;
+  for (auto& w : waiters)
+    w.deliver(*result);
+}
+
+void start_fetch(self_ptr self) {
+  auto& st = self->state;
+  ++st.stats.fetches_started;
+  st.last_fetch_start = self->clock().now();
+  fetch_state f;
+  f.id = st.next_id++;
+  f.candidates = sweep_candidates(st.cfg.account_endpoint,
+                                  st.account ? &*st.account : nullptr,
+                                  st.cfg.preferred_regions);
+  st.fetch = std::move(f);
+  launch_next(self);
+  self->delayed_send(self, st.cfg.sweep_after, sweep_atom_v, st.fetch->id);
+}
+
+// Routes a request through the refresh gate; returns the promise to answer.
+caf::result<database_account> request_refresh(self_ptr self, bool force) {
+  auto& st = self->state;
+  auto since = st.last_fetch_start ? self->clock().now() - *st.last_fetch_start
+                                   : clock_type::duration::max();
+  switch (decide_refresh(force, st.fetch.has_value(), st.account.has_value(),
+                         since, st.cfg.refresh.min_interval)) {
+    case refresh_action::skip:
+      ++st.stats.refreshes_skipped;
+      return *st.account;
+    case refresh_action::fetch:
+      start_fetch(self);
+      [[fallthrough]];
+    case refresh_action::join:
+      break;
+  }
+  auto rp = self->make_response_promise<database_account>();
+  st.fetch->waiters.push_back(rp);
+  return rp;
+}
+
+void on_outcome(self_ptr self, uint64_t attempt_id, transport::outcome& o) {
+  auto& st = self->state;
+  auto i = st.attempts.find(attempt_id);
+  if (i == st.attempts.end())
+    return;
+  auto attempt = i->second;
+  st.attempts.erase(i);
+  if (!st.fetch || st.fetch->id != attempt.fetch_id)
+    return; // a walker of a fetch that already ended
+  auto& f = *st.fetch;
+  if (o.success()) {
+    auto account = transport::decode_database_account(o.body);
+    if (account) {
+      finish_fetch(self, std::move(*account));
+      return;
+    }
+    f.last_error = make_error(errc::protocol_violation,
+                              "account read from " + attempt.endpoint + ": "
+                                + account.error().what);
+  } else {
+    f.last_error = failure_of(o);
+    auto code = code_of(f.last_error);
+    if (code == errc::unauthorized || code == errc::forbidden) {
+      finish_fetch(self, f.last_error); // stops the sweep at once
+      return;
+    }
+    // A timed-out attempt climbs the ladder on the same endpoint.
+    if (o.error == transport::failure::timeout
+        && attempt.step + 1 < st.cfg.control_plane_read.size()) {
+      auto delay = st.cfg.control_plane_read[attempt.step].delay_after;
+      auto id = st.next_id++;
+      st.attempts.emplace(id, attempt_state{attempt.fetch_id, attempt.endpoint,
+                                            attempt.step + 1});
+      if (delay.count() > 0)
+        self->delayed_send(self, delay, attempt_atom_v, id);
+      else
+        self->send(self, attempt_atom_v, id);
+      return;
+    }
+  }
+  --f.active;
+  if (!launch_next(self) && f.active == 0) {
+    auto err = f.last_error;
+    finish_fetch(self, err);
+  }
+}
+
+endpoint_manager_actor::behavior_type
+endpoint_manager_impl(self_ptr self, endpoint_manager_config cfg,
+                      location_cache_actor locations, http_port_ptr http) {
+  auto& st = self->state;
+  st.cfg = std::move(cfg);
+  st.locations = std::move(locations);
+  st.http = std::move(http);
+  // Initial read, then the background loop.
+  start_fetch(self);
+  self->delayed_send(self, st.cfg.refresh.background_interval, tick_atom_v,
+                     st.tick_generation);
+  return {
+    [=](refresh_atom, bool force) -> caf::result<database_account> {
+      return request_refresh(self, force);
+    },
+    [=](account_atom) -> caf::result<database_account> {
+      auto& st = self->state;
+      if (st.account)
+        return *st.account;
+      return request_refresh(self, true);
+    },
+    [=](stats_atom) { return self->state.stats; },
+    [=](tick_atom, uint64_t generation) {
+      auto& st = self->state;
+      if (generation != st.tick_generation)
+        return;
+      // Re-arm first: nothing below may stop the loop.
+      self->delayed_send(self, st.cfg.refresh.background_interval, tick_atom_v,
+                         st.tick_generation);
+      ++st.stats.background_ticks;
+      // The tick is the background refresh itself: it fetches unless a fetch
+      // is already in flight (the minimum interval gates on-demand requests).
+      if (!st.fetch)
+        start_fetch(self);
+    },
+    [=](sweep_atom, uint64_t fetch_id) {
+      auto& st = self->state;
+      // The global endpoint is slow: add a second walker.
+      if (st.fetch && st.fetch->id == fetch_id && st.fetch->active < 2)
+        launch_next(self);
+    },
+    [=](attempt_atom, uint64_t attempt_id) { start_attempt(self, attempt_id); },
+    [=](http_done_atom, uint64_t attempt_id, transport::outcome& o) {
+      on_outcome(self, attempt_id, o);
+    },
+  };
+}
+
+} // namespace
+
+endpoint_manager_config endpoint_manager_config_from(const config::settings& s) {
+  endpoint_manager_config cfg;
+  cfg.account_endpoint = s.account_endpoint;
+  cfg.preferred_regions = s.location.preferred_regions;
+  cfg.refresh = s.refresh;
+  cfg.control_plane_read = s.http.ladders.control_plane_read;
+  return cfg;
+}
+
+endpoint_manager_actor spawn_endpoint_manager(caf::actor_system& sys,
+                                              endpoint_manager_config cfg,
+                                              location_cache_actor locations,
+                                              http_port_ptr http) {
+  return sys.spawn(endpoint_manager_impl, std::move(cfg), std::move(locations),
+                   std::move(http));
+}
+
+} // namespace georoute

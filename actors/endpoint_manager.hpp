@@ -1,0 +1,57 @@
+#pragma once
+
+// Endpoint manager (routing reference §2).
+//
+//   caller --(refresh_atom, force)--> endpoint manager --GET /--> global
+//          <---- database_account ---                  --GET /--> regions
+//                                        |  (after 5 s or a failure, in
+//                                        |   preferred order)
+//                                        v
+//                         (account_atom, account) --> location cache
+//
+// - Reads the account from the global endpoint with the ControlPlaneRead
+//   ladder. When that fails, or has not answered after 5 s, it sweeps the
+//   regional endpoints of the last known account in preferred order; the
+//   first success wins. 401 and 403 (other than 403/1008, a removed region)
+//   stop the sweep at once with an error that says what to check.
+// - One fetch in flight: forced requests join it; non-forced ones within the
+//   minimum interval are answered with the current account (skipped).
+// - A background refresh every interval that never stops while the actor
+//   lives, whatever the topology looks like (the Java timer of the seed bug
+//   died on a healthy multi-writer account).
+// - Every change (write-region switch, multi-write flip, regions added or
+//   removed) goes to the location cache. It never waits on a caller.
+
+#include <string>
+#include <vector>
+
+#include <caf/actor_system.hpp>
+
+#include "actors/http_port.hpp"
+#include "actors/policy/timeout_ladder.hpp"
+#include "config/settings.hpp"
+#include "messages/interfaces.hpp"
+
+namespace georoute {
+
+/// The slice of settings the endpoint manager needs.
+struct endpoint_manager_config {
+  std::string account_endpoint;
+  std::vector<std::string> preferred_regions;
+  config::refresh_options refresh;
+  timeout_ladder control_plane_read = timeout_ladders{}.control_plane_read;
+  /// How long the global endpoint may take before the sweep starts.
+  std::chrono::milliseconds sweep_after = std::chrono::seconds{5};
+};
+
+/// Builds the slice from validated settings.
+endpoint_manager_config endpoint_manager_config_from(const config::settings& s);
+
+/// Spawns the endpoint manager. It reads the account at once and then every
+/// background interval until it is told to exit.
+endpoint_manager_actor spawn_endpoint_manager(caf::actor_system& sys,
+                                              endpoint_manager_config cfg,
+                                              location_cache_actor locations,
+                                              http_port_ptr http);
+
+} // namespace georoute

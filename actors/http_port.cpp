@@ -1,0 +1,61 @@
+#include "actors/http_port.hpp"
+
+#include <chrono>
+
+#include <caf/send.hpp>
+
+#include "messages/types.hpp"
+#include "transport/auth.hpp"
+#include "transport/http_client.hpp"
+
+namespace georoute {
+
+
+namespace {
+
+class beast_port : public http_port {
+public:
+  beast_port(std::shared_ptr<transport::http_client> client,
+             const config::secret& key)
+    : client_(std::move(client)) {
+    if (!key.empty()) {
+      auto parsed = transport::parse_master_key(key.reveal());
+      if (parsed)
+        key_ = std::make_shared<transport::master_key>(std::move(*parsed));
+      else
+        key_error_ = "the account key is not usable: " + parsed.error().what;
+    }
+  }
+
+  void send(const caf::actor& reply_to, uint64_t id,
+            transport::request req) override {
+    if (!key_error_.empty()) {
+      transport::outcome o;
+      o.error = transport::failure::protocol;
+      o.error_detail = key_error_;
+      o.endpoint = req.endpoint;
+      caf::anon_send(reply_to, http_done_atom_v, id, std::move(o));
+      return;
+    }
+    if (key_)
+      transport::sign_request(req, *key_, std::chrono::system_clock::now(),
+                              req.rid_based);
+    client_->send(std::move(req), [reply_to, id](transport::outcome o) {
+      caf::anon_send(reply_to, http_done_atom_v, id, std::move(o));
+    });
+  }
+
+private:
+  std::shared_ptr<transport::http_client> client_;
+  std::shared_ptr<transport::master_key> key_;
+  std::string key_error_;
+};
+
+} // namespace
+
+http_port_ptr make_http_port(std::shared_ptr<transport::http_client> client,
+                             const config::secret& key) {
+  return std::make_shared<beast_port>(std::move(client), key);
+}
+
+} // namespace georoute

@@ -1,0 +1,31 @@
+#pragma once
+
+// Location cache (routing reference §1). Owns the current immutable
+// `location_table` snapshot and rebuilds it on every change:
+//
+//   endpoint manager --(account_atom, account)--> location cache
+//   retry actor      --(mark_atom, region_mark)--> location cache
+//   anyone           --(resolve_atom, input)----> location cache --> resolution
+//   subscribers      <--(snapshot_atom, snapshot)-- on every new snapshot
+//
+// Subscribers (the retry actor, the router) resolve on their own copy of the
+// snapshot, so the request path needs no round trip. Marks expire by time:
+// the table answers every query at `now`, so expiry needs no message.
+
+#include <caf/actor_system.hpp>
+
+#include "actors/policy/location_table.hpp"
+#include "config/settings.hpp"
+#include "messages/interfaces.hpp"
+
+namespace georoute {
+
+/// Builds the table options from validated settings.
+location_table_options location_options_from(const config::settings& s);
+
+/// Spawns the location cache with an empty table (every request goes to the
+/// default endpoint until the first account arrives).
+location_cache_actor spawn_location_cache(caf::actor_system& sys,
+                                          location_table_options options);
+
+} // namespace georoute

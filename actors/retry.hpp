@@ -1,0 +1,75 @@
+#pragma once
+
+// Retry actor: the detached executor of metadata operations (routing
+// reference §8; issue 4).
+//
+//   collection cache / pkrange cache --(execute_atom, metadata_request)--+
+//   query plan --(detach_atom, document_request)--+                      |
+//                                                 v                      v
+//                                            retry actor ---> http port ---> region
+//                                              |   |   |
+//                   (mark_atom, mark) <--------+   |   +--> (refresh_atom, force)
+//                   location cache                 |        endpoint manager
+//                                   (clear_session_atom, name) --> session sink
+//
+// One primitive, two modes:
+// - loop mode (`execute_atom`): resolve on the current location snapshot,
+//   sign, send with the request kind's timeout ladder, and on every failure
+//   consult the operation's retry policy and carry out its side effects
+//   (mark a region, refresh the account and wait for it, clear session
+//   tokens) before the next attempt;
+// - detach-only (`detach_atom`): hand a document request to the request
+//   router, which retries inside its own pipeline; no outer retry.
+//
+// The operation is bounded only by the actor's own hard deadline and, in loop
+// mode, the attempt cap. Nothing a caller does reaches it: a caller gives up
+// by letting its request time out, and the work (with every side effect)
+// runs to completion. When the deadline trips, the requester gets the last
+// underlying failure ("503 from East US after 7 attempts"); before any
+// attempt finished, `errc::deadline_exceeded`.
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include <caf/actor.hpp>
+#include <caf/actor_system.hpp>
+
+#include "actors/http_port.hpp"
+#include "actors/policy/client_retry_policy.hpp"
+#include "actors/policy/timeout_ladder.hpp"
+#include "config/settings.hpp"
+#include "messages/interfaces.hpp"
+
+namespace georoute {
+
+/// The slice of settings the retry actor needs.
+struct retry_config {
+  std::chrono::milliseconds hard_deadline = std::chrono::seconds{300};
+  uint32_t attempt_cap = 200;
+  client_retry_options client;
+  timeout_ladders ladders;
+  /// Regions excluded for every request (settings).
+  std::vector<std::string> excluded_regions;
+};
+
+/// Builds the slice from validated settings.
+retry_config retry_config_from(const config::settings& s);
+
+/// Whom the retry actor talks to.
+struct retry_collaborators {
+  location_cache_actor locations;
+  endpoint_manager_actor endpoints;
+  http_port_ptr http;
+  /// Target of detach-only requests; may be null (detach then fails).
+  router_actor router;
+  /// Receives `(clear_session_atom, collection_name)`; may be null.
+  caf::actor session_sink;
+};
+
+/// Spawns the retry actor. It subscribes to the location cache and holds
+/// operations until the first snapshot arrives.
+retry_actor spawn_retry(caf::actor_system& sys, retry_config cfg,
+                        retry_collaborators with);
+
+} // namespace georoute

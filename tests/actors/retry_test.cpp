@@ -1,0 +1,404 @@
+// The retry actor's contract, one test per point (issue 4, item 1). Virtual
+// time: the hard deadline, back-offs and caller timeouts are exact.
+
+#include "actors/retry.hpp"
+
+#include "actors/location_cache.hpp"
+#include "messages/error.hpp"
+#include "tests/actors/actor_fixture.hpp"
+
+namespace {
+
+using namespace georoute;
+using namespace georoute::test;
+using namespace std::chrono_literals;
+
+const std::string global_ep = "http://127.0.0.1:4300/";
+const std::string west_ep = "http://127.0.0.1:4301/";
+const std::string east_ep = "http://127.0.0.1:4302/";
+const std::string north_ep = "http://127.0.0.1:4303/";
+
+database_account account() {
+  database_account a;
+  a.id = "acct";
+  a.writable = {{"West US", west_ep}};
+  a.readable = {{"West US", west_ep}, {"East US", east_ep},
+                {"North Europe", north_ep}};
+  return a;
+}
+
+struct refresh_log {
+  int forced = 0;
+  int plain = 0;
+};
+
+// An endpoint manager that answers every refresh at once.
+endpoint_manager_actor::behavior_type
+fake_endpoint_manager(endpoint_manager_actor::pointer,
+                      std::shared_ptr<refresh_log> log) {
+  return {
+    [log](refresh_atom, bool force) {
+      ++(force ? log->forced : log->plain);
+      return account();
+    },
+    [](account_atom) { return account(); },
+    [](stats_atom) { return endpoint_manager_stats{}; },
+    [](tick_atom, uint64_t) {},
+    [](sweep_atom, uint64_t) {},
+    [](attempt_atom, uint64_t) {},
+    [](http_done_atom, uint64_t, transport::outcome&) {},
+  };
+}
+
+// A router that records requests and answers them when told.
+struct router_log {
+  int requests = 0;
+  caf::typed_response_promise<transport::outcome> pending;
+};
+
+router_actor::behavior_type fake_router(router_actor::pointer self,
+                                        std::shared_ptr<router_log> log) {
+  return {
+    [=](route_atom, document_request&) -> caf::result<transport::outcome> {
+      ++log->requests;
+      log->pending = self->make_response_promise<transport::outcome>();
+      return log->pending;
+    },
+    // The test's trigger to answer the pending request (a promise must be
+    // delivered by its own actor): 503 answers an error, else the outcome.
+    [=](http_done_atom, uint64_t, transport::outcome& o) {
+      if (o.status == 503)
+        log->pending.deliver(make_error(errc::service_unavailable, "503 from East US"));
+      else
+        log->pending.deliver(o);
+    },
+  };
+}
+
+metadata_request read_collection() {
+  metadata_request r;
+  r.method = "GET";
+  r.path = "/dbs/d/colls/c";
+  r.kind = request_kind::metadata_read;
+  r.op = op_kind::read;
+  return r;
+}
+
+class Retry : public actor_test {
+protected:
+  std::shared_ptr<refresh_log> refreshes = std::make_shared<refresh_log>();
+  std::shared_ptr<router_log> routed = std::make_shared<router_log>();
+  location_cache_actor locations;
+  endpoint_manager_actor endpoints;
+  router_actor router;
+  retry_actor retry;
+
+  void start(retry_config cfg = {}) {
+    location_table_options lo;
+    lo.default_endpoint = global_ep;
+    lo.preferred_regions = {"West US", "East US", "North Europe"};
+    locations = spawn_location_cache(sys, lo);
+    self->send(locations, account_atom_v, account());
+    endpoints = sys.spawn(fake_endpoint_manager, refreshes);
+    router = sys.spawn(fake_router, routed);
+    retry = spawn_retry(sys, cfg, {locations, endpoints, http, router, {}});
+    run();
+  }
+
+  void TearDown() override {
+    for (auto a : {caf::actor_cast<caf::actor>(retry),
+                   caf::actor_cast<caf::actor>(locations),
+                   caf::actor_cast<caf::actor>(endpoints),
+                   caf::actor_cast<caf::actor>(router)})
+      self->send_exit(a, caf::exit_reason::user_shutdown);
+    run();
+  }
+
+  retry_stats stats() {
+    retry_stats result;
+    auto h = self->request(retry, caf::infinite, stats_atom_v);
+    run();
+    h.receive([&](retry_stats s) { result = s; },
+              [](caf::error&) { ADD_FAILURE() << "stats failed"; });
+    return result;
+  }
+
+  // Answers the newest pending request with `o`.
+  void answer(transport::outcome o) {
+    auto p = http->pending();
+    ASSERT_FALSE(p.empty()) << "no pending request";
+    http->respond(p.back(), std::move(o));
+    run();
+  }
+
+  std::string last_endpoint() { return http->at(http->count() - 1).request.endpoint; }
+};
+
+// A caller actor that asks the retry actor with its own timeout and records
+// what it got: "ok", "timeout" or the error text.
+struct caller_log {
+  std::vector<std::string> got;
+};
+
+caf::behavior caller(caf::event_based_actor* self, retry_actor retry,
+                     caf::timespan timeout, metadata_request req,
+                     std::shared_ptr<caller_log> log) {
+  self->request(retry, timeout, execute_atom_v, std::move(req))
+    .then([log](transport::outcome&) { log->got.push_back("ok"); },
+          [log](caf::error& e) {
+            log->got.push_back(e == caf::sec::request_timeout
+                                 ? "timeout"
+                                 : context_of(e));
+          });
+  return {[](caf::ok_atom) {}};
+}
+
+TEST_F(Retry, SucceedsFirstAttempt) {
+  start();
+  auto h = self->request(retry, caf::infinite, execute_atom_v, read_collection());
+  run();
+  ASSERT_EQ(http->count(), 1u);
+  EXPECT_EQ(last_endpoint(), west_ep);
+  EXPECT_EQ(http->at(0).request.timeout, 1s); // HotPath ladder, step 1
+  answer(ok_response(R"({"id":"c"})"));
+  h.receive([](transport::outcome& o) { EXPECT_EQ(o.status, 200); },
+            [](caf::error& e) { ADD_FAILURE() << caf::to_string(e); });
+  auto s = stats();
+  EXPECT_EQ(s.attempts, 1u);
+  EXPECT_EQ(s.live, 0u);
+}
+
+TEST_F(Retry, RetriesOnTransient_InTheNextRegion) {
+  start();
+  auto h = self->request(retry, caf::infinite, execute_atom_v, read_collection());
+  run();
+  answer(status_response(503));
+  ASSERT_EQ(http->count(), 2u);
+  EXPECT_EQ(last_endpoint(), east_ep); // UE: index 1
+  answer(ok_response("{}"));
+  h.receive([](transport::outcome& o) { EXPECT_EQ(o.endpoint, east_ep); },
+            [](caf::error& e) { ADD_FAILURE() << caf::to_string(e); });
+  EXPECT_EQ(stats().retries, 1u);
+}
+
+TEST_F(Retry, CrossRegionRetryExecutes_EvenWhenCallerTimesOutMidFlight) {
+  start();
+  auto log = std::make_shared<caller_log>();
+  auto c = sys.spawn(caller, retry, caf::timespan{300ms}, read_collection(), log);
+  run();
+  ASSERT_EQ(http->count(), 1u);
+  advance(300ms);
+  ASSERT_EQ(log->got, std::vector<std::string>{"timeout"});
+  // West US refuses the connection after the caller left: the decision runs
+  // anyway: West is marked, the account refreshed, East tried.
+  answer(transport_failure(transport::failure::refused));
+  EXPECT_EQ(refreshes->plain + refreshes->forced, 1);
+  advance(1s); // EF: reads wait 1 s
+  ASSERT_EQ(http->count(), 2u);
+  EXPECT_EQ(last_endpoint(), east_ep);
+  answer(ok_response("{}"));
+  auto s = stats();
+  EXPECT_EQ(s.marks, 1u);
+  EXPECT_EQ(s.refreshes, 1u);
+  EXPECT_EQ(s.live, 0u);
+  EXPECT_EQ(log->got.size(), 1u); // the late result was not delivered twice
+  self->send_exit(c, caf::exit_reason::user_shutdown);
+}
+
+TEST_F(Retry, CallerTimesOut_WorkKeepsRunning_AndWaitingRequesterGetsResult) {
+  start();
+  auto early = std::make_shared<caller_log>();
+  auto c = sys.spawn(caller, retry, caf::timespan{300ms}, read_collection(), early);
+  // A second requester without a timeout (a cache filling itself).
+  auto h = self->request(retry, caf::infinite, execute_atom_v, read_collection());
+  run();
+  advance(300ms);
+  EXPECT_EQ(early->got, std::vector<std::string>{"timeout"});
+  // Both operations fail over from West to East.
+  for (auto i : http->pending())
+    http->respond(i, status_response(503));
+  run();
+  for (auto i : http->pending())
+    http->respond(i, ok_response(R"({"id":"c"})"));
+  run();
+  h.receive([](transport::outcome& o) { EXPECT_EQ(o.body, R"({"id":"c"})"); },
+            [](caf::error& e) { ADD_FAILURE() << caf::to_string(e); });
+  EXPECT_EQ(stats().live, 0u);
+  self->send_exit(c, caf::exit_reason::user_shutdown);
+}
+
+TEST_F(Retry, PolicyDeniesRetry_SurfacesOriginalFailure) {
+  start();
+  auto h = self->request(retry, caf::infinite, execute_atom_v, read_collection());
+  run();
+  answer(status_response(404));
+  EXPECT_EQ(http->count(), 1u);
+  h.receive([](transport::outcome&) { ADD_FAILURE() << "expected an error"; },
+            [](caf::error& e) {
+              EXPECT_EQ(code_of(e), errc::not_found);
+              EXPECT_NE(context_of(e).find("404 from West US"), std::string::npos)
+                << context_of(e);
+            });
+  EXPECT_EQ(stats().policy_refusals, 1u);
+}
+
+TEST_F(Retry, DeadlineTripsDuringAttempt_BeforeAnyFinished_IsADeadlineError) {
+  retry_config cfg;
+  cfg.hard_deadline = 30s;
+  start(cfg);
+  auto h = self->request(retry, caf::infinite, execute_atom_v, read_collection());
+  run();
+  advance(30s); // the region hangs: nothing ever answers
+  h.receive([](transport::outcome&) { ADD_FAILURE() << "expected an error"; },
+            [](caf::error& e) {
+              EXPECT_EQ(code_of(e), errc::deadline_exceeded);
+              EXPECT_NE(context_of(e).find("30s"), std::string::npos);
+            });
+  // The answer arriving after the deadline is dropped and counted.
+  answer(ok_response("{}"));
+  auto s = stats();
+  EXPECT_EQ(s.deadline_trips, 1u);
+  EXPECT_EQ(s.late_completions, 1u);
+  EXPECT_EQ(s.live, 0u);
+}
+
+TEST_F(Retry, DeadlineTripsDuringBackoff_ReportsLastUnderlyingFailure) {
+  retry_config cfg;
+  cfg.hard_deadline = 30s;
+  start(cfg);
+  auto h = self->request(retry, caf::infinite, execute_atom_v, read_collection());
+  run();
+  // 429 with a 20 s retry-after: the back-off outlives the deadline.
+  auto throttled = status_response(429, 3200);
+  throttled.retry_after_ms = 20000;
+  answer(throttled);
+  advance(20s);
+  answer(throttled);
+  advance(10s);
+  h.receive([](transport::outcome&) { ADD_FAILURE() << "expected an error"; },
+            [](caf::error& e) {
+              EXPECT_EQ(code_of(e), errc::throttled);
+              EXPECT_NE(context_of(e).find("429/3200 from West US"),
+                        std::string::npos)
+                << context_of(e);
+              EXPECT_NE(context_of(e).find("after 2 attempts"), std::string::npos);
+            });
+  EXPECT_EQ(http->count(), 2u);
+}
+
+TEST_F(Retry, ZeroBackoff_GoesThroughTheMailbox_OtherMessagesInterleave) {
+  start();
+  auto req = read_collection();
+  req.path = "/dbs/d/colls/c/pkranges";
+  req.kind = request_kind::pkranges_read;
+  req.policy = retry_policy_kind::partition_range;
+  auto h = self->request(retry, caf::infinite, execute_atom_v, req);
+  run();
+  answer(status_response(503)); // a zero-delay hop to the next region
+  // The hop is a message: a stats request sent now is answered while the
+  // operation is still live.
+  auto s = stats();
+  EXPECT_EQ(s.live, 1u);
+  EXPECT_EQ(http->count(), 2u);
+  answer(ok_response("{}"));
+  EXPECT_EQ(stats().live, 0u);
+  h.receive([](transport::outcome& o) { EXPECT_EQ(o.endpoint, east_ep); },
+            [](caf::error& e) { ADD_FAILURE() << caf::to_string(e); });
+}
+
+TEST_F(Retry, AttemptCap_BoundsTheLoop) {
+  retry_config cfg;
+  cfg.attempt_cap = 3;
+  start(cfg);
+  auto h = self->request(retry, caf::infinite, execute_atom_v, read_collection());
+  run();
+  auto throttled = status_response(429);
+  throttled.retry_after_ms = 10;
+  for (int i = 0; i < 3; ++i) {
+    answer(throttled);
+    advance(10ms);
+  }
+  EXPECT_EQ(http->count(), 3u);
+  h.receive([](transport::outcome&) { ADD_FAILURE() << "expected an error"; },
+            [](caf::error& e) {
+              EXPECT_EQ(code_of(e), errc::throttled);
+              EXPECT_NE(context_of(e).find("attempt cap of 3"), std::string::npos);
+            });
+}
+
+TEST_F(Retry, TimeoutClimbsTheHotPathLadder_OnTheSameEndpoint) {
+  start();
+  auto h = self->request(retry, caf::infinite, execute_atom_v, read_collection());
+  run();
+  answer(transport_failure(transport::failure::timeout));
+  ASSERT_EQ(http->count(), 2u);
+  EXPECT_EQ(http->at(1).request.timeout, 5s);
+  EXPECT_EQ(last_endpoint(), west_ep);
+  answer(transport_failure(transport::failure::timeout));
+  EXPECT_EQ(http->count(), 2u); // (5 s, 1 s): one second pause
+  advance(1s);
+  ASSERT_EQ(http->count(), 3u);
+  EXPECT_EQ(http->at(2).request.timeout, 65s);
+  // Silent through the whole ladder: West is marked, the account refreshed,
+  // and after the 1 s failover pause East is tried.
+  answer(transport_failure(transport::failure::timeout));
+  EXPECT_EQ(stats().marks, 1u);
+  EXPECT_EQ(refreshes->plain + refreshes->forced, 1);
+  advance(1s);
+  ASSERT_EQ(http->count(), 4u);
+  EXPECT_EQ(last_endpoint(), east_ep);
+  answer(ok_response("{}"));
+  h.receive([](transport::outcome& o) { EXPECT_EQ(o.status, 200); },
+            [](caf::error& e) { ADD_FAILURE() << caf::to_string(e); });
+}
+
+TEST_F(Retry, DetachOnly_HasNoOuterRetry) {
+  start();
+  document_request d;
+  d.method = "POST";
+  d.path = "/dbs/d/colls/c/docs";
+  d.kind = request_kind::query_plan;
+  auto h = self->request(retry, caf::infinite, detach_atom_v, d);
+  run();
+  EXPECT_EQ(routed->requests, 1);
+  caf::anon_send(router, http_done_atom_v, uint64_t{0}, status_response(503));
+  run();
+  h.receive([](transport::outcome&) { ADD_FAILURE() << "expected an error"; },
+            [](caf::error& e) { EXPECT_EQ(code_of(e), errc::service_unavailable); });
+  EXPECT_EQ(routed->requests, 1); // no outer retry
+  EXPECT_EQ(http->count(), 0u);
+}
+
+TEST_F(Retry, DetachOnly_IsBoundedByTheHardDeadline) {
+  retry_config cfg;
+  cfg.hard_deadline = 30s;
+  start(cfg);
+  document_request d;
+  auto h = self->request(retry, caf::infinite, detach_atom_v, d);
+  run();
+  EXPECT_EQ(stats().live, 1u);
+  advance(30s);
+  h.receive([](transport::outcome&) { ADD_FAILURE() << "expected an error"; },
+            [](caf::error& e) { EXPECT_EQ(code_of(e), errc::deadline_exceeded); });
+  EXPECT_EQ(stats().live, 0u);
+}
+
+TEST_F(Retry, LiveGauge_ReturnsToZeroWhenWorkEnds) {
+  start();
+  std::vector<decltype(self->request(retry, caf::infinite, execute_atom_v,
+                                     read_collection()))>
+    handles;
+  for (int i = 0; i < 3; ++i)
+    handles.push_back(
+      self->request(retry, caf::infinite, execute_atom_v, read_collection()));
+  run();
+  EXPECT_EQ(stats().live, 3u);
+  for (auto i : http->pending())
+    http->respond(i, ok_response("{}"));
+  run();
+  EXPECT_EQ(stats().live, 0u);
+  for (auto& h : handles)
+    h.receive([](transport::outcome&) {}, [](caf::error&) {});
+}
+
+} // namespace

@@ -1,0 +1,444 @@
+// The emulator's JSON admin API under /_emulator/ on the global endpoint (no
+// auth: the servers listen on loopback only). Plain C++ and nlohmann/json;
+// the Beast session hands requests in and writes the answer.
+//
+//   GET    /_emulator/state                  regions, write regions, ...
+//   POST   /_emulator/regions/{name}/state   {"state":"online|offline_refuse|
+//                                             offline_reset|hang"}
+//   POST   /_emulator/regions/{name}/latency {"ms":N}
+//   POST   /_emulator/regions/{name}/remove  (no body)
+//   POST   /_emulator/regions/{name}/restore (no body)
+//   POST   /_emulator/write-regions          {"order":["East US","West US"]}
+//   POST   /_emulator/multi-write            {"enabled":true}
+//   POST   /_emulator/split                  {"db":"d","coll":"c","range":"0"}
+//   POST   /_emulator/replication-lag        {"ms":N}
+//   POST   /_emulator/throughput             {"region":"","ru_per_second":N}
+//   POST   /_emulator/faults                 fault_rule fields -> {"id":N}
+//   DELETE /_emulator/faults/{id}, DELETE /_emulator/faults
+//   GET    /_emulator/counters               {"West US":{"200":N},...}
+//   POST   /_emulator/counters/reset
+//
+// Region names in paths are percent-encoded ("West%20US"). Success is 200
+// with a JSON body; a bad request is 400 {"error":"<field>: <why>"}; an
+// unknown path 404, a known path with the wrong method 405.
+
+#include "tests/emulator/server.hpp"
+
+#include <algorithm>
+#include <cstdint>
+#include <exception>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+namespace georoute::emulator {
+
+namespace {
+
+using json = nlohmann::json;
+
+http_response reply(int status, const json& body) {
+  http_response r;
+  r.status = status;
+  r.set("content-type", "application/json");
+  r.body = body.dump();
+  return r;
+}
+
+http_response bad(const std::string& what) {
+  return reply(400, json{{"error", what}});
+}
+
+http_response ok() {
+  return reply(200, json{{"ok", true}});
+}
+
+int hex_value(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+std::vector<std::string> split_path(std::string_view path) {
+  std::vector<std::string> out;
+  size_t pos = 0;
+  while (pos <= path.size()) {
+    auto next = path.find('/', pos);
+    if (next == std::string_view::npos) next = path.size();
+    if (next > pos) out.emplace_back(path.substr(pos, next - pos));
+    pos = next + 1;
+  }
+  return out;
+}
+
+/// Parses the body as a JSON object; an empty body is `{}`.
+result<json> object_body(const http_request& req) {
+  if (req.body.find_first_not_of(" \t\r\n") == std::string::npos)
+    return json::object();
+  auto j = json::parse(req.body, nullptr, false);
+  if (j.is_discarded()) return problem{"body: not valid JSON"};
+  if (!j.is_object()) return problem{"body: expected a JSON object"};
+  return j;
+}
+
+/// Rejects members other than `allowed`, so a typo is not silently ignored.
+result<bool> only(const json& j, std::initializer_list<const char*> allowed) {
+  for (const auto& [k, v] : j.items())
+    if (std::none_of(allowed.begin(), allowed.end(),
+                     [&k = k](const char* a) { return k == a; })) {
+      std::string list;
+      for (const char* a : allowed)
+        list += (list.empty() ? "" : ", ") + std::string{a};
+      return problem{k + ": unknown field (allowed: " + list + ")"};
+    }
+  return true;
+}
+
+result<int64_t> get_int(const json& j, const char* field, int64_t min,
+                        int64_t max) {
+  auto i = j.find(field);
+  if (i == j.end()) return problem{std::string{field} + ": missing"};
+  if (!i->is_number_integer())
+    return problem{std::string{field} + ": expected an integer, got " +
+                   i->dump()};
+  auto v = i->get<int64_t>();
+  if (i->is_number_unsigned() && i->get<uint64_t>() > uint64_t(INT64_MAX))
+    v = INT64_MAX;
+  if (v < min || v > max)
+    return problem{std::string{field} + ": " + std::to_string(v) +
+                   " is outside [" + std::to_string(min) + ", " +
+                   std::to_string(max) + "]"};
+  return v;
+}
+
+result<std::string> get_string(const json& j, const char* field,
+                               bool required = true) {
+  auto i = j.find(field);
+  if (i == j.end()) {
+    if (required) return problem{std::string{field} + ": missing"};
+    return std::string{};
+  }
+  if (!i->is_string())
+    return problem{std::string{field} + ": expected a string, got " +
+                   i->dump()};
+  return i->get<std::string>();
+}
+
+result<double> get_number(const json& j, const char* field, double min,
+                          double max) {
+  auto i = j.find(field);
+  if (i == j.end()) return problem{std::string{field} + ": missing"};
+  if (!i->is_number())
+    return problem{std::string{field} + ": expected a number, got " +
+                   i->dump()};
+  auto v = i->get<double>();
+  if (!(v >= min && v <= max))
+    return problem{std::string{field} + ": " + i->dump() + " is outside [" +
+                   json(min).dump() + ", " + json(max).dump() + "]"};
+  return v;
+}
+
+constexpr int64_t max_ms = int64_t{24} * 3600 * 1000;
+
+json state_json(emulator& emu) {
+  auto& eng = emu.control();
+  auto account = json::parse(eng.account_json(), nullptr, false);
+  std::vector<std::string> listed;
+  if (account.is_object() && account.contains("readableLocations") &&
+      account["readableLocations"].is_array())
+    for (const auto& loc : account["readableLocations"])
+      if (loc.is_object() && loc.contains("name") && loc["name"].is_string())
+        listed.push_back(loc["name"].get<std::string>());
+  json regions = json::array();
+  for (const auto& name : eng.options().regions)
+    regions.push_back(
+        {{"name", name},
+         {"endpoint", emu.endpoint(name)},
+         {"state", to_string(emu.get_region_state(name))},
+         {"latency_ms", emu.get_latency(name).count()},
+         {"removed",
+          std::find(listed.begin(), listed.end(), name) == listed.end()},
+         {"accepted_connections", emu.accepted_connections(name)}});
+  bool multi = eng.options().multi_write;
+  if (account.is_object() && account.contains("enableMultipleWriteLocations")) {
+    const auto& m = account["enableMultipleWriteLocations"];
+    multi = m.is_boolean() ? m.get<bool>() : (m.is_string() && m == "true");
+  }
+  return {{"global_endpoint", emu.global_endpoint()},
+          {"regions", regions},
+          {"write_regions", eng.write_regions()},
+          {"multi_write", multi},
+          {"replication_lag_ms", eng.options().replication_lag.count()}};
+}
+
+result<fault_rule> parse_fault(const json& j) {
+  if (auto r = only(j, {"region", "method", "resource_type", "operation",
+                        "path_contains", "status", "substatus",
+                        "retry_after_ms", "count", "probability"});
+      !r)
+    return r.error();
+  fault_rule f;
+  for (auto [field, dest] :
+       {std::pair<const char*, std::string*>{"region", &f.region},
+        {"method", &f.method},
+        {"resource_type", &f.resource_type},
+        {"operation", &f.operation},
+        {"path_contains", &f.path_contains}}) {
+    auto v = get_string(j, field, false);
+    if (!v) return v.error();
+    *dest = std::move(*v);
+  }
+  std::transform(
+      f.method.begin(), f.method.end(), f.method.begin(),
+      [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
+  static const char* ops[] = {"",           "read", "write",  "query",
+                              "query_plan", "feed", "account"};
+  if (std::find(std::begin(ops), std::end(ops), f.operation) == std::end(ops))
+    return problem{"operation: '" + f.operation +
+                   "' is not one of read, write, query, query_plan, feed, "
+                   "account"};
+  if (j.contains("status")) {
+    auto v = get_int(j, "status", 100, 999);
+    if (!v) return v.error();
+    f.status = static_cast<int>(*v);
+  }
+  if (j.contains("substatus")) {
+    auto v = get_int(j, "substatus", 0, 1000000);
+    if (!v) return v.error();
+    f.substatus = static_cast<int>(*v);
+  }
+  if (j.contains("retry_after_ms")) {
+    auto v = get_int(j, "retry_after_ms", -1, max_ms);
+    if (!v) return v.error();
+    f.retry_after_ms = *v;
+  }
+  if (j.contains("count")) {
+    auto v = get_int(j, "count", -1, INT64_MAX);
+    if (!v) return v.error();
+    if (*v == 0)
+      return problem{"count: 0 would never match (use -1 for unlimited)"};
+    f.count = *v;
+  }
+  if (j.contains("probability")) {
+    auto v = get_number(j, "probability", 0.0, 1.0);
+    if (!v) return v.error();
+    f.probability = *v;
+  }
+  return f;
+}
+
+json counters_json(const status_counters& counters) {
+  json out = json::object();
+  for (const auto& [region, by_status] : counters) {
+    json per = json::object();
+    for (const auto& [status, n] : by_status)
+      per[std::to_string(status)] = n;
+    out[region] = std::move(per);
+  }
+  return out;
+}
+
+http_response region_action(emulator& emu, const std::string& method,
+                            const std::string& region,
+                            const std::string& action,
+                            const http_request& req) {
+  auto& eng = emu.control();
+  const auto& names = eng.options().regions;
+  if (std::find(names.begin(), names.end(), region) == names.end())
+    return bad("region: unknown region '" + region + "'");
+  if (action != "state" && action != "latency" && action != "remove" &&
+      action != "restore")
+    return reply(
+        404, json{{"error", "no admin endpoint " + method + " " + req.target}});
+  if (method != "POST")
+    return reply(405,
+                 json{{"error", req.target + " takes POST, not " + method}});
+  auto body = object_body(req);
+  if (!body) return bad(body.error().what);
+  if (action == "state") {
+    if (auto r = only(*body, {"state"}); !r) return bad(r.error().what);
+    auto text = get_string(*body, "state");
+    if (!text) return bad(text.error().what);
+    auto s = parse_region_state(*text);
+    if (!s) return bad(s.error().what);
+    if (auto r = emu.set_region_state(region, *s); !r)
+      return bad("state: " + r.error().what);
+    return ok();
+  }
+  if (action == "latency") {
+    if (auto r = only(*body, {"ms"}); !r) return bad(r.error().what);
+    auto ms = get_int(*body, "ms", 0, max_ms);
+    if (!ms) return bad(ms.error().what);
+    if (auto r = emu.set_latency(region, std::chrono::milliseconds{*ms}); !r)
+      return bad(r.error().what);
+    return ok();
+  }
+  auto r = action == "remove" ? eng.remove_region(region)
+                              : eng.restore_region(region);
+  if (!r) return bad("region: " + r.error().what);
+  return ok();
+}
+
+http_response dispatch(emulator& emu, const http_request& req) {
+  auto& eng = emu.control();
+  std::string_view path{req.target};
+  path = path.substr(0, path.find('?'));
+  path.remove_prefix(admin_prefix.size());
+  auto parts = split_path(path);
+  for (auto& p : parts) {
+    auto decoded = percent_decode(p);
+    if (!decoded) return bad("path: malformed %-escape in '" + p + "'");
+    p = std::move(*decoded);
+  }
+  const auto& m = req.method;
+  auto not_found = [&] {
+    return reply(404,
+                 json{{"error", "no admin endpoint " + m + " " + req.target}});
+  };
+  auto wrong_method = [&](const char* allowed) {
+    return reply(
+        405, json{{"error", req.target + " takes " + allowed + ", not " + m}});
+  };
+  if (parts.empty()) return not_found();
+  const auto& top = parts[0];
+
+  if (top == "regions" && parts.size() == 3)
+    return region_action(emu, m, parts[1], parts[2], req);
+  if (top == "state" && parts.size() == 1) {
+    if (m != "GET") return wrong_method("GET");
+    return reply(200, state_json(emu));
+  }
+  if (top == "counters" && parts.size() == 1) {
+    if (m != "GET") return wrong_method("GET");
+    return reply(200, counters_json(eng.counters()));
+  }
+  if (top == "counters" && parts.size() == 2 && parts[1] == "reset") {
+    if (m != "POST") return wrong_method("POST");
+    eng.reset_counters();
+    return ok();
+  }
+  if (top == "faults" && parts.size() <= 2) {
+    if (parts.size() == 2) {
+      if (m != "DELETE") return wrong_method("DELETE");
+      const auto& id = parts[1];
+      if (id.empty() || id.size() > 19 ||
+          id.find_first_not_of("0123456789") != std::string::npos)
+        return bad("id: '" + id + "' is not a fault id");
+      eng.remove_fault(std::stoull(id));
+      return ok();
+    }
+    if (m == "DELETE") {
+      eng.clear_faults();
+      return ok();
+    }
+    if (m != "POST") return wrong_method("POST or DELETE");
+  }
+  if (parts.size() != 1) return not_found();
+  // Everything below is POST with a JSON object body.
+  static const char* post_only[] = {"write-regions",   "multi-write", "split",
+                                    "replication-lag", "throughput",  "faults"};
+  if (std::find(std::begin(post_only), std::end(post_only), top) ==
+      std::end(post_only))
+    return not_found();
+  if (m != "POST") return wrong_method("POST");
+  auto body = object_body(req);
+  if (!body) return bad(body.error().what);
+  const json& j = *body;
+
+  if (top == "faults") {
+    auto rule = parse_fault(j);
+    if (!rule) return bad(rule.error().what);
+    return reply(200, json{{"id", eng.add_fault(std::move(*rule))}});
+  }
+  if (top == "write-regions") {
+    if (auto r = only(j, {"order"}); !r) return bad(r.error().what);
+    auto i = j.find("order");
+    if (i == j.end()) return bad("order: missing");
+    if (!i->is_array() || i->empty() ||
+        !std::all_of(i->begin(), i->end(),
+                     [](const json& x) { return x.is_string(); }))
+      return bad("order: expected a non-empty array of region names, got " +
+                 i->dump());
+    auto order = i->get<std::vector<std::string>>();
+    if (auto r = eng.set_write_regions(order); !r)
+      return bad("order: " + r.error().what);
+    return ok();
+  }
+  if (top == "multi-write") {
+    if (auto r = only(j, {"enabled"}); !r) return bad(r.error().what);
+    auto i = j.find("enabled");
+    if (i == j.end() || !i->is_boolean())
+      return bad(
+          "enabled: expected true or false" +
+          (i == j.end() ? std::string{", missing"} : ", got " + i->dump()));
+    eng.set_multi_write(i->get<bool>());
+    return ok();
+  }
+  if (top == "split") {
+    if (auto r = only(j, {"db", "coll", "range"}); !r)
+      return bad(r.error().what);
+    auto db = get_string(j, "db");
+    if (!db) return bad(db.error().what);
+    auto coll = get_string(j, "coll");
+    if (!coll) return bad(coll.error().what);
+    auto range = get_string(j, "range");
+    if (!range) return bad(range.error().what);
+    auto children = eng.split_range(*db, *coll, *range);
+    if (!children) return bad("range: " + children.error().what);
+    return reply(200, json{{"children", *children}});
+  }
+  if (top == "replication-lag") {
+    if (auto r = only(j, {"ms"}); !r) return bad(r.error().what);
+    auto ms = get_int(j, "ms", 0, max_ms);
+    if (!ms) return bad(ms.error().what);
+    eng.set_replication_lag(std::chrono::milliseconds{*ms});
+    return ok();
+  }
+  // throughput
+  if (auto r = only(j, {"region", "ru_per_second"}); !r)
+    return bad(r.error().what);
+  auto region = get_string(j, "region", false);
+  if (!region) return bad(region.error().what);
+  const auto& names = eng.options().regions;
+  if (!region->empty() &&
+      std::find(names.begin(), names.end(), *region) == names.end())
+    return bad("region: unknown region '" + *region + "'");
+  auto ru = get_number(j, "ru_per_second", 0.0, 1e12);
+  if (!ru) return bad(ru.error().what);
+  eng.set_throughput(*region, *ru);
+  return ok();
+}
+
+} // namespace
+
+std::optional<std::string> percent_decode(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (text[i] != '%') {
+      out += text[i];
+      continue;
+    }
+    if (i + 2 >= text.size()) return std::nullopt;
+    int hi = hex_value(text[i + 1]);
+    int lo = hex_value(text[i + 2]);
+    if (hi < 0 || lo < 0) return std::nullopt;
+    out += static_cast<char>(hi * 16 + lo);
+    i += 2;
+  }
+  return out;
+}
+
+http_response handle_admin(emulator& emu, const http_request& req) {
+  try {
+    return dispatch(emu, req);
+  } catch (const std::exception& e) {
+    return reply(500,
+                 json{{"error", std::string{"admin failure: "} + e.what()}});
+  } catch (...) {
+    return reply(500, json{{"error", "admin failure"}});
+  }
+}
+
+} // namespace georoute::emulator

@@ -1,0 +1,462 @@
+// Documents: point reads and writes, placement by EPK, replication with a lag,
+// LSNs and vector session tokens.
+
+#include "tests/emulator/engine_impl.hpp"
+
+#include <algorithm>
+
+namespace georoute::emulator {
+
+using detail::error_response;
+using detail::json_response;
+
+// -- ranges ------------------------------------------------------------------
+
+detail::pk_range* engine::state::range_of(detail::collection& coll,
+                                          const std::string& epk) {
+  for (auto& r : coll.ranges)
+    if (!r.gone &&
+        detail::epk_in(epk, r.info.min_inclusive, r.info.max_exclusive))
+      return &r;
+  return nullptr;
+}
+
+std::vector<detail::pk_range*>
+engine::state::current_ranges(detail::collection& coll) {
+  std::vector<detail::pk_range*> out;
+  for (auto& r : coll.ranges)
+    if (!r.gone) out.push_back(&r);
+  std::sort(out.begin(), out.end(), [](auto* x, auto* y) {
+    return epk_less(x->info.min_inclusive, y->info.min_inclusive);
+  });
+  return out;
+}
+
+detail::pk_range* engine::state::range_by_id(detail::collection& coll,
+                                             const std::string& id) {
+  for (auto& r : coll.ranges)
+    if (r.info.id == id) return &r;
+  return nullptr;
+}
+
+std::optional<http_response>
+engine::state::gone_range(const request_ctx& ctx, detail::collection& coll) {
+  const auto& id = ctx.req.header("x-ms-documentdb-partitionkeyrangeid");
+  if (id.empty()) return std::nullopt;
+  auto* range = range_by_id(coll, id);
+  if (range == nullptr || !range->gone) return std::nullopt;
+  auto res = error_response(410, 1002,
+                            "partition key range '" + id +
+                                "' is gone (it split); refresh the partition "
+                                "key ranges");
+  add_doc_headers(res, coll);
+  return res;
+}
+
+// -- replication and sessions ------------------------------------------------
+
+const detail::doc_version* engine::state::view(const detail::document& doc,
+                                               size_t region,
+                                               time_point now) const {
+  for (auto i = doc.versions.rbegin(); i != doc.versions.rend(); ++i)
+    if (i->origin == region || i->visible_at <= now) return &*i;
+  return nullptr;
+}
+
+vector_session_token engine::state::progress(const detail::pk_range& range,
+                                             size_t region,
+                                             time_point now) const {
+  vector_session_token t;
+  // Multi-write tokens carry one local LSN per region, single-write ones
+  // none. The SDKs refuse to merge two tokens of the same version whose
+  // region sets differ, so the two forms get different versions.
+  t.version = opts.multi_write ? 1 : 0;
+  t.global_lsn = range.lsn;
+  auto locals = range.local_lsn;
+  locals.resize(regions.size(), 0);
+  for (const auto& e : range.log) {
+    if (e.origin == region || e.visible_at <= now) continue;
+    t.global_lsn = std::min(t.global_lsn, e.lsn - 1);
+    if (e.origin < locals.size())
+      locals[e.origin] = std::min(locals[e.origin], e.local_lsn - 1);
+  }
+  if (opts.multi_write)
+    for (size_t i = 0; i < locals.size(); ++i)
+      t.local_lsns[static_cast<int64_t>(i)] = locals[i];
+  return t;
+}
+
+std::string engine::state::session_entry(const detail::pk_range& range,
+                                         size_t region, time_point now) const {
+  return range.info.id + ":" + render(progress(range, region, now));
+}
+
+namespace {
+
+/// Whether a region at `seen` may serve a read that requires `required`.
+/// Multi-write tokens are judged by their per-region LSNs (the global LSN of
+/// one region says nothing about another's writes); others by the global LSN.
+bool satisfied(const vector_session_token& seen,
+               const vector_session_token& required, bool multi_write) {
+  if (multi_write && !required.local_lsns.empty()) {
+    for (const auto& [region, lsn] : required.local_lsns) {
+      auto i = seen.local_lsns.find(region);
+      if (i != seen.local_lsns.end() && i->second < lsn) return false;
+    }
+    return true;
+  }
+  return seen.global_lsn >= required.global_lsn;
+}
+
+} // namespace
+
+std::optional<http_response>
+engine::state::check_session(request_ctx& ctx,
+                             const std::vector<detail::pk_range*>& ranges) {
+  const auto& text = ctx.req.header("x-ms-session-token");
+  if (text.empty()) return std::nullopt;
+  auto level = detail::lower(ctx.req.header("x-ms-consistency-level"));
+  if (!level.empty() && level != "session") return std::nullopt;
+  auto tokens = parse_session_header(text);
+  if (!tokens)
+    return error_response(400, 0,
+                          "invalid x-ms-session-token: " + tokens.error().what);
+  for (auto* range : ranges) {
+    std::optional<vector_session_token> required;
+    auto consider = [&](const std::string& id) {
+      auto i = tokens->find(id);
+      if (i == tokens->end()) return;
+      required = required ? merge(*required, i->second) : i->second;
+    };
+    consider(range->info.id);
+    for (const auto& parent : range->info.parents)
+      consider(parent);
+    if (!required) continue;
+    auto seen = progress(*range, ctx.region_index, ctx.now);
+    if (!satisfied(seen, *required, opts.multi_write)) {
+      auto res =
+          error_response(404, 1002,
+                         "The read session is not available for the "
+                         "input session token (region '" +
+                             ctx.region + "' has range " + range->info.id +
+                             " at " + render(seen) + ", the token requires " +
+                             render(*required) + ").");
+      res.set("x-ms-session-token", range->info.id + ":" + render(seen));
+      return res;
+    }
+  }
+  return std::nullopt;
+}
+
+// -- partition keys ----------------------------------------------------------
+
+std::variant<std::vector<pk_component>, http_response>
+engine::state::header_pk(request_ctx& ctx, const detail::collection& coll,
+                         bool required, bool allow_prefix) {
+  const auto& text = ctx.req.header("x-ms-documentdb-partitionkey");
+  if (text.empty()) {
+    if (required)
+      return error_response(400, 0,
+                            "the x-ms-documentdb-partitionkey header is "
+                            "required for point operations on a partitioned "
+                            "collection");
+    return std::vector<pk_component>{};
+  }
+  auto pk = parse_partition_key_json(text);
+  if (!pk)
+    return error_response(
+        400, 0, "invalid x-ms-documentdb-partitionkey: " + pk.error().what);
+  auto paths = coll.pk.paths.size();
+  bool prefix = allow_prefix && coll.pk.kind == "MultiHash" && !pk->empty() &&
+                pk->size() < paths;
+  if (pk->size() != paths && !prefix)
+    return error_response(400, 0,
+                          "the partition key " + text + " has " +
+                              std::to_string(pk->size()) +
+                              " components, the collection's partition key "
+                              "has " +
+                              std::to_string(paths) + " paths");
+  return std::move(*pk);
+}
+
+std::string engine::state::epk_of(const detail::collection& coll,
+                                  const std::vector<pk_component>& pk) const {
+  return coll.pk.kind == "MultiHash" ? epk_v2_multihash(pk) : epk_v2(pk);
+}
+
+nlohmann::json engine::state::doc_json(const detail::collection& coll,
+                                       const detail::document& doc, json body,
+                                       const std::string& etag,
+                                       int64_t ts) const {
+  for (const char* system :
+       {"_rid", "_self", "_etag", "_attachments", "_ts", "_lsn"})
+    body.erase(system);
+  body["id"] = doc.id;
+  body["_rid"] = doc.rid;
+  body["_self"] =
+      "dbs/" + coll.db_rid + "/colls/" + coll.rid + "/docs/" + doc.rid + "/";
+  body["_etag"] = etag;
+  body["_attachments"] = "attachments/";
+  body["_ts"] = ts;
+  return body;
+}
+
+void engine::state::add_doc_headers(http_response& res,
+                                    const detail::collection& coll) const {
+  res.set("x-ms-content-path", coll.rid);
+  res.set("x-ms-alt-content-path", coll.name_path());
+}
+
+// -- dispatch ----------------------------------------------------------------
+
+http_response engine::state::handle_docs(request_ctx& ctx,
+                                         detail::collection& coll) {
+  const auto& method = ctx.req.method;
+  if (ctx.segs.size() == 5) {
+    if (method == "GET") return read_feed(ctx, coll);
+    if (method != "POST")
+      return error_response(405, 0, "docs supports GET and POST");
+    if (ctx.op == "query_plan") return query_plan(ctx, coll);
+    if (ctx.op == "query") return query_docs(ctx, coll);
+    if (auto gone = gone_range(ctx, coll)) return std::move(*gone);
+    return write_doc(ctx, coll, {});
+  }
+  if (auto gone = gone_range(ctx, coll)) return std::move(*gone);
+  auto id = ctx.segs[5];
+  if (ctx.rid_based) {
+    auto i = coll.doc_by_rid.find(id);
+    if (i == coll.doc_by_rid.end()) {
+      auto res = error_response(404, 0,
+                                "Entity with the specified id does not exist "
+                                "in the system.");
+      add_doc_headers(res, coll);
+      return res;
+    }
+    id = i->second.second;
+  }
+  if (method == "GET") return read_doc(ctx, coll, id);
+  if (method == "PUT" || method == "DELETE") return write_doc(ctx, coll, id);
+  return error_response(405, 0, "a document supports GET, PUT and DELETE");
+}
+
+// -- point reads -------------------------------------------------------------
+
+http_response engine::state::read_doc(request_ctx& ctx,
+                                      detail::collection& coll,
+                                      const std::string& id) {
+  ctx.charge = 1;
+  auto pk = header_pk(ctx, coll, true, false);
+  if (auto* err = std::get_if<http_response>(&pk)) return std::move(*err);
+  const auto& key = std::get<std::vector<pk_component>>(pk);
+  auto* range = range_of(coll, epk_of(coll, key));
+  if (range == nullptr)
+    return error_response(500, 0, "no range holds the partition key");
+  if (auto behind = check_session(ctx, {range})) {
+    add_doc_headers(*behind, coll);
+    return std::move(*behind);
+  }
+  auto decorate = [&](http_response& res) {
+    add_doc_headers(res, coll);
+    res.set("x-ms-session-token",
+            session_entry(*range, ctx.region_index, ctx.now));
+    res.set("lsn", std::to_string(
+                       progress(*range, ctx.region_index, ctx.now).global_lsn));
+    res.set("x-ms-documentdb-partitionkeyrangeid", range->info.id);
+  };
+  auto doc = coll.docs.find({detail::pk_identity(key), id});
+  const detail::doc_version* v =
+      doc == coll.docs.end() ? nullptr
+                             : view(doc->second, ctx.region_index, ctx.now);
+  if (v == nullptr || v->deleted) {
+    auto res = error_response(404, 0,
+                              "Entity with the specified id does not exist in "
+                              "the system.");
+    decorate(res);
+    return res;
+  }
+  http_response res;
+  if (!ctx.req.header("if-none-match").empty() &&
+      ctx.req.header("if-none-match") == v->etag) {
+    res.status = 304;
+  } else {
+    res = json_response(200, v->body.dump());
+  }
+  res.set("etag", v->etag);
+  decorate(res);
+  return res;
+}
+
+// -- writes ------------------------------------------------------------------
+
+http_response engine::state::write_doc(request_ctx& ctx,
+                                       detail::collection& coll,
+                                       const std::string& url_id) {
+  const auto& method = ctx.req.method;
+  ctx.charge = 1;
+  if (!can_write(ctx.region))
+    return error_response(403, 3,
+                          "region '" + ctx.region +
+                              "' does not accept writes on this single-write "
+                              "account; the write region is '" +
+                              writer() + "'");
+  json body;
+  std::string id = url_id;
+  if (method != "DELETE") {
+    auto parsed = detail::parse_body(ctx.req.body);
+    if (!parsed) return error_response(400, 0, parsed.error().what);
+    body = std::move(*parsed);
+    if (!body.is_object())
+      return error_response(400, 0, "a document must be a JSON object");
+    auto i = body.find("id");
+    if (i == body.end() || !i->is_string() || i->get<std::string>().empty())
+      return error_response(400, 0,
+                            "The input content is invalid because the "
+                            "required properties - 'id; ' - are missing");
+    auto body_id = i->get<std::string>();
+    if (body_id.find_first_of("/\\?#") != std::string::npos ||
+        body_id.size() > 1023)
+      return error_response(400, 0,
+                            "the id '" + body_id +
+                                "' contains '/', '\\', '?' or '#' or is "
+                                "longer than 1023 characters");
+    if (method == "PUT" && body_id != url_id)
+      return error_response(400, 0,
+                            "the id in the body ('" + body_id +
+                                "') differs from the id in the path ('" +
+                                url_id + "')");
+    id = body_id;
+  }
+  auto pk = header_pk(ctx, coll, true, false);
+  if (auto* err = std::get_if<http_response>(&pk)) return std::move(*err);
+  const auto& key = std::get<std::vector<pk_component>>(pk);
+  if (method != "DELETE") {
+    auto from_doc = detail::pk_from_document(body, coll.pk.paths);
+    if (!from_doc) return error_response(400, 0, from_doc.error().what);
+    if (*from_doc != key)
+      return error_response(400, 1001,
+                            "PartitionKey extracted from document " +
+                                detail::pk_text(*from_doc) +
+                                " doesn't match the one specified in the "
+                                "header " +
+                                detail::pk_text(key));
+  }
+  auto epk = epk_of(coll, key);
+  auto* range = range_of(coll, epk);
+  if (range == nullptr)
+    return error_response(500, 0, "no range holds the partition key");
+
+  auto doc_key = std::make_pair(detail::pk_identity(key), id);
+  auto existing = coll.docs.find(doc_key);
+  const detail::doc_version* current =
+      existing == coll.docs.end()
+          ? nullptr
+          : view(existing->second, ctx.region_index, ctx.now);
+  bool alive = current != nullptr && !current->deleted;
+  const auto& if_match = ctx.req.header("if-match");
+  bool upsert = detail::is_true(ctx.req.header("x-ms-documentdb-is-upsert"));
+  int status = 200;
+  auto not_found = [&] {
+    auto res = error_response(404, 0,
+                              "Entity with the specified id does not exist in "
+                              "the system.");
+    add_doc_headers(res, coll);
+    return res;
+  };
+  auto precondition = [&] {
+    auto res =
+        error_response(412, 0,
+                       "Operation cannot be performed because one of "
+                       "the specified precondition is not met (if-match " +
+                           if_match + ", current etag " + current->etag + ").");
+    add_doc_headers(res, coll);
+    return res;
+  };
+  if (method == "POST" && !upsert) {
+    if (alive) {
+      auto res = error_response(409, 0,
+                                "Entity with the specified id already exists "
+                                "in the system.");
+      add_doc_headers(res, coll);
+      return res;
+    }
+    status = 201;
+  } else if (method == "POST") {
+    if (alive && !if_match.empty() && if_match != current->etag)
+      return precondition();
+    status = alive ? 200 : 201;
+  } else {
+    if (!alive) return not_found();
+    if (!if_match.empty() && if_match != current->etag) return precondition();
+    status = method == "DELETE" ? 204 : 200;
+  }
+
+  // Commit in this region; the others see it after the lag.
+  if (existing == coll.docs.end()) {
+    detail::document doc;
+    doc.id = id;
+    doc.pk = key;
+    doc.epk = epk;
+    doc.seq = coll.next_doc_seq++;
+    std::string std_alphabet = coll.rid;
+    std::replace(std_alphabet.begin(), std_alphabet.end(), '-', '/');
+    auto bytes = transport::base64_decode(std_alphabet)
+                     .value_or(std::vector<unsigned char>(8, 0));
+    for (int i = 0; i < 8; ++i)
+      bytes.push_back(static_cast<unsigned char>(doc.seq >> (8 * i)));
+    doc.rid = detail::rid_text(bytes);
+    coll.doc_by_rid[doc.rid] = doc_key;
+    existing = coll.docs.emplace(doc_key, std::move(doc)).first;
+  }
+  auto& doc = existing->second;
+  auto origin = ctx.region_index;
+  range->local_lsn.resize(regions.size(), 0);
+  detail::write_entry entry;
+  entry.lsn = ++range->lsn;
+  entry.origin = origin;
+  entry.local_lsn = ++range->local_lsn[origin];
+  entry.visible_at = ctx.now + opts.replication_lag;
+  range->log.push_back(entry);
+
+  detail::doc_version v;
+  v.origin = origin;
+  v.visible_at = entry.visible_at;
+  v.etag = new_etag();
+  v.lsn = entry.lsn;
+  v.deleted = method == "DELETE";
+  if (!v.deleted)
+    v.body = doc_json(coll, doc, std::move(body), v.etag,
+                      detail::unix_seconds(ctx.now));
+  doc.versions.push_back(std::move(v));
+  auto stored_etag = doc.versions.back().etag;
+  auto text =
+      method == "DELETE" ? std::string{} : doc.versions.back().body.dump();
+
+  // Fold what every region has seen for a while.
+  auto horizon = ctx.now - detail::prune_margin;
+  while (!range->log.empty() && range->log.front().visible_at <= horizon)
+    range->log.pop_front();
+  size_t keep_from = 0;
+  for (size_t i = 0; i + 1 < doc.versions.size(); ++i)
+    if (doc.versions[i + 1].visible_at <= horizon) keep_from = i + 1;
+  if (keep_from > 0)
+    doc.versions.erase(doc.versions.begin(),
+                       doc.versions.begin() +
+                           static_cast<std::ptrdiff_t>(keep_from));
+
+  http_response res;
+  if (method == "DELETE") {
+    res.status = 204;
+    ctx.charge = 5;
+  } else {
+    ctx.charge = 5 + static_cast<double>(text.size()) / 1024.0;
+    res = json_response(status, std::move(text));
+  }
+  res.set("etag", stored_etag);
+  add_doc_headers(res, coll);
+  res.set("x-ms-session-token", session_entry(*range, origin, ctx.now));
+  res.set("lsn", std::to_string(range->lsn));
+  res.set("x-ms-documentdb-partitionkeyrangeid", range->info.id);
+  return res;
+}
+
+} // namespace georoute::emulator

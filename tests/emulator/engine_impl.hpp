@@ -1,0 +1,335 @@
+#pragma once
+
+// Internal to the engine: the state behind `engine` and the helpers that
+// engine.cpp (dispatch, auth, faults, throttling, topology),
+// engine_resources.cpp (databases, collections, pkranges, splits),
+// engine_documents.cpp (documents, replication, sessions) and
+// engine_query.cpp (queries, plans, feeds, paging) share. Not installed.
+//
+// Replication model. Every write appends a version to its document (body or
+// tombstone, origin region, `visible_at` = commit time + the lag in force at
+// commit) and an entry to its range's write log (global LSN, origin, local
+// LSN, `visible_at`). A region sees a version or a log entry when it is the
+// origin or `visible_at <= now`. A region's progress on a range is the
+// highest LSN below which it sees every entry (per origin for the local
+// LSNs). Entries and versions visible everywhere for `prune_margin` are
+// folded away, so `now` may not go back further than that.
+
+#include "actors/policy/epk.hpp"
+#include "actors/policy/model.hpp"
+#include "actors/policy/session_token.hpp"
+#include "tests/emulator/engine.hpp"
+#include "transport/auth.hpp"
+
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <random>
+#include <string>
+#include <utility>
+#include <variant>
+#include <vector>
+
+namespace georoute::emulator::detail {
+
+using json = nlohmann::json;
+using time_point = std::chrono::system_clock::time_point;
+
+/// How long a fully replicated write stays in the logs before it is folded.
+constexpr std::chrono::seconds prune_margin{10};
+
+/// Page size when the client sends no `x-ms-max-item-count` or -1.
+constexpr int64_t default_page_size = 100;
+
+/// One version of a document.
+struct doc_version {
+  json body;             ///< the stored document, system properties included
+  bool deleted = false;  ///< a tombstone
+  size_t origin = 0;     ///< region index of the write
+  time_point visible_at; ///< when the other regions see it
+  std::string etag;      ///< quoted
+  int64_t lsn = 0;
+};
+
+/// One document (one id in one logical partition) and its history.
+struct document {
+  std::string id;
+  std::vector<pk_component> pk;
+  std::string epk;
+  std::string rid;
+  uint64_t seq = 0; ///< creation order, the order of feeds
+  std::vector<doc_version> versions;
+};
+
+/// One write in a range's log.
+struct write_entry {
+  int64_t lsn = 0;
+  size_t origin = 0;
+  int64_t local_lsn = 0;
+  time_point visible_at;
+};
+
+/// One partition-key range, current or gone.
+struct pk_range {
+  partition_key_range info;
+  bool gone = false;
+  uint64_t created_etag = 1;      ///< pkranges etag at which it appeared
+  int64_t lsn = 0;                ///< global LSN of the last write
+  std::vector<int64_t> local_lsn; ///< per region index
+  std::deque<write_entry> log;    ///< writes not yet folded
+};
+
+/// A collection and its documents.
+struct collection {
+  std::string id;
+  std::string rid;
+  std::string db_id;
+  std::string db_rid;
+  std::string etag;
+  int64_t ts = 0;
+  partition_key_definition pk;
+  uint64_t pk_etag = 1; ///< advanced on every split
+  long long next_range_id = 0;
+  std::vector<pk_range> ranges; ///< all ranges ever, gone ones included
+  /// (hashing encoding of the partition key, id) -> document
+  std::map<std::pair<std::string, std::string>, document> docs;
+  std::map<std::string, std::pair<std::string, std::string>> doc_by_rid;
+  uint64_t next_doc_seq = 1;
+
+  std::string name_path() const { return "dbs/" + db_id + "/colls/" + id; }
+};
+
+/// A database.
+struct database {
+  std::string id;
+  std::string rid;
+  std::string etag;
+  int64_t ts = 0;
+  std::map<std::string, collection> colls;
+};
+
+/// One region of the account.
+struct region_info {
+  std::string name;
+  std::string endpoint;
+  bool removed = false;
+  double ru_per_second = 0;
+  double tokens = 0;
+  time_point last_refill{};
+  bool bucket_started = false;
+};
+
+/// One request on its way through the engine.
+struct request_ctx {
+  const http_request& req;
+  std::string arrived; ///< the region it arrived at, "" = global endpoint
+  std::string region;  ///< the region that serves it
+  size_t region_index = 0;
+  time_point now;
+  std::vector<std::string> segs; ///< decoded path segments
+  bool rid_based = false;
+  std::string op;   ///< account | read | write | query | query_plan | feed
+  std::string type; ///< "", dbs, colls, docs, pkranges, ...
+  double charge = 0;
+};
+
+/// What a query or feed reads: some ranges, maybe one logical partition (or
+/// a prefix of a hierarchical key), maybe an EPK sub-range of one range.
+struct query_scope {
+  std::vector<pk_range*> ranges; ///< in EPK order
+  std::vector<pk_component> pk;  ///< empty = every partition
+  std::string start_epk;
+  std::string end_epk;
+  std::string identity; ///< for continuation hashes
+  bool cross_partition = false;
+};
+
+// -- helpers (engine_util.cpp) ------------------------------------------------
+
+/// "BadRequest" for 400 and so on.
+const char* status_code_name(int status);
+
+/// `{"code":..,"message":..}` with x-ms-substatus when non-zero.
+http_response error_response(int status, int substatus, std::string message,
+                             std::string additional_error_info = {});
+
+/// A 2xx response with a JSON body.
+http_response json_response(int status, std::string body);
+
+/// Parses a request body as JSON; a problem names what is wrong.
+result<json> parse_body(const std::string& body);
+
+/// Percent-decodes a path segment; std::nullopt on a malformed escape.
+std::optional<std::string> percent_decode_segment(const std::string& text);
+
+/// ASCII lower case.
+std::string lower(std::string text);
+
+/// True for "true"/"True"/"TRUE".
+bool is_true(const std::string& text);
+
+/// base64 with '/' written as '-' (the RID alphabet).
+std::string rid_text(const std::vector<unsigned char>& bytes);
+
+/// Seconds since the epoch.
+int64_t unix_seconds(time_point t);
+
+/// Decimal RU charge, e.g. "5.00".
+std::string charge_text(double charge);
+
+/// An EPK as a 128-bit number (first 32 hex digits, right-padded with 0).
+unsigned __int128 epk_value(const std::string& epk);
+
+/// The EPK text of a 128-bit number: 32 upper-case hex digits with trailing
+/// "00" pairs trimmed.
+std::string epk_text(unsigned __int128 value);
+
+/// The boundaries that split [00, 40) into `n` equal ranges (n - 1 of them).
+std::vector<std::string> initial_boundaries(size_t n);
+
+/// `min <= epk < max` in the length-aware EPK order.
+bool epk_in(const std::string& epk, const std::string& min,
+            const std::string& max);
+
+/// FNV-1a 64.
+uint64_t fnv1a(const std::string& text);
+
+/// Partition-key components from the document at `paths`; a problem when a
+/// value is an object or an array.
+result<std::vector<pk_component>>
+pk_from_document(const json& doc, const std::vector<std::string>& paths);
+
+/// The identity of a logical partition: the hashing encodings concatenated.
+std::string pk_identity(const std::vector<pk_component>& pk);
+
+/// JSON text of partition-key components (`["a",5]`), for messages.
+std::string pk_text(const std::vector<pk_component>& pk);
+
+} // namespace georoute::emulator::detail
+
+namespace georoute::emulator {
+
+/// The engine's state. All members are guarded by `mutex`; every member
+/// function below expects it to be held.
+struct engine::state {
+  using json = detail::json;
+  using time_point = detail::time_point;
+  using request_ctx = detail::request_ctx;
+
+  explicit state(engine_options o);
+
+  mutable std::mutex mutex;
+  engine_options opts;
+  std::optional<transport::master_key> key;
+  std::string key_problem;
+  std::vector<detail::region_info> regions;
+  std::vector<std::string> write_order;
+  std::map<std::string, detail::database> dbs;
+  std::map<std::string, std::string> db_by_rid;
+  std::map<std::string, std::pair<std::string, std::string>> coll_by_rid;
+  std::map<uint64_t, fault_rule> faults;
+  uint64_t next_fault_id = 1;
+  status_counters counts;
+  std::mt19937_64 fault_rng{0x6765'6f72'6f75'7465};
+  std::mt19937_64 id_rng{0x656d'756c'6174'6f72};
+  uint64_t etag_seq = 0;
+
+  // -- engine.cpp: dispatch, topology --------------------------------------
+
+  http_response serve(const std::string& region, const http_request& req,
+                      time_point now);
+  int region_index(const std::string& name) const;
+  /// The region that takes writes on a single-write account (the first
+  /// non-removed one of the write order).
+  std::string writer() const;
+  bool can_write(const std::string& region) const;
+  database_account account() const;
+  std::string new_guid();
+  std::string new_etag();
+  std::optional<http_response> check_auth(request_ctx& ctx);
+  std::optional<http_response> check_faults(request_ctx& ctx);
+  std::optional<http_response> check_budget(request_ctx& ctx, double estimate);
+  void spend(request_ctx& ctx);
+  http_response dispatch(request_ctx& ctx);
+
+  // -- engine_resources.cpp -------------------------------------------------
+
+  detail::database* find_db(const std::string& seg, bool rid_based);
+  detail::collection* find_coll(detail::database& db, const std::string& seg,
+                                bool rid_based);
+  http_response handle_dbs(request_ctx& ctx);
+  http_response handle_colls(request_ctx& ctx, detail::database& db);
+  http_response handle_pkranges(request_ctx& ctx, detail::collection& coll);
+  std::string new_db_rid();
+  std::string new_coll_rid(const std::string& db_rid);
+  json db_json(const detail::database& db) const;
+  collection_info coll_info(const detail::collection& coll) const;
+  result<std::vector<std::string>> split(detail::collection& coll,
+                                         const std::string& range_id);
+
+  // -- engine_documents.cpp -------------------------------------------------
+
+  http_response handle_docs(request_ctx& ctx, detail::collection& coll);
+  http_response read_doc(request_ctx& ctx, detail::collection& coll,
+                         const std::string& id);
+  http_response write_doc(request_ctx& ctx, detail::collection& coll,
+                          const std::string& url_id);
+  /// The current range holding `epk`.
+  detail::pk_range* range_of(detail::collection& coll, const std::string& epk);
+  std::vector<detail::pk_range*> current_ranges(detail::collection& coll);
+  /// 410/1002 when the request names a range (partitionkeyrangeid header)
+  /// that split away.
+  std::optional<http_response> gone_range(const request_ctx& ctx,
+                                          detail::collection& coll);
+  detail::pk_range* range_by_id(detail::collection& coll,
+                                const std::string& id);
+  /// The version of `doc` that `region` sees at `now`, or nullptr.
+  const detail::doc_version* view(const detail::document& doc, size_t region,
+                                  time_point now) const;
+  /// What `region` has applied of `range` at `now`.
+  vector_session_token progress(const detail::pk_range& range, size_t region,
+                                time_point now) const;
+  /// `{range}:{token}` as the response header renders it.
+  std::string session_entry(const detail::pk_range& range, size_t region,
+                            time_point now) const;
+  /// 400 for a malformed session header, 404/1002 when a range in `ranges`
+  /// is behind the header's token for it; nullopt when the read may go on.
+  std::optional<http_response>
+  check_session(request_ctx& ctx, const std::vector<detail::pk_range*>& ranges);
+  /// The partition key of a point operation or query, or a 400.
+  std::variant<std::vector<pk_component>, http_response>
+  header_pk(request_ctx& ctx, const detail::collection& coll, bool required,
+            bool allow_prefix);
+  std::string epk_of(const detail::collection& coll,
+                     const std::vector<pk_component>& pk) const;
+  json doc_json(const detail::collection& coll, const detail::document& doc,
+                json body, const std::string& etag, int64_t ts) const;
+  void add_doc_headers(http_response& res,
+                       const detail::collection& coll) const;
+
+  // -- engine_query.cpp ------------------------------------------------------
+
+  http_response query_docs(request_ctx& ctx, detail::collection& coll);
+  http_response query_plan(request_ctx& ctx, detail::collection& coll);
+  http_response read_feed(request_ctx& ctx, detail::collection& coll);
+  /// The scope of a query or feed from its headers, or an error response.
+  std::variant<detail::query_scope, http_response>
+  scope_of(request_ctx& ctx, detail::collection& coll);
+  /// The documents of `s` the region sees, range by range, each range in
+  /// creation order.
+  std::vector<json> gather(const request_ctx& ctx,
+                           const detail::collection& coll,
+                           const detail::query_scope& s) const;
+  void add_scope_headers(http_response& res, const request_ctx& ctx,
+                         const detail::collection& coll,
+                         const detail::query_scope& s) const;
+  http_response query_list(request_ctx& ctx, const std::string& rid,
+                           const std::string& list_name,
+                           const std::vector<json>& items);
+};
+
+} // namespace georoute::emulator

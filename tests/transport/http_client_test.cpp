@@ -1,0 +1,419 @@
+// http_client over plain HTTP against the loopback server: keep-alive,
+// pooling, deadlines, error mapping, limits and header mapping.
+
+#include "tests/transport/client_test_util.hpp"
+#include "tests/transport/loopback_server.hpp"
+#include "transport/http_client.hpp"
+
+#include <gtest/gtest.h>
+
+namespace georoute::testing {
+namespace {
+
+using transport::failure;
+using transport::http_client;
+using transport::http_client_options;
+using transport::outcome;
+
+reply ok(std::string body = "ok") {
+  reply r;
+  r.body = std::move(body);
+  return r;
+}
+
+TEST(HttpClient, KeepAlive_SequentialRequests_OneConnection) {
+  loopback_server srv{[](const server_request&) { return ok(); }};
+  http_client client{{}};
+  constexpr int n = 5;
+  for (int i = 0; i < n; ++i) {
+    auto o = send_sync(client, get(srv.endpoint(), "/r" + std::to_string(i)));
+    ASSERT_EQ(o.error, failure::none) << o.error_detail;
+    EXPECT_EQ(o.status, 200);
+    EXPECT_EQ(o.body, "ok");
+  }
+  EXPECT_EQ(srv.accepted(), 1);
+  auto st = client.stats();
+  EXPECT_EQ(st.requests, uint64_t{n});
+  EXPECT_EQ(st.connections_opened, 1u);
+  EXPECT_EQ(st.reused, uint64_t{n - 1});
+}
+
+TEST(HttpClient, Request_MethodTargetHeadersBody_SentVerbatim) {
+  loopback_server srv{[](const server_request&) { return ok(); }};
+  http_client client{{}};
+  transport::request r;
+  r.method = "POST";
+  // The base path of the endpoint is ignored: the target is sent as given.
+  r.endpoint = "http://127.0.0.1:" + std::to_string(srv.port()) + "/base/";
+  r.target = "/dbs/d/colls/c/docs?x=1";
+  r.headers = {{"x-ms-version", "2018-12-31"},
+               {"authorization", "type%3Dmaster%26sig%3Dabc"},
+               {"Content-Type", "application/json"}};
+  r.body = R"({"id":"1"})";
+  auto o = send_sync(client, r);
+  ASSERT_EQ(o.error, failure::none) << o.error_detail;
+  auto seen = srv.received();
+  ASSERT_EQ(seen.size(), 1u);
+  const auto& q = seen.front();
+  EXPECT_EQ(q.method(), http::verb::post);
+  EXPECT_EQ(q.target(), "/dbs/d/colls/c/docs?x=1");
+  EXPECT_EQ(q[http::field::host], "127.0.0.1:" + std::to_string(srv.port()));
+  EXPECT_EQ(q["x-ms-version"], "2018-12-31");
+  EXPECT_EQ(q["authorization"], "type%3Dmaster%26sig%3Dabc");
+  EXPECT_EQ(q[http::field::content_type], "application/json");
+  EXPECT_EQ(q[http::field::content_length], std::to_string(r.body.size()));
+  EXPECT_EQ(q.body(), r.body);
+  EXPECT_EQ(q.version(), 11u);
+  EXPECT_TRUE(q.keep_alive());
+  EXPECT_EQ(o.endpoint, r.endpoint);
+}
+
+TEST(HttpClient, Response_MsHeaders_MappedIntoOutcome) {
+  loopback_server srv{[](const server_request&) {
+    reply r;
+    r.status = 429;
+    r.headers = {{"x-ms-substatus", "3200"},
+                 {"x-ms-retry-after-ms", "1500"},
+                 {"x-ms-session-token", "0:1#12#3=4"},
+                 {"x-ms-request-charge", "2.75"},
+                 {"ETag", "\"00000-abc\""},
+                 {"x-ms-continuation", "{\"token\":\"+RID:1\"}"},
+                 {"x-ms-content-path", "dbs/d/colls/c"},
+                 {"x-ms-activity-id", "6f2c-aid"}};
+    r.body = R"({"code":"TooManyRequests"})";
+    return r;
+  }};
+  http_client client{{}};
+  auto req = get(srv.endpoint(), "/dbs/d");
+  auto o = send_sync(client, req);
+  ASSERT_EQ(o.error, failure::none) << o.error_detail;
+  EXPECT_EQ(o.status, 429);
+  EXPECT_FALSE(o.success());
+  EXPECT_EQ(o.substatus, 3200);
+  EXPECT_EQ(o.retry_after_ms, 1500);
+  EXPECT_EQ(o.session_token, "0:1#12#3=4");
+  EXPECT_DOUBLE_EQ(o.request_charge, 2.75);
+  EXPECT_EQ(o.etag, "\"00000-abc\"");
+  EXPECT_EQ(o.continuation, "{\"token\":\"+RID:1\"}");
+  EXPECT_EQ(o.content_path, "dbs/d/colls/c");
+  EXPECT_EQ(o.activity_id, "6f2c-aid");
+  EXPECT_EQ(o.body, R"({"code":"TooManyRequests"})");
+  EXPECT_EQ(o.endpoint, req.endpoint);
+  EXPECT_TRUE(o.error_detail.empty());
+}
+
+TEST(HttpClient, Response_MsHeadersAbsentOrGarbage_Defaults) {
+  loopback_server srv{[](const server_request& q) {
+    reply r;
+    if (q.target() == "/garbage")
+      r.headers = {{"x-ms-substatus", "12ab"},
+                   {"x-ms-retry-after-ms", "soon"},
+                   {"x-ms-request-charge", "lots"}};
+    return r;
+  }};
+  http_client client{{}};
+  for (auto target : {"/absent", "/garbage"}) {
+    auto o = send_sync(client, get(srv.endpoint(), target));
+    ASSERT_EQ(o.error, failure::none) << target << ": " << o.error_detail;
+    EXPECT_TRUE(o.success()) << target;
+    EXPECT_EQ(o.substatus, 0) << target;
+    EXPECT_EQ(o.retry_after_ms, -1) << target;
+    EXPECT_EQ(o.request_charge, 0.0) << target;
+    EXPECT_EQ(o.session_token, "") << target;
+    EXPECT_EQ(o.etag, "") << target;
+  }
+}
+
+TEST(HttpClient, Response_Status503_IsAResponseNotAFailure) {
+  loopback_server srv{[](const server_request&) {
+    reply r;
+    r.status = 503;
+    r.body = "busy";
+    return r;
+  }};
+  http_client client{{}};
+  auto o = send_sync(client, get(srv.endpoint()));
+  EXPECT_EQ(o.error, failure::none) << o.error_detail;
+  EXPECT_EQ(o.status, 503);
+  EXPECT_EQ(o.body, "busy");
+  EXPECT_FALSE(o.success());
+}
+
+TEST(HttpClient, Pool_SixConcurrentSlowRequests_AtMostTwoConnections) {
+  loopback_server srv{[](const server_request&) {
+    reply r = ok();
+    r.delay = 300ms;
+    return r;
+  }};
+  http_client_options opts;
+  opts.max_connections_per_endpoint = 2;
+  http_client client{opts};
+  collector c;
+  auto t0 = std::chrono::steady_clock::now();
+  for (int i = 0; i < 6; ++i)
+    client.send(get(srv.endpoint(), "/slow"), c.cb());
+  ASSERT_TRUE(c.wait_for(6));
+  auto took = elapsed_since(t0);
+  for (const auto& o : c.outcomes())
+    EXPECT_TRUE(o.success()) << to_string(o.error) << ": " << o.error_detail;
+  EXPECT_EQ(srv.accepted(), 2);
+  EXPECT_LE(srv.max_open(), 2);
+  EXPECT_LE(srv.max_in_flight(), 2);
+  // Six 300 ms requests over two connections take three rounds.
+  EXPECT_GE(took, 850ms);
+  auto st = client.stats();
+  EXPECT_EQ(st.connections_opened, 2u);
+  EXPECT_EQ(st.reused, 4u);
+}
+
+TEST(HttpClient, Pool_QueueWaitPastDeadline_Timeout) {
+  loopback_server srv{[](const server_request&) {
+    reply r = ok();
+    r.delay = 1000ms;
+    return r;
+  }};
+  http_client_options opts;
+  opts.max_connections_per_endpoint = 1;
+  http_client client{opts};
+  collector first;
+  client.send(get(srv.endpoint(), "/slow", 5s), first.cb());
+  auto t0 = std::chrono::steady_clock::now();
+  auto o = send_sync(client, get(srv.endpoint(), "/queued", 150ms));
+  EXPECT_EQ(o.error, failure::timeout) << o.error_detail;
+  EXPECT_NE(o.error_detail.find("no free connection"), std::string::npos)
+      << o.error_detail;
+  EXPECT_LT(elapsed_since(t0), 900ms);
+  ASSERT_TRUE(first.wait_for(1));
+  EXPECT_TRUE(first.outcomes().front().success());
+  EXPECT_EQ(srv.requests(), 1);
+}
+
+TEST(HttpClient, Timeout_SlowServer_TimeoutThenNewConnection) {
+  loopback_server srv{[](const server_request& q) {
+    reply r = ok();
+    if (q.target() == "/slow") r.delay = 2000ms;
+    return r;
+  }};
+  http_client client{{}};
+  auto t0 = std::chrono::steady_clock::now();
+  auto o = send_sync(client, get(srv.endpoint(), "/slow", 200ms));
+  auto took = elapsed_since(t0);
+  EXPECT_EQ(o.error, failure::timeout) << o.error_detail;
+  EXPECT_EQ(o.status, 0);
+  EXPECT_GE(took, 150ms);
+  EXPECT_LT(took, 1500ms);
+  auto next = send_sync(client, get(srv.endpoint(), "/fast"));
+  EXPECT_TRUE(next.success()) << next.error_detail;
+  EXPECT_EQ(srv.accepted(), 2);
+  EXPECT_EQ(client.stats().connections_opened, 2u);
+  EXPECT_EQ(client.stats().reused, 0u);
+}
+
+// The deadline also holds on a kept-alive socket, and the timed-out socket
+// is not reused.
+TEST(HttpClient, Timeout_SlowServerOnReusedSocket_TimeoutThenNewConnection) {
+  loopback_server srv{[](const server_request& q) {
+    reply r = ok();
+    if (q.target() == "/slow") r.delay = 2000ms;
+    return r;
+  }};
+  http_client client{{}};
+  ASSERT_TRUE(send_sync(client, get(srv.endpoint(), "/fast")).success());
+  auto t0 = std::chrono::steady_clock::now();
+  auto o = send_sync(client, get(srv.endpoint(), "/slow", 200ms));
+  auto took = elapsed_since(t0);
+  EXPECT_EQ(o.error, failure::timeout) << o.error_detail;
+  EXPECT_LT(took, 1500ms);
+  EXPECT_EQ(client.stats().reused, 1u);
+  EXPECT_TRUE(send_sync(client, get(srv.endpoint(), "/fast")).success());
+  EXPECT_EQ(srv.accepted(), 2);
+  EXPECT_EQ(client.stats().connections_opened, 2u);
+}
+
+TEST(HttpClient, Connect_ClosedPort_Refused) {
+  auto port = closed_loopback_port();
+  http_client client{{}};
+  auto o =
+      send_sync(client, get("http://127.0.0.1:" + std::to_string(port) + "/"));
+  EXPECT_EQ(o.error, failure::refused) << o.error_detail;
+  EXPECT_NE(o.error_detail.find("connect to 127.0.0.1:" + std::to_string(port)),
+            std::string::npos)
+      << o.error_detail;
+  EXPECT_EQ(client.stats().connections_opened, 0u);
+}
+
+// Response bytes had arrived before the RST: the server may have acted on
+// the request, so even on a reused socket it is not retried.
+TEST(HttpClient, Server_ResetMidResponseOnReusedSocket_ResetWithoutRetry) {
+  loopback_server srv{[](const server_request& q) {
+    reply r = ok();
+    if (q.target() == "/reset") r.how = reply::mode::reset_mid_body;
+    return r;
+  }};
+  http_client client{{}};
+  ASSERT_TRUE(send_sync(client, get(srv.endpoint(), "/first")).success());
+  auto o = send_sync(client, get(srv.endpoint(), "/reset"));
+  EXPECT_EQ(o.error, failure::reset) << o.error_detail;
+  EXPECT_EQ(o.status, 0);
+  EXPECT_EQ(client.stats().reused, 1u);
+  EXPECT_EQ(srv.requests(), 2);
+  EXPECT_EQ(srv.accepted(), 1);
+}
+
+// A truncated body is reported as reset (the peer closed mid-exchange), and
+// since response bytes had arrived the request is not retried.
+TEST(HttpClient, Server_TruncatedBodyOnReusedSocket_ResetWithoutRetry) {
+  loopback_server srv{[](const server_request& q) {
+    reply r = ok();
+    if (q.target() == "/truncated") r.how = reply::mode::truncated_body;
+    return r;
+  }};
+  http_client client{{}};
+  ASSERT_TRUE(send_sync(client, get(srv.endpoint(), "/first")).success());
+  auto o = send_sync(client, get(srv.endpoint(), "/truncated"));
+  EXPECT_EQ(o.error, failure::reset) << o.error_detail;
+  EXPECT_EQ(client.stats().reused, 1u);
+  EXPECT_EQ(srv.requests(), 2);
+  EXPECT_EQ(srv.accepted(), 1);
+}
+
+TEST(HttpClient, Server_GarbageResponse_Protocol) {
+  loopback_server srv{[](const server_request&) {
+    reply r;
+    r.how = reply::mode::raw;
+    r.raw = "HELLO WORLD\r\n\r\n";
+    return r;
+  }};
+  http_client client{{}};
+  auto o = send_sync(client, get(srv.endpoint()));
+  EXPECT_EQ(o.error, failure::protocol) << o.error_detail;
+}
+
+TEST(HttpClient, Limits_BodyOverLimit_BodyTooLargeAndAtLimit_Ok) {
+  loopback_server srv{[](const server_request& q) {
+    if (q.target() == "/chunked") {
+      reply r; // 2 KiB in one chunk: no Content-Length to check up front
+      r.how = reply::mode::raw;
+      r.raw = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n800\r\n" +
+              std::string(2048, 'c') + "\r\n0\r\n\r\n";
+      return r;
+    }
+    return ok(std::string(q.target() == "/big" ? 4096 : 1024, 'b'));
+  }};
+  http_client_options opts;
+  opts.max_response_body = 1024;
+  http_client client{opts};
+  auto big = send_sync(client, get(srv.endpoint(), "/big"));
+  EXPECT_EQ(big.error, failure::body_too_large) << big.error_detail;
+  EXPECT_TRUE(big.body.empty());
+  auto chunked = send_sync(client, get(srv.endpoint(), "/chunked"));
+  EXPECT_EQ(chunked.error, failure::body_too_large) << chunked.error_detail;
+  auto fits = send_sync(client, get(srv.endpoint(), "/fits"));
+  EXPECT_TRUE(fits.success()) << fits.error_detail;
+  EXPECT_EQ(fits.body.size(), 1024u);
+}
+
+TEST(HttpClient, Limits_HeadersOverLimit_Protocol) {
+  loopback_server srv{[](const server_request& q) {
+    reply r = ok();
+    if (q.target() == "/big") r.headers = {{"x-big", std::string(4096, 'h')}};
+    return r;
+  }};
+  http_client_options opts;
+  opts.max_header_bytes = 1024;
+  http_client client{opts};
+  auto big = send_sync(client, get(srv.endpoint(), "/big"));
+  EXPECT_EQ(big.error, failure::protocol) << big.error_detail;
+  auto small = send_sync(client, get(srv.endpoint(), "/small"));
+  EXPECT_TRUE(small.success()) << small.error_detail;
+}
+
+TEST(HttpClient, Server_ConnectionClose_NotReused) {
+  loopback_server srv{[](const server_request&) {
+    reply r = ok();
+    r.connection_close = true;
+    return r;
+  }};
+  http_client client{{}};
+  for (int i = 0; i < 3; ++i) {
+    auto o = send_sync(client, get(srv.endpoint()));
+    EXPECT_TRUE(o.success()) << o.error_detail;
+  }
+  EXPECT_EQ(srv.accepted(), 3);
+  EXPECT_EQ(client.stats().reused, 0u);
+  EXPECT_EQ(client.stats().connections_opened, 3u);
+}
+
+// The server closes a kept-alive socket while it is idle; the next request
+// finds it dead before any response byte, and is retried on a fresh one.
+TEST(HttpClient, KeepAlive_ServerClosedIdleSocket_RetriedOnFreshConnection) {
+  loopback_server srv{[](const server_request& q) {
+    reply r = ok(std::string{q.target()});
+    if (q.target() == "/then-close") r.how = reply::mode::close_silently;
+    return r;
+  }};
+  http_client client{{}};
+  ASSERT_TRUE(send_sync(client, get(srv.endpoint(), "/then-close")).success());
+  ASSERT_TRUE(eventually([&] { return srv.closed() == 1; }));
+  auto o = send_sync(client, get(srv.endpoint(), "/after"));
+  EXPECT_TRUE(o.success()) << to_string(o.error) << ": " << o.error_detail;
+  EXPECT_EQ(o.body, "/after");
+  EXPECT_EQ(srv.accepted(), 2);
+  EXPECT_EQ(srv.requests(), 2);
+  auto st = client.stats();
+  EXPECT_EQ(st.requests, 2u);
+  EXPECT_EQ(st.connections_opened, 2u);
+  EXPECT_EQ(st.reused, 1u); // the attempt on the dead socket
+}
+
+TEST(HttpClient, Endpoint_Unparsable_Protocol) {
+  http_client client{{}};
+  auto o = send_sync(client, get("ftp://127.0.0.1:21/"));
+  EXPECT_EQ(o.error, failure::protocol) << o.error_detail;
+  EXPECT_NE(o.error_detail.find("bad endpoint"), std::string::npos)
+      << o.error_detail;
+  EXPECT_EQ(o.endpoint, "ftp://127.0.0.1:21/");
+  EXPECT_EQ(client.stats().requests, 1u);
+}
+
+TEST(HttpClient, Endpoint_LocalhostName_ResolvedAndHostHeaderKept) {
+  loopback_server srv{[](const server_request&) { return ok(); }};
+  http_client client{{}};
+  auto ep = "http://localhost:" + std::to_string(srv.port()) + "/";
+  auto o = send_sync(client, get(ep));
+  ASSERT_TRUE(o.success()) << to_string(o.error) << ": " << o.error_detail;
+  auto seen = srv.received();
+  ASSERT_EQ(seen.size(), 1u);
+  EXPECT_EQ(seen.front()[http::field::host],
+            "localhost:" + std::to_string(srv.port()));
+}
+
+TEST(HttpClient, Endpoint_UnknownHost_Dns) {
+  http_client client{{}};
+  auto o = send_sync(client, get("http://no-such-host.invalid:80/", "/", 3s));
+  if (o.error == failure::timeout)
+    GTEST_SKIP() << "this machine's resolver does not answer: "
+                 << o.error_detail;
+  EXPECT_EQ(o.error, failure::dns) << o.error_detail;
+  EXPECT_NE(o.error_detail.find("resolve no-such-host.invalid:80"),
+            std::string::npos)
+      << o.error_detail;
+}
+
+TEST(HttpClient, Callback_Throws_ClientKeepsWorking) {
+  loopback_server srv{[](const server_request&) { return ok(); }};
+  http_client client{{}};
+  collector c;
+  auto inner = c.cb();
+  client.send(get(srv.endpoint()), [inner](outcome o) {
+    inner(std::move(o));
+    throw std::runtime_error("callback bug");
+  });
+  ASSERT_TRUE(c.wait_for(1));
+  auto o = send_sync(client, get(srv.endpoint()));
+  EXPECT_TRUE(o.success()) << o.error_detail;
+  EXPECT_EQ(c.count(), 1u);
+}
+
+} // namespace
+} // namespace georoute::testing

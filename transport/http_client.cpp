@@ -1,0 +1,897 @@
+// Boost.Beast HTTP/1.1 client behind http_client's pimpl. The only
+// translation unit of the project proper that includes Beast, Asio or OpenSSL
+// TLS headers.
+//
+// Shape: one `client_core` (io_context, io threads, TLS context, one pool per
+// endpoint) and one `connection<Tls>` object per socket, in the style of the
+// Beast async-ssl client example: one handler per async step, a strand per
+// connection, `if (ec) return fail(ec)` first, a deadline before every step.
+//
+// Lifetimes. Every async handler holds a shared_ptr to its connection; the
+// core outlives all of them because its destructor drains the io_context
+// before any member goes away. A job (one request attempt) is owned by the
+// pool queue or by exactly one connection at a time, and `complete()` is
+// guarded by an atomic flag, so a callback runs at most once; shutdown
+// completes whatever is left, so it runs at least once.
+//
+// Threads. Pool bookkeeping (idle lists, queues, slot counts) is under
+// `mtx_`; socket state is touched only on the connection's strand.
+// Callbacks never run with a lock held.
+
+#include "transport/http_client.hpp"
+
+#include "transport/url.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <boost/asio.hpp>
+#include <boost/asio/ssl.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <boost/beast/ssl.hpp>
+#include <charconv>
+#include <chrono>
+#include <deque>
+#include <filesystem>
+#include <limits>
+#include <map>
+#include <mutex>
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
+#include <optional>
+#include <string_view>
+#include <thread>
+#include <type_traits>
+#include <unordered_map>
+#include <utility>
+#include <variant>
+#include <vector>
+
+namespace georoute::transport {
+
+namespace {
+
+namespace beast = boost::beast;
+namespace http = beast::http;
+namespace net = boost::asio;
+namespace ssl = net::ssl;
+using tcp = net::ip::tcp;
+using steady = std::chrono::steady_clock;
+using error_code = beast::error_code;
+
+constexpr const char* shut_down_text = "client shut down";
+
+/// One request attempt, from send() to its single completion.
+struct job {
+  request req;
+  http_client::callback cb;
+  steady::time_point deadline;
+  std::atomic<bool> done{false};
+  // Guarded by client_core::mtx_.
+  bool queued = false;
+  std::unique_ptr<net::steady_timer> queue_timer;
+  // Touched only by the connection that currently owns the job.
+  bool retried = false;
+};
+
+using job_ptr = std::shared_ptr<job>;
+
+class connection_base;
+using connection_ptr = std::shared_ptr<connection_base>;
+
+/// The connections of one endpoint key (scheme, host, port). All mutable
+/// fields are guarded by client_core::mtx_; `u` and `authority` never change.
+struct endpoint_pool {
+  url u;
+  std::string authority; ///< "host:port" for error texts
+  size_t open = 0;       ///< connections alive or being established
+  std::vector<connection_ptr> idle;
+  std::deque<job_ptr> waiting;
+};
+
+using pool_ptr = std::shared_ptr<endpoint_pool>;
+
+class client_core;
+
+/// What the pool needs from a connection, whatever its stream type.
+class connection_base : public std::enable_shared_from_this<connection_base> {
+public:
+  connection_base(client_core& core, pool_ptr pool);
+  virtual ~connection_base();
+
+  connection_base(const connection_base&) = delete;
+  connection_base& operator=(const connection_base&) = delete;
+
+  /// Runs `j` on this connection (posted to its strand).
+  virtual void start(job_ptr j) = 0;
+
+  /// Closes the socket so that a pending step fails with "client shut down".
+  virtual void abort() = 0;
+
+  const pool_ptr& pool() const { return pool_; }
+
+protected:
+  client_core& core_;
+  pool_ptr pool_;
+};
+
+bool is_ip_literal(const std::string& host) {
+  error_code ec;
+  net::ip::make_address(host, ec);
+  return !ec;
+}
+
+std::string authority_of(const url& u) {
+  auto host =
+      u.host.find(':') != std::string::npos ? "[" + u.host + "]" : u.host;
+  return host + ":" + std::to_string(u.port);
+}
+
+template <class T>
+T parse_number(std::string_view s, T fallback) {
+  if (s.empty()) return fallback;
+  T value{};
+  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), value);
+  if (ec != std::errc{} || end != s.data() + s.size()) return fallback;
+  return value;
+}
+
+/// The peer closed the socket: the error a dead kept-alive socket produces.
+bool is_peer_closed(const error_code& ec) {
+  return ec == http::error::end_of_stream || ec == net::error::eof ||
+         ec == net::error::connection_reset ||
+         ec == net::error::connection_aborted ||
+         ec == net::error::broken_pipe || ec == net::error::not_connected ||
+         ec == ssl::error::stream_truncated;
+}
+
+bool is_http_error(const error_code& ec) {
+  return ec.category() ==
+         make_error_code(http::error::end_of_stream).category();
+}
+
+bool is_tls_error(const error_code& ec) {
+  return ec.category() == net::error::get_ssl_category() ||
+         ec.category() == ssl::error::get_stream_category();
+}
+
+/// Maps the wire to the normalized outcome, exactly once per response.
+outcome to_outcome(http::response<http::string_body>& res) {
+  outcome o;
+  o.status = static_cast<int>(res.result_int());
+  o.substatus = parse_number<int>(res["x-ms-substatus"], 0);
+  o.session_token = std::string(res["x-ms-session-token"]);
+  o.retry_after_ms = parse_number<int64_t>(res["x-ms-retry-after-ms"], -1);
+  o.continuation = std::string(res["x-ms-continuation"]);
+  o.etag = std::string(res[http::field::etag]);
+  o.content_path = std::string(res["x-ms-content-path"]);
+  o.activity_id = std::string(res["x-ms-activity-id"]);
+  o.request_charge = parse_number<double>(res["x-ms-request-charge"], 0.0);
+  o.body = std::move(res.body());
+  return o;
+}
+
+outcome failed(failure kind, std::string detail) {
+  outcome o;
+  o.error = kind;
+  o.error_detail = std::move(detail);
+  return o;
+}
+
+class client_core {
+public:
+  explicit client_core(http_client_options opts);
+  ~client_core() { shutdown(); }
+
+  client_core(const client_core&) = delete;
+  client_core& operator=(const client_core&) = delete;
+
+  void send(request req, http_client::callback cb);
+  void shutdown();
+
+  http_client_stats stats() const {
+    return {requests_.load(), opened_.load(), reused_.load()};
+  }
+  const std::string& tls_setup_error() const { return tls_error_; }
+
+  // The connection side.
+  const http_client_options& options() const { return opts_; }
+  ssl::context& tls_context() { return tls_ctx_; }
+  net::io_context& io() { return ioc_; }
+  bool stopping() const { return stopping_flag_.load(); }
+  void count_opened() { ++opened_; }
+  void count_reused() { ++reused_; }
+
+  /// Calls the job's callback unless it already ran. Never under a lock.
+  void complete(const job_ptr& j, outcome o);
+
+  /// A connection finished its job; a reusable one takes the next queued job
+  /// or goes idle, a dead one gives its slot back (or to the next job).
+  void release(const connection_ptr& c, bool reusable);
+
+  /// A kept-alive socket was dead: run `j` again on a fresh connection that
+  /// inherits the dead connection's slot.
+  void retry(const connection_ptr& dead, job_ptr j);
+
+  void forget(const connection_base* c) {
+    std::lock_guard<std::mutex> guard{conns_mtx_};
+    live_conns_.erase(c);
+  }
+
+private:
+  void post_complete(const job_ptr& j, outcome o) {
+    net::post(ioc_, [this, j, o = std::move(o)]() mutable {
+      complete(j, std::move(o));
+    });
+  }
+  connection_ptr make_connection_locked(const pool_ptr& p);
+  void dispatch_locked(const pool_ptr& p, const job_ptr& j);
+  static job_ptr pop_waiting_locked(endpoint_pool& p);
+  void on_queue_timeout(const pool_ptr& p, const job_ptr& j);
+
+  // Member order is destruction order, reversed: containers holding sockets
+  // or timers go before ioc_, what connection destructors touch after it.
+  http_client_options opts_;
+  std::string tls_error_;
+  ssl::context tls_ctx_{ssl::context::tls_client};
+  std::atomic<uint64_t> requests_{0};
+  std::atomic<uint64_t> opened_{0};
+  std::atomic<uint64_t> reused_{0};
+  std::atomic<bool> stopping_flag_{false};
+  std::mutex conns_mtx_;
+  std::unordered_map<const connection_base*, std::weak_ptr<connection_base>>
+      live_conns_;
+  net::io_context ioc_;
+  std::mutex mtx_;
+  bool stopping_ = false;
+  std::map<std::string, pool_ptr> pools_;
+  std::mutex jobs_mtx_;
+  std::unordered_map<const job*, job_ptr> live_jobs_;
+  std::optional<net::executor_work_guard<net::io_context::executor_type>>
+      guard_;
+  std::vector<std::thread> threads_;
+  bool shut_ = false;
+};
+
+connection_base::connection_base(client_core& core, pool_ptr pool)
+    : core_(core), pool_(std::move(pool)) {}
+
+connection_base::~connection_base() {
+  core_.forget(this);
+}
+
+/// One socket: resolve, connect, (handshake), then one request at a time.
+/// A connection that fails or is told to close is dropped, never reopened.
+template <bool Tls>
+class connection final : public connection_base {
+public:
+  using stream_type =
+      std::conditional_t<Tls, beast::ssl_stream<beast::tcp_stream>,
+                         beast::tcp_stream>;
+
+  connection(client_core& core, pool_ptr pool)
+      : connection_base(core, std::move(pool)),
+        strand_(net::make_strand(core.io())), resolver_(strand_),
+        timer_(strand_) {
+    if constexpr (Tls)
+      stream_.emplace(strand_, core.tls_context());
+    else
+      stream_.emplace(strand_);
+  }
+
+  void start(job_ptr j) override {
+    net::post(strand_, [self = self(), j = std::move(j)]() mutable {
+      self->guarded([&] { self->on_start(std::move(j)); });
+    });
+  }
+
+  void abort() override {
+    net::post(strand_, [self = self()] {
+      self->aborted_ = true;
+      self->close();
+    });
+  }
+
+private:
+  enum class phase { idle, resolve, connect, handshake, write, read };
+
+  std::shared_ptr<connection> self() {
+    return std::static_pointer_cast<connection>(shared_from_this());
+  }
+
+  beast::tcp_stream& lowest() { return beast::get_lowest_layer(*stream_); }
+
+  /// No exception leaves a handler: whatever throws fails the job.
+  template <class F>
+  void guarded(F&& f) {
+    try {
+      f();
+    } catch (const std::exception& e) {
+      fail_with(failure::protocol, where() + e.what());
+    } catch (...) {
+      fail_with(failure::protocol, where() + "unknown exception");
+    }
+  }
+
+  void on_start(job_ptr j) {
+    job_ = std::move(j);
+    timed_out_ = false;
+    if (aborted_ || core_.stopping())
+      return fail(net::error::operation_aborted);
+    if (connected_) return write();
+    resolve();
+  }
+
+  void resolve() {
+    phase_ = phase::resolve;
+    if constexpr (Tls) {
+      if (auto err = configure_tls(); !err.empty())
+        return fail_with(failure::tls, where() + err);
+    }
+    const auto& u = pool_->u;
+    error_code ec;
+    auto addr = net::ip::make_address(u.host, ec);
+    if (!ec) {
+      // An IP literal needs no resolver round trip.
+      phase_ = phase::connect;
+      lowest().expires_at(job_->deadline);
+      lowest().async_connect(tcp::endpoint{addr, u.port},
+                             [self = self()](error_code ec) {
+                               self->guarded([&] { self->on_connect(ec); });
+                             });
+      return;
+    }
+    // tcp_stream's deadline does not cover the resolver; a timer does.
+    timer_.expires_at(job_->deadline);
+    timer_.async_wait([self = self()](error_code ec) {
+      if (ec || self->phase_ != phase::resolve) return;
+      self->timed_out_ = true;
+      self->resolver_.cancel();
+    });
+    resolver_.async_resolve(
+        u.host, std::to_string(u.port),
+        [self = self()](error_code ec, tcp::resolver::results_type results) {
+          self->guarded([&] { self->on_resolve(ec, results); });
+        });
+  }
+
+  void on_resolve(error_code ec, const tcp::resolver::results_type& results) {
+    cancel_timer();
+    if (ec) return fail(ec);
+    phase_ = phase::connect;
+    lowest().expires_at(job_->deadline);
+    lowest().async_connect(
+        results, [self = self()](error_code ec, const tcp::endpoint&) {
+          self->guarded([&] { self->on_connect(ec); });
+        });
+  }
+
+  void on_connect(error_code ec) {
+    if (ec) return fail(ec);
+    connected_ = true;
+    core_.count_opened();
+    if constexpr (Tls) {
+      phase_ = phase::handshake;
+      lowest().expires_at(job_->deadline);
+      stream_->async_handshake(ssl::stream_base::client,
+                               [self = self()](error_code ec) {
+                                 self->guarded([&] { self->on_handshake(ec); });
+                               });
+    } else {
+      write();
+    }
+  }
+
+  void on_handshake(error_code ec) {
+    if (ec) return fail(ec);
+    write();
+  }
+
+  void write() {
+    phase_ = phase::write;
+    reused_attempt_ = served_ > 0;
+    build_request();
+    if (reused_attempt_) core_.count_reused();
+    lowest().expires_at(job_->deadline);
+    http::async_write(*stream_, req_,
+                      [self = self()](error_code ec, std::size_t) {
+                        self->guarded([&] { self->on_write(ec); });
+                      });
+  }
+
+  /// The request target is `request::target` as given; of the endpoint only
+  /// scheme, host and port are used (a base path in the endpoint URL is
+  /// ignored). Caller headers go in verbatim; Host, Connection and
+  /// Content-Length are the client's.
+  void build_request() {
+    const auto& r = job_->req;
+    req_ = {};
+    auto verb = http::string_to_verb(r.method);
+    if (verb == http::verb::unknown)
+      req_.method_string(r.method);
+    else
+      req_.method(verb);
+    req_.target(r.target.empty() ? std::string_view{"/"}
+                                 : std::string_view{r.target});
+    req_.version(11);
+    for (const auto& [name, value] : r.headers)
+      req_.insert(name, value);
+    req_.set(http::field::host, pool_->u.host_header());
+    req_.keep_alive(true);
+    req_.body() = r.body;
+    req_.prepare_payload();
+  }
+
+  void on_write(error_code ec) {
+    if (ec) return stale(ec, false) ? retry_fresh() : fail(ec);
+    phase_ = phase::read;
+    const auto& opts = core_.options();
+    parser_.emplace();
+    parser_->body_limit(static_cast<std::uint64_t>(opts.max_response_body));
+    parser_->header_limit(static_cast<std::uint32_t>(std::min<size_t>(
+        opts.max_header_bytes, std::numeric_limits<std::uint32_t>::max())));
+    if (req_.method() == http::verb::head) parser_->skip(true);
+    // Header first, then body. Beast 1.74's eager parsing (what async_read
+    // does) loses the body_limit error for a Content-Length over the limit
+    // when body bytes arrive in the same buffer as the header;
+    // async_read_header parses non-eagerly and reports it.
+    http::async_read_header(*stream_, buf_, *parser_,
+                            [self = self()](error_code ec, std::size_t) {
+                              self->guarded([&] { self->on_header(ec); });
+                            });
+  }
+
+  void on_header(error_code ec) {
+    if (ec) return stale(ec, parser_->got_some()) ? retry_fresh() : fail(ec);
+    if (parser_->is_done()) return on_read({});
+    auto length = parser_->content_length();
+    if (length && *length > core_.options().max_response_body)
+      return fail(http::error::body_limit);
+    http::async_read(*stream_, buf_, *parser_,
+                     [self = self()](error_code ec, std::size_t) {
+                       self->guarded([&] { self->on_read(ec); });
+                     });
+  }
+
+  void on_read(error_code ec) {
+    if (ec) return stale(ec, parser_->got_some()) ? retry_fresh() : fail(ec);
+    lowest().expires_never();
+    auto& res = parser_->get();
+    bool keep = res.keep_alive() && !aborted_;
+    auto o = to_outcome(res);
+    ++served_;
+    parser_.reset();
+    auto j = std::move(job_);
+    phase_ = phase::idle;
+    if (!keep) close();
+    // Release before the callback: a caller that sends its next request
+    // from the callback (or right after it) finds this connection idle.
+    release(keep);
+    core_.complete(j, std::move(o));
+  }
+
+  /// A reused socket that the server had already closed: nothing of a
+  /// response arrived, so the server never processed the request and a
+  /// second attempt on a fresh connection is safe. Once per job.
+  bool stale(const error_code& ec, bool got_some) const {
+    return reused_attempt_ && !got_some && !job_->retried && !timed_out_ &&
+           !aborted_ && !core_.stopping() && ec != beast::error::timeout &&
+           is_peer_closed(ec);
+  }
+
+  void retry_fresh() {
+    close();
+    auto j = std::move(job_);
+    j->retried = true;
+    released_ = true; // the slot goes to the fresh connection
+    core_.retry(shared_from_this(), std::move(j));
+  }
+
+  void fail(const error_code& ec) {
+    auto [kind, detail] = classify(ec);
+    fail_with(kind, std::move(detail));
+  }
+
+  void fail_with(failure kind, std::string detail) {
+    close();
+    auto j = std::move(job_);
+    phase_ = phase::idle;
+    release(false);
+    if (j) core_.complete(j, failed(kind, std::move(detail)));
+  }
+
+  void release(bool reusable) {
+    if (released_) return;
+    if (!reusable) released_ = true;
+    core_.release(shared_from_this(), reusable);
+  }
+
+  std::string where() const {
+    const char* verb = "request to";
+    switch (phase_) {
+    case phase::resolve:
+      verb = "resolve";
+      break;
+    case phase::connect:
+      verb = "connect to";
+      break;
+    case phase::handshake:
+      verb = "TLS handshake with";
+      break;
+    case phase::write:
+      verb = "write to";
+      break;
+    case phase::read:
+      verb = "read from";
+      break;
+    case phase::idle:
+      break;
+    }
+    return std::string{verb} + " " + pool_->authority + ": ";
+  }
+
+  std::pair<failure, std::string> classify(const error_code& ec) {
+    if (aborted_ || core_.stopping()) return {failure::reset, shut_down_text};
+    auto at = where();
+    if (timed_out_ || ec == beast::error::timeout ||
+        ec == net::error::timed_out)
+      return {failure::timeout,
+              at + "deadline of " +
+                  std::to_string(job_ ? job_->req.timeout.count() : 0) +
+                  " ms expired"};
+    switch (phase_) {
+    case phase::resolve:
+      return {failure::dns, at + ec.message()};
+    // Whatever keeps the TCP connect from succeeding (refused,
+    // unreachable) means "nobody is listening there".
+    case phase::connect:
+      return {failure::refused, at + ec.message()};
+    case phase::handshake:
+      return {failure::tls, at + tls_detail(ec)};
+    default:
+      break;
+    }
+    const auto& opts = core_.options();
+    if (ec == http::error::body_limit)
+      return {failure::body_too_large,
+              at + "response body exceeds the limit of " +
+                  std::to_string(opts.max_response_body) + " bytes"};
+    if (ec == http::error::header_limit)
+      return {failure::protocol,
+              at + "response header block exceeds the limit of " +
+                  std::to_string(opts.max_header_bytes) + " bytes"};
+    // A truncated body (partial_message) is the peer closing mid-exchange,
+    // not malformed HTTP: it is reported as reset, like an RST.
+    if (is_peer_closed(ec) || ec == http::error::partial_message)
+      return {failure::reset, at + ec.message()};
+    if (is_http_error(ec)) return {failure::protocol, at + ec.message()};
+    if (is_tls_error(ec)) return {failure::tls, at + ec.message()};
+    return {failure::reset, at + ec.message()};
+  }
+
+  std::string tls_detail(const error_code& ec) {
+    std::string text = ec.message();
+    if constexpr (Tls) {
+      auto result = SSL_get_verify_result(stream_->native_handle());
+      if (result != X509_V_OK)
+        text += std::string{" ("} + X509_verify_cert_error_string(result) + ")";
+    }
+    return text;
+  }
+
+  /// SNI for host names, and OpenSSL's own host (or IP) check of the peer
+  /// certificate. This is what ssl::host_name_verification does, with
+  /// OpenSSL's "hostname mismatch" in the error instead of a bare failure.
+  std::string configure_tls() {
+    if constexpr (Tls) {
+      const auto& host = pool_->u.host;
+      SSL* s = stream_->native_handle();
+      bool ip = is_ip_literal(host);
+      if (!ip && SSL_set_tlsext_host_name(s, host.c_str()) != 1)
+        return "cannot set SNI to '" + host + "'";
+      X509_VERIFY_PARAM* param = SSL_get0_param(s);
+      X509_VERIFY_PARAM_set_hostflags(param,
+                                      X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
+      int ok =
+          ip ? X509_VERIFY_PARAM_set1_ip_asc(param, host.c_str())
+             : X509_VERIFY_PARAM_set1_host(param, host.c_str(), host.size());
+      if (ok != 1) return "cannot set the expected peer name '" + host + "'";
+      error_code ec;
+      stream_->set_verify_mode(ssl::verify_peer, ec);
+      if (ec) return "cannot enable peer verification: " + ec.message();
+    }
+    return {};
+  }
+
+  void cancel_timer() {
+    try {
+      timer_.cancel();
+    } catch (...) { // cancel() only throws on broken timer queues
+    }
+  }
+
+  void close() {
+    cancel_timer();
+    resolver_.cancel();
+    lowest().close();
+    connected_ = false;
+    buf_.consume(buf_.size());
+  }
+
+  net::strand<net::io_context::executor_type> strand_;
+  tcp::resolver resolver_;
+  net::steady_timer timer_;
+  std::optional<stream_type> stream_;
+  beast::flat_buffer buf_;
+  http::request<http::string_body> req_;
+  std::optional<http::response_parser<http::string_body>> parser_;
+  job_ptr job_;
+  phase phase_ = phase::idle;
+  uint64_t served_ = 0;
+  bool connected_ = false;
+  bool reused_attempt_ = false;
+  bool timed_out_ = false;
+  bool aborted_ = false;
+  bool released_ = false;
+};
+
+client_core::client_core(http_client_options opts) : opts_(std::move(opts)) {
+  opts_.max_connections_per_endpoint =
+      std::max<size_t>(1, opts_.max_connections_per_endpoint);
+  opts_.io_threads = std::max<size_t>(1, opts_.io_threads);
+  error_code ec;
+  tls_ctx_.set_options(ssl::context::default_workarounds |
+                           ssl::context::no_sslv2 | ssl::context::no_sslv3 |
+                           ssl::context::no_tlsv1 | ssl::context::no_tlsv1_1,
+                       ec);
+  tls_ctx_.set_verify_mode(ssl::verify_peer, ec);
+  if (ec) tls_error_ = "cannot enable TLS peer verification: " + ec.message();
+  if (!opts_.tls_ca_file.empty()) {
+    tls_ctx_.load_verify_file(opts_.tls_ca_file, ec);
+    if (ec) {
+      std::error_code fs_ec;
+      bool exists = std::filesystem::is_regular_file(opts_.tls_ca_file, fs_ec);
+      tls_error_ = "cannot load TLS CA file '" + opts_.tls_ca_file + "': " +
+                   (exists ? "no PEM certificate in it (" + ec.message() + ")"
+                           : std::string{"no such file"}) +
+                   "; check tls_ca_file";
+    }
+  } else {
+    tls_ctx_.set_default_verify_paths(ec);
+    if (ec)
+      tls_error_ = "cannot load the system's TLS CA paths: " + ec.message();
+  }
+  guard_.emplace(net::make_work_guard(ioc_));
+  for (size_t i = 0; i < opts_.io_threads; ++i)
+    threads_.emplace_back([this] {
+      for (;;) {
+        try {
+          ioc_.run();
+          return;
+        } catch (...) { // handlers are guarded; keep the thread alive anyway
+        }
+      }
+    });
+}
+
+void client_core::send(request req, http_client::callback cb) {
+  ++requests_;
+  auto j = std::make_shared<job>();
+  j->deadline = steady::now() + req.timeout;
+  j->req = std::move(req);
+  j->cb = std::move(cb);
+  {
+    std::lock_guard<std::mutex> guard{jobs_mtx_};
+    live_jobs_.emplace(j.get(), j);
+  }
+  auto parsed = parse_url(j->req.endpoint);
+  if (auto* err = std::get_if<std::string>(&parsed))
+    return post_complete(
+        j, failed(failure::protocol,
+                  "bad endpoint '" + j->req.endpoint + "': " + *err));
+  auto& u = std::get<url>(parsed);
+  if (u.tls() && !tls_error_.empty())
+    return post_complete(j, failed(failure::tls, tls_error_));
+  std::unique_lock<std::mutex> lock{mtx_};
+  if (stopping_) {
+    lock.unlock();
+    return complete(j, failed(failure::reset, shut_down_text));
+  }
+  auto& p = pools_[endpoint_key(u)];
+  if (!p) {
+    p = std::make_shared<endpoint_pool>();
+    p->u = u;
+    p->authority = authority_of(u);
+  }
+  dispatch_locked(p, j);
+}
+
+void client_core::dispatch_locked(const pool_ptr& p, const job_ptr& j) {
+  if (!p->idle.empty()) {
+    auto c = std::move(p->idle.back());
+    p->idle.pop_back();
+    c->start(j);
+  } else if (p->open < opts_.max_connections_per_endpoint) {
+    ++p->open;
+    make_connection_locked(p)->start(j);
+  } else {
+    // All connections busy: wait in FIFO order, but not past the deadline.
+    j->queued = true;
+    p->waiting.push_back(j);
+    j->queue_timer = std::make_unique<net::steady_timer>(ioc_, j->deadline);
+    j->queue_timer->async_wait(
+        [this, p, j](error_code) { on_queue_timeout(p, j); });
+  }
+}
+
+void client_core::on_queue_timeout(const pool_ptr& p, const job_ptr& j) {
+  size_t busy = 0;
+  {
+    std::lock_guard<std::mutex> guard{mtx_};
+    if (!j->queued) return; // a connection took it (or shutdown did)
+    j->queued = false;
+    auto& w = p->waiting;
+    w.erase(std::remove(w.begin(), w.end(), j), w.end());
+    busy = p->open;
+  }
+  complete(j, failed(failure::timeout,
+                     "no free connection to " + p->authority + " within " +
+                         std::to_string(j->req.timeout.count()) + " ms (" +
+                         std::to_string(busy) + " busy)"));
+}
+
+job_ptr client_core::pop_waiting_locked(endpoint_pool& p) {
+  while (!p.waiting.empty()) {
+    auto j = std::move(p.waiting.front());
+    p.waiting.pop_front();
+    if (!j->queued) continue;
+    j->queued = false;
+    if (j->queue_timer) {
+      try {
+        j->queue_timer->cancel();
+      } catch (...) { // the handler checks `queued` anyway
+      }
+    }
+    return j;
+  }
+  return nullptr;
+}
+
+connection_ptr client_core::make_connection_locked(const pool_ptr& p) {
+  connection_ptr c;
+  if (p->u.tls())
+    c = std::make_shared<connection<true>>(*this, p);
+  else
+    c = std::make_shared<connection<false>>(*this, p);
+  std::lock_guard<std::mutex> guard{conns_mtx_};
+  live_conns_.emplace(c.get(), c);
+  return c;
+}
+
+void client_core::release(const connection_ptr& c, bool reusable) {
+  std::lock_guard<std::mutex> guard{mtx_};
+  const auto& p = c->pool();
+  if (stopping_) {
+    // Shutdown aborts every live connection; only the count matters.
+    --p->open;
+    return;
+  }
+  auto next = pop_waiting_locked(*p);
+  if (reusable) {
+    if (next)
+      c->start(next);
+    else
+      p->idle.push_back(c);
+    return;
+  }
+  --p->open;
+  if (next) {
+    ++p->open;
+    make_connection_locked(p)->start(next);
+  }
+}
+
+void client_core::retry(const connection_ptr& dead, job_ptr j) {
+  {
+    std::lock_guard<std::mutex> guard{mtx_};
+    if (!stopping_) {
+      make_connection_locked(dead->pool())->start(std::move(j));
+      return;
+    }
+    --dead->pool()->open;
+  }
+  complete(j, failed(failure::reset, shut_down_text));
+}
+
+void client_core::complete(const job_ptr& j, outcome o) {
+  if (j->done.exchange(true)) return;
+  job_ptr registered;
+  {
+    std::lock_guard<std::mutex> guard{jobs_mtx_};
+    auto i = live_jobs_.find(j.get());
+    if (i != live_jobs_.end()) {
+      registered = std::move(i->second);
+      live_jobs_.erase(i);
+    }
+  }
+  o.endpoint = j->req.endpoint;
+  auto cb = std::move(j->cb);
+  if (!cb) return;
+  try {
+    cb(std::move(o));
+  } catch (...) { // a throwing callback must not take the io thread down
+  }
+}
+
+void client_core::shutdown() {
+  if (shut_) return;
+  shut_ = true;
+  std::vector<job_ptr> queued;
+  {
+    std::lock_guard<std::mutex> guard{mtx_};
+    stopping_ = true;
+    stopping_flag_ = true;
+    for (auto& [key, p] : pools_)
+      while (auto j = pop_waiting_locked(*p))
+        queued.push_back(std::move(j));
+  }
+  for (auto& j : queued)
+    post_complete(j, failed(failure::reset, shut_down_text));
+  std::vector<std::weak_ptr<connection_base>> conns;
+  {
+    std::lock_guard<std::mutex> guard{conns_mtx_};
+    for (auto& [ptr, weak] : live_conns_)
+      conns.push_back(weak);
+  }
+  for (auto& weak : conns)
+    if (auto c = weak.lock()) c->abort();
+  conns.clear();
+  // Without stop(): run() returns once every aborted step has completed.
+  guard_.reset();
+  for (auto& t : threads_)
+    if (t.joinable()) t.join();
+  {
+    std::lock_guard<std::mutex> guard{mtx_};
+    // Idle sockets go while ioc_ is still alive. An idle connection and its
+    // pool point at each other: break that cycle first.
+    for (auto& [key, p] : pools_)
+      p->idle.clear();
+    pools_.clear();
+  }
+  // Safety net: nothing should be left, but every callback runs once.
+  std::unordered_map<const job*, job_ptr> left;
+  {
+    std::lock_guard<std::mutex> guard{jobs_mtx_};
+    left.swap(live_jobs_);
+  }
+  for (auto& [ptr, j] : left)
+    complete(j, failed(failure::reset, shut_down_text));
+}
+
+} // namespace
+
+struct http_client::impl {
+  explicit impl(http_client_options opts) : core(std::move(opts)) {}
+  client_core core;
+};
+
+http_client::http_client(http_client_options opts)
+    : impl_(std::make_unique<impl>(std::move(opts))) {}
+
+http_client::~http_client() {
+  impl_->core.shutdown();
+}
+
+void http_client::send(request req, callback cb) {
+  impl_->core.send(std::move(req), std::move(cb));
+}
+
+http_client_stats http_client::stats() const {
+  return impl_->core.stats();
+}
+
+const std::string& http_client::tls_setup_error() const {
+  return impl_->core.tls_setup_error();
+}
+
+} // namespace georoute::transport
