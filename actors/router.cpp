@@ -16,7 +16,7 @@ using self_ptr = router_actor::stateful_pointer<router_state>;
 
 router_actor::behavior_type router_impl(self_ptr self, retry_config pipeline,
                                         retry_collaborators with) {
-  with.router = nullptr; // the pipeline never detaches
+  with.router = router_actor{}; // the pipeline never detaches
   // Linked: the pipeline lives and dies with the router.
   self->state.pipeline = spawn_retry(self->system(), std::move(pipeline),
                                      std::move(with));
