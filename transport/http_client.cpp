@@ -470,9 +470,11 @@ private:
     core_.complete(j, std::move(o));
   }
 
-  /// A reused socket that the server had already closed: nothing of a
-  /// response arrived, so the server never processed the request and a
-  /// second attempt on a fresh connection is safe. Once per job.
+  /// A reused socket that the server had closed while it sat idle: the write
+  /// failed, or the read saw the close before any response byte. The server
+  /// dropped the socket without reading the request, so a second attempt on
+  /// a fresh connection is safe (browsers and curl do the same). Once per
+  /// job, never after a response byte, never after the deadline.
   bool stale(const error_code& ec, bool got_some) const {
     return reused_attempt_ && !got_some && !job_->retried && !timed_out_ &&
            !aborted_ && !core_.stopping() && ec != beast::error::timeout &&

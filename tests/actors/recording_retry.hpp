@@ -1,0 +1,100 @@
+#pragma once
+
+// A fake retry actor for the cache tests: it records every metadata request
+// and keeps its response promise. The test answers request `i` by sending
+// the fake `(http_done_atom, i, outcome)`; the fake itself delivers (a
+// promise is only ever delivered by its own actor, never from the test
+// thread). A 2xx or 304 outcome is delivered as the outcome; a status >= 400
+// or a transport failure as the error the real retry actor would give.
+
+#include "messages/error.hpp"
+#include "messages/interfaces.hpp"
+#include "tests/actors/actor_fixture.hpp"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace georoute::test {
+
+struct recording_retry_log {
+  std::vector<metadata_request> requests;
+  std::vector<caf::typed_response_promise<transport::outcome>> promises;
+  std::vector<bool> answered;
+
+  /// Indexes of the requests not answered yet, oldest first.
+  std::vector<uint64_t> pending() const {
+    std::vector<uint64_t> r;
+    for (size_t i = 0; i < answered.size(); ++i)
+      if (!answered[i]) r.push_back(i);
+    return r;
+  }
+
+  /// The value of header `name` of request `i`, or "<absent>".
+  std::string header(size_t i, const std::string& name) const {
+    for (const auto& [k, v] : requests.at(i).headers)
+      if (k == name) return v;
+    return "<absent>";
+  }
+};
+
+inline retry_actor::behavior_type
+recording_retry(retry_actor::pointer self,
+                std::shared_ptr<recording_retry_log> log) {
+  return {
+      [=](execute_atom,
+          metadata_request& req) -> caf::result<transport::outcome> {
+        log->requests.push_back(req);
+        log->promises.push_back(
+            self->make_response_promise<transport::outcome>());
+        log->answered.push_back(false);
+        return log->promises.back();
+      },
+      [](detach_atom, document_request&) -> caf::result<transport::outcome> {
+        return make_error(errc::validation_error, "not used by the caches");
+      },
+      [](stats_atom) { return retry_stats{}; },
+      [](snapshot_atom, location_snapshot&) {},
+      [=](http_done_atom, uint64_t i, transport::outcome& o) {
+        auto& rp = log->promises.at(i);
+        log->answered.at(i) = true;
+        if (o.error != transport::failure::none)
+          rp.deliver(
+              make_error(errc::connection_refused,
+                         "injected failure for GET " + log->requests[i].path));
+        else if (o.status >= 400)
+          rp.deliver(make_error(
+              classify_status(o.status, o.substatus),
+              std::to_string(o.status) + " from West US for " +
+                  log->requests[i].method + " " + log->requests[i].path));
+        else
+          rp.deliver(std::move(o));
+      },
+      [](attempt_atom, uint64_t) {},
+      [](deadline_atom, uint64_t) {},
+  };
+}
+
+/// What a caller actor got: "ok <detail>", "timeout" or "error <code>".
+struct reply_log {
+  std::vector<std::string> got;
+};
+
+/// Receives the reply to `h` if one arrived, else fails the test: under the
+/// test coordinator a blocking receive with no reply would wait forever.
+template <class Handle, class OnValue, class OnError>
+void receive_now(caf::scoped_actor& self, Handle& h, OnValue on_value,
+                 OnError on_error) {
+  if (self->mailbox().empty()) {
+    ADD_FAILURE() << "no reply arrived";
+    return;
+  }
+  h.receive(std::move(on_value), std::move(on_error));
+}
+
+inline std::string describe_error(const caf::error& e) {
+  if (e == caf::sec::request_timeout) return "timeout";
+  return std::string{"error "} + to_string(code_of(e));
+}
+
+} // namespace georoute::test
