@@ -1,0 +1,173 @@
+// The emulator's JSON admin API on the global endpoint, over loopback.
+
+#include "tests/emulator/server_fixture.hpp"
+
+#include <set>
+
+namespace {
+
+using namespace georoute;
+using namespace georoute::emulator_testing;
+
+using EmulatorAdmin = EmulatorServer;
+
+// -- admin API
+// -----------------------------------------------------------------
+
+TEST_F(EmulatorAdmin, State_ListsRegions) {
+  auto o = admin("GET", "state");
+  ASSERT_EQ(o.status, 200) << o.error_detail << o.body;
+  auto j = parse(o);
+  ASSERT_EQ(j["regions"].size(), 3u) << o.body;
+  EXPECT_EQ(j["regions"][2]["name"], "North Europe");
+  EXPECT_EQ(j["regions"][2]["endpoint"], emu->endpoint("North Europe"));
+  EXPECT_EQ(j["regions"][2]["state"], "online");
+  EXPECT_EQ(j["regions"][2]["latency_ms"], 0);
+  EXPECT_EQ(j["write_regions"][0], "West US");
+  EXPECT_EQ(j["multi_write"], false);
+  EXPECT_EQ(j["replication_lag_ms"], 0);
+}
+
+TEST_F(EmulatorAdmin, WriteRegions_AccountShowsNewOrder) {
+  auto o = admin("POST", "write-regions",
+                 R"({"order":["East US","West US","North Europe"]})");
+  ASSERT_EQ(o.status, 200) << o.body;
+  auto account = parse(send("GET", emu->global_endpoint(), "/"));
+  ASSERT_FALSE(account["writableLocations"].empty());
+  EXPECT_EQ(account["writableLocations"][0]["name"], "East US");
+  EXPECT_EQ(account["writableLocations"][0]["databaseAccountEndpoint"],
+            emu->endpoint("East US"));
+  EXPECT_EQ(parse(admin("GET", "state"))["write_regions"][0], "East US");
+
+  auto unknown = admin("POST", "write-regions", R"({"order":["Mars"]})");
+  EXPECT_EQ(unknown.status, 400);
+  EXPECT_NE(parse(unknown)["error"].get<std::string>().find("order"),
+            std::string::npos);
+}
+
+TEST_F(EmulatorAdmin, RegionStateAndLatency_UrlEncodedName) {
+  auto o = admin("POST", "regions/North%20Europe/latency", R"({"ms":7})");
+  ASSERT_EQ(o.status, 200) << o.body;
+  EXPECT_EQ(emu->get_latency("North Europe"), 7ms);
+  o = admin("POST", "regions/East%20US/state", R"({"state":"offline_refuse"})");
+  ASSERT_EQ(o.status, 200) << o.body;
+  EXPECT_EQ(send("GET", emu->endpoint("East US"), "/").error, failure::refused);
+  auto state = parse(admin("GET", "state"));
+  EXPECT_EQ(state["regions"][1]["state"], "offline_refuse");
+  EXPECT_EQ(state["regions"][2]["latency_ms"], 7);
+  o = admin("POST", "regions/East%20US/state", R"({"state":"online"})");
+  ASSERT_EQ(o.status, 200) << o.body;
+  EXPECT_EQ(send("GET", emu->endpoint("East US"), "/").status, 200);
+}
+
+TEST_F(EmulatorAdmin, BadRequests_400NamingTheField) {
+  auto error_of = [&](const transport::outcome& o) {
+    EXPECT_EQ(o.status, 400) << o.body;
+    return parse(o).value("error", std::string{});
+  };
+  EXPECT_NE(
+      error_of(admin("POST", "regions/Mars/state", R"({"state":"online"})"))
+          .find("Mars"),
+      std::string::npos);
+  EXPECT_NE(error_of(admin("POST", "regions/West%20US/state",
+                           R"({"state":"sleepy"})"))
+                .find("state"),
+            std::string::npos);
+  EXPECT_NE(
+      error_of(admin("POST", "regions/West%20US/latency", R"({"ms":"fast"})"))
+          .find("ms"),
+      std::string::npos);
+  EXPECT_NE(error_of(admin("POST", "multi-write", "{not json")).find("body"),
+            std::string::npos);
+  EXPECT_NE(
+      error_of(admin("POST", "faults", R"({"status":42})")).find("status"),
+      std::string::npos);
+  EXPECT_NE(
+      error_of(admin("POST", "faults", R"({"colour":"red"})")).find("colour"),
+      std::string::npos);
+  EXPECT_EQ(admin("GET", "nothing-here").status, 404);
+  EXPECT_EQ(admin("GET", "faults").status, 405);
+}
+
+TEST_F(EmulatorAdmin, MultiWriteAndReplicationLag_ShownInState) {
+  ASSERT_EQ(admin("POST", "multi-write", R"({"enabled":true})").status, 200);
+  ASSERT_EQ(admin("POST", "replication-lag", R"({"ms":250})").status, 200);
+  auto state = parse(admin("GET", "state"));
+  EXPECT_EQ(state["multi_write"], true);
+  EXPECT_EQ(state["replication_lag_ms"], 250);
+  auto account = parse(send("GET", emu->global_endpoint(), "/"));
+  EXPECT_EQ(account["writableLocations"].size(), 3u);
+}
+
+TEST_F(EmulatorAdmin, Fault_InjectedThenDeleted) {
+  auto added = admin("POST", "faults",
+                     R"({"region":"West US","method":"GET","status":503,)"
+                     R"("substatus":21008,"retry_after_ms":10})");
+  ASSERT_EQ(added.status, 200) << added.body;
+  auto id = parse(added)["id"].get<uint64_t>();
+  auto failed = send("GET", west(), "/");
+  EXPECT_EQ(failed.status, 503) << failed.body;
+  EXPECT_EQ(failed.substatus, 21008);
+  EXPECT_EQ(failed.retry_after_ms, 10);
+  EXPECT_EQ(send("GET", emu->endpoint("East US"), "/").status, 200);
+
+  ASSERT_EQ(admin("DELETE", "faults/" + std::to_string(id)).status, 200);
+  EXPECT_EQ(send("GET", west(), "/").status, 200);
+
+  ASSERT_EQ(admin("POST", "faults", R"({"status":429,"count":1})").status, 200);
+  ASSERT_EQ(admin("DELETE", "faults").status, 200);
+  EXPECT_EQ(send("GET", west(), "/").status, 200);
+}
+
+TEST_F(EmulatorAdmin, Split_ChildrenInPkranges) {
+  create_collection();
+  auto o = admin("POST", "split", R"({"db":"d","coll":"c","range":"0"})");
+  ASSERT_EQ(o.status, 200) << o.body;
+  auto children = parse(o)["children"];
+  ASSERT_EQ(children.size(), 2u) << o.body;
+  auto ranges = send("GET", west(), "/dbs/d/colls/c/pkranges");
+  ASSERT_EQ(ranges.status, 200) << ranges.body;
+  std::set<std::string> ids;
+  auto listed = parse(ranges); // a named value: range-for over a temporary's
+                               // member would dangle
+  for (const auto& r : listed["PartitionKeyRanges"])
+    ids.insert(r["id"].get<std::string>());
+  for (const auto& c : children)
+    EXPECT_EQ(ids.count(c.get<std::string>()), 1u) << ranges.body;
+
+  auto bad = admin("POST", "split", R"({"db":"d","coll":"nope","range":"0"})");
+  EXPECT_EQ(bad.status, 400) << bad.body;
+}
+
+TEST_F(EmulatorAdmin, Counters_CountPerRegionAndStatus_Reset) {
+  ASSERT_EQ(admin("POST", "counters/reset").status, 200);
+  ASSERT_EQ(send("GET", west(), "/").status, 200);
+  ASSERT_EQ(send("GET", west(), "/").status, 200);
+  ASSERT_EQ(send("GET", west(), "/dbs/none").status, 404);
+  auto counters = parse(admin("GET", "counters"));
+  EXPECT_EQ(counters["West US"]["200"], 2) << counters.dump();
+  EXPECT_EQ(counters["West US"]["404"], 1) << counters.dump();
+  ASSERT_EQ(admin("POST", "counters/reset").status, 200);
+  counters = parse(admin("GET", "counters"));
+  EXPECT_FALSE(counters.contains("West US") &&
+               counters["West US"].value("200", 0) > 0)
+      << counters.dump();
+}
+
+TEST_F(EmulatorAdmin, RemoveRestore_AccountListsFollow) {
+  ASSERT_EQ(admin("POST", "regions/East%20US/remove").status, 200);
+  auto account = parse(send("GET", emu->global_endpoint(), "/"));
+  EXPECT_EQ(account["readableLocations"].size(), 2u);
+  EXPECT_EQ(parse(admin("GET", "state"))["regions"][1]["removed"], true);
+  ASSERT_EQ(admin("POST", "regions/East%20US/restore").status, 200);
+  account = parse(send("GET", emu->global_endpoint(), "/"));
+  EXPECT_EQ(account["readableLocations"].size(), 3u);
+}
+
+TEST_F(EmulatorAdmin, OnRegionalEndpoint_NotServed) {
+  auto o = send("GET", west(), "/_emulator/state");
+  EXPECT_NE(o.status, 200);
+  EXPECT_EQ(emu->get_region_state("West US"), region_state::online);
+}
+
+} // namespace
