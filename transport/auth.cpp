@@ -1,5 +1,7 @@
 #include "transport/auth.hpp"
 
+#include "transport/url.hpp"
+
 #include <algorithm>
 #include <array>
 #include <ctime>
@@ -37,41 +39,14 @@ bool iequals(std::string_view x, std::string_view y) {
          });
 }
 
-int hex_value(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
-
-// Decodes %XX (either hex case). Strict: a '%' not followed by two hex digits
-// is an error. '+' stays '+' (it is a base64 character, not a space here).
-std::optional<std::string> percent_decode_strict(std::string_view s) {
-  std::string r;
-  r.reserve(s.size());
-  for (size_t i = 0; i < s.size(); ++i) {
-    if (s[i] != '%') {
-      r += s[i];
-      continue;
-    }
-    if (i + 2 >= s.size()) return std::nullopt;
-    int hi = hex_value(s[i + 1]);
-    int lo = hex_value(s[i + 2]);
-    if (hi < 0 || lo < 0) return std::nullopt;
-    r += static_cast<char>(hi * 16 + lo);
-    i += 2;
-  }
-  return r;
-}
-
 // Lenient path-segment decoding: invalid escapes stay as written.
 std::string percent_decode_lenient(std::string_view s) {
   std::string r;
   r.reserve(s.size());
   for (size_t i = 0; i < s.size(); ++i) {
     if (s[i] == '%' && i + 2 < s.size()) {
-      int hi = hex_value(s[i + 1]);
-      int lo = hex_value(s[i + 2]);
+      int hi = hex_digit_value(s[i + 1]);
+      int lo = hex_digit_value(s[i + 2]);
       if (hi >= 0 && lo >= 0) {
         r += static_cast<char>(hi * 16 + lo);
         i += 2;
@@ -422,7 +397,7 @@ auth_check verify_authorization(const master_key& key, std::string_view verb,
   using v = auth_verdict;
   if (authorization_header_value.empty())
     return deny(v::unauthorized, "missing authorization header");
-  auto decoded = percent_decode_strict(authorization_header_value);
+  auto decoded = percent_decode(authorization_header_value);
   if (!decoded)
     return deny(v::unauthorized,
                 "authorization header has an invalid %-escape");

@@ -130,4 +130,34 @@ std::string endpoint_key(const url& u) {
   return u.origin() + "/";
 }
 
+int hex_digit_value(char c) {
+  if (c >= '0' && c <= '9')
+    return c - '0';
+  if (c >= 'a' && c <= 'f')
+    return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F')
+    return c - 'A' + 10;
+  return -1;
+}
+
+std::optional<std::string> percent_decode(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (text[i] != '%') {
+      out += text[i];
+      continue;
+    }
+    if (i + 2 >= text.size())
+      return std::nullopt;
+    int hi = hex_digit_value(text[i + 1]);
+    int lo = hex_digit_value(text[i + 2]);
+    if (hi < 0 || lo < 0)
+      return std::nullopt;
+    out += static_cast<char>(hi * 16 + lo);
+    i += 2;
+  }
+  return out;
+}
+
 } // namespace georoute::transport

@@ -3,6 +3,7 @@
 // Parsing of account and regional endpoint URLs. Pure: no Beast, no CAF.
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <variant>
@@ -37,5 +38,12 @@ bool is_loopback_host(std::string_view host);
 
 /// Normalized form used as a map key for endpoints: origin plus "/".
 std::string endpoint_key(const url& u);
+
+/// The value of a hex digit (either case), or -1.
+int hex_digit_value(char c);
+
+/// Decodes %XX escapes (either hex case). Strict: a '%' not followed by two
+/// hex digits is an error (std::nullopt). '+' stays '+'.
+std::optional<std::string> percent_decode(std::string_view text);
 
 } // namespace georoute::transport

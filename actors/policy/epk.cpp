@@ -1,4 +1,5 @@
 #include "actors/policy/epk.hpp"
+#include "actors/policy/utf8.hpp"
 
 #include <algorithm>
 #include <charconv>
@@ -190,23 +191,6 @@ int epk_compare(std::string_view a, std::string_view b) {
 
 namespace {
 
-void append_utf8(std::string& out, uint32_t cp) {
-  if (cp < 0x80) {
-    out.push_back(static_cast<char>(cp));
-  } else if (cp < 0x800) {
-    out.push_back(static_cast<char>(0xC0 | (cp >> 6)));
-    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else if (cp < 0x10000) {
-    out.push_back(static_cast<char>(0xE0 | (cp >> 12)));
-    out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else {
-    out.push_back(static_cast<char>(0xF0 | (cp >> 18)));
-    out.push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  }
-}
 
 /// The length of the well-formed UTF-8 sequence at the start of `s`, or 0.
 /// Rejects overlong forms, surrogates and code points above U+10FFFF.

@@ -23,6 +23,7 @@
 // unknown path 404, a known path with the wrong method 405.
 
 #include "tests/emulator/server.hpp"
+#include "transport/url.hpp"
 
 #include <algorithm>
 #include <cstdint>
@@ -51,13 +52,6 @@ http_response bad(const std::string& what) {
 
 http_response ok() {
   return reply(200, json{{"ok", true}});
-}
-
-int hex_value(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
 }
 
 std::vector<std::string> split_path(std::string_view path) {
@@ -287,7 +281,7 @@ http_response dispatch(emulator& emu, const http_request& req) {
   path.remove_prefix(admin_prefix.size());
   auto parts = split_path(path);
   for (auto& p : parts) {
-    auto decoded = percent_decode(p);
+    auto decoded = transport::percent_decode(p);
     if (!decoded) return bad("path: malformed %-escape in '" + p + "'");
     p = std::move(*decoded);
   }
@@ -412,23 +406,6 @@ http_response dispatch(emulator& emu, const http_request& req) {
 
 } // namespace
 
-std::optional<std::string> percent_decode(std::string_view text) {
-  std::string out;
-  out.reserve(text.size());
-  for (size_t i = 0; i < text.size(); ++i) {
-    if (text[i] != '%') {
-      out += text[i];
-      continue;
-    }
-    if (i + 2 >= text.size()) return std::nullopt;
-    int hi = hex_value(text[i + 1]);
-    int lo = hex_value(text[i + 2]);
-    if (hi < 0 || lo < 0) return std::nullopt;
-    out += static_cast<char>(hi * 16 + lo);
-    i += 2;
-  }
-  return out;
-}
 
 http_response handle_admin(emulator& emu, const http_request& req) {
   try {

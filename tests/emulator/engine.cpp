@@ -6,6 +6,7 @@
 
 #include "tests/emulator/engine_impl.hpp"
 #include "transport/codecs.hpp"
+#include "transport/url.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -160,7 +161,7 @@ http_response engine::state::serve(const std::string& arrived,
     auto seg = path.substr(pos, next == std::string::npos ? std::string::npos
                                                           : next - pos);
     if (!seg.empty()) {
-      auto decoded = detail::percent_decode_segment(seg);
+      auto decoded = transport::percent_decode(seg);
       if (!decoded)
         return error_response(
             400, 0, "malformed %-escape in path segment '" + seg + "'");

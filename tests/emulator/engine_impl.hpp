@@ -164,7 +164,6 @@ http_response json_response(int status, std::string body);
 result<json> parse_body(const std::string& body);
 
 /// Percent-decodes a path segment; std::nullopt on a malformed escape.
-std::optional<std::string> percent_decode_segment(const std::string& text);
 
 /// ASCII lower case.
 std::string lower(std::string text);

@@ -22,6 +22,5 @@ http_response handle_admin(emulator& emu, const http_request& req);
 
 /// Decodes %XX escapes (either hex case); `+` stays `+`. std::nullopt when an
 /// escape is malformed.
-std::optional<std::string> percent_decode(std::string_view text);
 
 } // namespace georoute::emulator
