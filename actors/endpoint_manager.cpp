@@ -1,15 +1,14 @@
 #include "actors/endpoint_manager.hpp"
 
-#include <map>
-#include <optional>
+#include "actors/policy/account_refresh.hpp"
+#include "messages/error.hpp"
+#include "transport/codecs.hpp"
 
 #include <caf/event_based_actor.hpp>
 #include <caf/stateful_actor.hpp>
 #include <caf/typed_event_based_actor.hpp>
-
-#include "actors/policy/account_refresh.hpp"
-#include "messages/error.hpp"
-#include "transport/codecs.hpp"
+#include <map>
+#include <optional>
 
 namespace georoute {
 
@@ -55,22 +54,35 @@ caf::error failure_of(const transport::outcome& o) {
   if (o.error != transport::failure::none) {
     auto code = errc::protocol_error;
     switch (o.error) {
-      case transport::failure::refused: code = errc::connection_refused; break;
-      case transport::failure::reset: code = errc::connection_reset; break;
-      case transport::failure::timeout: code = errc::transport_timeout; break;
-      case transport::failure::dns: code = errc::dns_failure; break;
-      case transport::failure::tls: code = errc::tls_failure; break;
-      case transport::failure::body_too_large: code = errc::body_too_large; break;
-      default: break;
+    case transport::failure::refused:
+      code = errc::connection_refused;
+      break;
+    case transport::failure::reset:
+      code = errc::connection_reset;
+      break;
+    case transport::failure::timeout:
+      code = errc::transport_timeout;
+      break;
+    case transport::failure::dns:
+      code = errc::dns_failure;
+      break;
+    case transport::failure::tls:
+      code = errc::tls_failure;
+      break;
+    case transport::failure::body_too_large:
+      code = errc::body_too_large;
+      break;
+    default:
+      break;
     }
-    return make_error(code, "account read from " + o.endpoint + ": "
-                              + o.error_detail);
+    return make_error(code, "account read from " + o.endpoint + ": " +
+                                o.error_detail);
   }
   auto code = classify_status(o.status, o.substatus);
-  std::string what = "account read from " + o.endpoint + " answered "
-                     + std::to_string(o.status)
-                     + (o.substatus != 0 ? "/" + std::to_string(o.substatus)
-                                         : std::string{});
+  std::string what =
+      "account read from " + o.endpoint + " answered " +
+      std::to_string(o.status) +
+      (o.substatus != 0 ? "/" + std::to_string(o.substatus) : std::string{});
   if (code == errc::unauthorized)
     what += ": the account key was rejected; check GEOROUTE_ACCOUNT_KEY or "
             "georoute.key-file";
@@ -82,8 +94,7 @@ caf::error failure_of(const transport::outcome& o) {
 void start_attempt(self_ptr self, uint64_t attempt_id) {
   auto& st = self->state;
   auto i = st.attempts.find(attempt_id);
-  if (i == st.attempts.end())
-    return;
+  if (i == st.attempts.end()) return;
   transport::request req;
   req.method = "GET";
   req.endpoint = i->second.endpoint;
@@ -98,10 +109,10 @@ void start_attempt(self_ptr self, uint64_t attempt_id) {
 bool launch_next(self_ptr self) {
   auto& st = self->state;
   auto& f = *st.fetch;
-  if (f.next_candidate >= f.candidates.size())
-    return false;
+  if (f.next_candidate >= f.candidates.size()) return false;
   auto id = st.next_id++;
-  st.attempts.emplace(id, attempt_state{f.id, f.candidates[f.next_candidate++], 0});
+  st.attempts.emplace(id,
+                      attempt_state{f.id, f.candidates[f.next_candidate++], 0});
   ++f.active;
   start_attempt(self, id);
   return true;
@@ -153,14 +164,14 @@ caf::result<database_account> request_refresh(self_ptr self, bool force) {
                                    : clock_type::duration::max();
   switch (decide_refresh(force, st.fetch.has_value(), st.account.has_value(),
                          since, st.cfg.refresh.min_interval)) {
-    case refresh_action::skip:
-      ++st.stats.refreshes_skipped;
-      return *st.account;
-    case refresh_action::fetch:
-      start_fetch(self);
-      [[fallthrough]];
-    case refresh_action::join:
-      break;
+  case refresh_action::skip:
+    ++st.stats.refreshes_skipped;
+    return *st.account;
+  case refresh_action::fetch:
+    start_fetch(self);
+    [[fallthrough]];
+  case refresh_action::join:
+    break;
   }
   auto rp = self->make_response_promise<database_account>();
   st.fetch->waiters.push_back(rp);
@@ -170,8 +181,7 @@ caf::result<database_account> request_refresh(self_ptr self, bool force) {
 void on_outcome(self_ptr self, uint64_t attempt_id, transport::outcome& o) {
   auto& st = self->state;
   auto i = st.attempts.find(attempt_id);
-  if (i == st.attempts.end())
-    return;
+  if (i == st.attempts.end()) return;
   auto attempt = i->second;
   st.attempts.erase(i);
   if (!st.fetch || st.fetch->id != attempt.fetch_id)
@@ -184,8 +194,8 @@ void on_outcome(self_ptr self, uint64_t attempt_id, transport::outcome& o) {
       return;
     }
     f.last_error = make_error(errc::protocol_violation,
-                              "account read from " + attempt.endpoint + ": "
-                                + account.error().what);
+                              "account read from " + attempt.endpoint + ": " +
+                                  account.error().what);
   } else {
     f.last_error = failure_of(o);
     auto code = code_of(f.last_error);
@@ -194,8 +204,8 @@ void on_outcome(self_ptr self, uint64_t attempt_id, transport::outcome& o) {
       return;
     }
     // A timed-out attempt climbs the ladder on the same endpoint.
-    if (o.error == transport::failure::timeout
-        && attempt.step + 1 < st.cfg.control_plane_read.size()) {
+    if (o.error == transport::failure::timeout &&
+        attempt.step + 1 < st.cfg.control_plane_read.size()) {
       auto delay = st.cfg.control_plane_read[attempt.step].delay_after;
       auto id = st.next_id++;
       st.attempts.emplace(id, attempt_state{attempt.fetch_id, attempt.endpoint,
@@ -226,45 +236,45 @@ endpoint_manager_impl(self_ptr self, endpoint_manager_config cfg,
   self->delayed_send(self, st.cfg.refresh.background_interval, tick_atom_v,
                      st.tick_generation);
   return {
-    [=](refresh_atom, bool force) -> caf::result<database_account> {
-      return request_refresh(self, force);
-    },
-    [=](account_atom) -> caf::result<database_account> {
-      auto& st = self->state;
-      if (st.account)
-        return *st.account;
-      return request_refresh(self, true);
-    },
-    [=](stats_atom) { return self->state.stats; },
-    [=](tick_atom, uint64_t generation) {
-      auto& st = self->state;
-      if (generation != st.tick_generation)
-        return;
-      // Re-arm first: nothing below may stop the loop.
-      self->delayed_send(self, st.cfg.refresh.background_interval, tick_atom_v,
-                         st.tick_generation);
-      ++st.stats.background_ticks;
-      // The tick is the background refresh itself: it fetches unless a fetch
-      // is already in flight (the minimum interval gates on-demand requests).
-      if (!st.fetch)
-        start_fetch(self);
-    },
-    [=](sweep_atom, uint64_t fetch_id) {
-      auto& st = self->state;
-      // The global endpoint is slow: add a second walker.
-      if (st.fetch && st.fetch->id == fetch_id && st.fetch->active < 2)
-        launch_next(self);
-    },
-    [=](attempt_atom, uint64_t attempt_id) { start_attempt(self, attempt_id); },
-    [=](http_done_atom, uint64_t attempt_id, transport::outcome& o) {
-      on_outcome(self, attempt_id, o);
-    },
+      [=](refresh_atom, bool force) -> caf::result<database_account> {
+        return request_refresh(self, force);
+      },
+      [=](account_atom) -> caf::result<database_account> {
+        auto& st = self->state;
+        if (st.account) return *st.account;
+        return request_refresh(self, true);
+      },
+      [=](stats_atom) { return self->state.stats; },
+      [=](tick_atom, uint64_t generation) {
+        auto& st = self->state;
+        if (generation != st.tick_generation) return;
+        // Re-arm first: nothing below may stop the loop.
+        self->delayed_send(self, st.cfg.refresh.background_interval,
+                           tick_atom_v, st.tick_generation);
+        ++st.stats.background_ticks;
+        // The tick is the background refresh itself: it fetches unless a fetch
+        // is already in flight (the minimum interval gates on-demand requests).
+        if (!st.fetch) start_fetch(self);
+      },
+      [=](sweep_atom, uint64_t fetch_id) {
+        auto& st = self->state;
+        // The global endpoint is slow: add a second walker.
+        if (st.fetch && st.fetch->id == fetch_id && st.fetch->active < 2)
+          launch_next(self);
+      },
+      [=](attempt_atom, uint64_t attempt_id) {
+        start_attempt(self, attempt_id);
+      },
+      [=](http_done_atom, uint64_t attempt_id, transport::outcome& o) {
+        on_outcome(self, attempt_id, o);
+      },
   };
 }
 
 } // namespace
 
-endpoint_manager_config endpoint_manager_config_from(const config::settings& s) {
+endpoint_manager_config
+endpoint_manager_config_from(const config::settings& s) {
   endpoint_manager_config cfg;
   cfg.account_endpoint = s.account_endpoint;
   cfg.preferred_regions = s.location.preferred_regions;

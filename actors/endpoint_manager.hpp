@@ -22,15 +22,14 @@
 // - Every change (write-region switch, multi-write flip, regions added or
 //   removed) goes to the location cache. It never waits on a caller.
 
-#include <string>
-#include <vector>
-
-#include <caf/actor_system.hpp>
-
 #include "actors/http_port.hpp"
 #include "actors/policy/timeout_ladder.hpp"
 #include "config/settings.hpp"
 #include "messages/interfaces.hpp"
+
+#include <caf/actor_system.hpp>
+#include <string>
+#include <vector>
 
 namespace georoute {
 

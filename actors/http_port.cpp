@@ -1,15 +1,13 @@
 #include "actors/http_port.hpp"
 
-#include <chrono>
-
-#include <caf/send.hpp>
-
 #include "messages/types.hpp"
 #include "transport/auth.hpp"
 #include "transport/http_client.hpp"
 
-namespace georoute {
+#include <caf/send.hpp>
+#include <chrono>
 
+namespace georoute {
 
 namespace {
 
@@ -17,7 +15,7 @@ class beast_port : public http_port {
 public:
   beast_port(std::shared_ptr<transport::http_client> client,
              const config::secret& key)
-    : client_(std::move(client)) {
+      : client_(std::move(client)) {
     if (!key.empty()) {
       auto parsed = transport::parse_master_key(key.reveal());
       if (parsed)

@@ -7,13 +7,12 @@
 // substitute a port that records requests and answers them by hand, so actor
 // tests run in virtual time without sockets.
 
-#include <cstdint>
-#include <memory>
-
-#include <caf/actor.hpp>
-
 #include "config/settings.hpp"
 #include "transport/outcome.hpp"
+
+#include <caf/actor.hpp>
+#include <cstdint>
+#include <memory>
 
 namespace georoute {
 
@@ -29,8 +28,7 @@ public:
   /// Signs and sends `req`; `reply_to` later receives
   /// `(http_done_atom, id, transport::outcome)` exactly once.
   virtual void send(const caf::actor& reply_to, uint64_t id,
-                    transport::request req)
-    = 0;
+                    transport::request req) = 0;
 };
 
 using http_port_ptr = std::shared_ptr<http_port>;

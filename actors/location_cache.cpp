@@ -1,13 +1,12 @@
 #include "actors/location_cache.hpp"
 
-#include <algorithm>
-#include <memory>
-#include <vector>
+#include "config/settings.hpp"
 
+#include <algorithm>
 #include <caf/stateful_actor.hpp>
 #include <caf/typed_event_based_actor.hpp>
-
-#include "config/settings.hpp"
+#include <memory>
+#include <vector>
 
 namespace georoute {
 
@@ -37,7 +36,8 @@ void publish(self_ptr self, location_table next) {
 
 location_cache_actor::behavior_type
 location_cache_impl(self_ptr self, location_table_options options) {
-  self->state.table = std::make_shared<const location_table>(std::move(options));
+  self->state.table =
+      std::make_shared<const location_table>(std::move(options));
   self->set_down_handler([=](const caf::down_msg& dm) {
     auto& subs = self->state.subscribers;
     subs.erase(std::remove_if(subs.begin(), subs.end(),
@@ -47,28 +47,29 @@ location_cache_impl(self_ptr self, location_table_options options) {
                subs.end());
   });
   return {
-    [=](account_atom, const database_account& account) {
-      publish(self, self->state.table->with_account(account, now_of(self)));
-    },
-    [=](resolve_atom, const resolve_input& in) {
-      return self->state.table->resolve(in, now_of(self));
-    },
-    [=](mark_atom, const region_mark& m) {
-      publish(self, self->state.table->with_mark(m.endpoint, m.read, m.write,
-                                                 now_of(self)));
-    },
-    [=](subscribe_atom, caf::actor& sub) {
-      auto& st = self->state;
-      if (std::find(st.subscribers.begin(), st.subscribers.end(), sub)
-          == st.subscribers.end()) {
-        self->monitor(sub);
-        st.subscribers.push_back(sub);
-      }
-      return location_snapshot{st.table, st.version};
-    },
-    [=](refresh_atom) {
-      return self->state.table->should_refresh_endpoints(now_of(self)).refresh;
-    },
+      [=](account_atom, const database_account& account) {
+        publish(self, self->state.table->with_account(account, now_of(self)));
+      },
+      [=](resolve_atom, const resolve_input& in) {
+        return self->state.table->resolve(in, now_of(self));
+      },
+      [=](mark_atom, const region_mark& m) {
+        publish(self, self->state.table->with_mark(m.endpoint, m.read, m.write,
+                                                   now_of(self)));
+      },
+      [=](subscribe_atom, caf::actor& sub) {
+        auto& st = self->state;
+        if (std::find(st.subscribers.begin(), st.subscribers.end(), sub) ==
+            st.subscribers.end()) {
+          self->monitor(sub);
+          st.subscribers.push_back(sub);
+        }
+        return location_snapshot{st.table, st.version};
+      },
+      [=](refresh_atom) {
+        return self->state.table->should_refresh_endpoints(now_of(self))
+            .refresh;
+      },
   };
 }
 

@@ -12,11 +12,11 @@
 // snapshot, so the request path needs no round trip. Marks expire by time:
 // the table answers every query at `now`, so expiry needs no message.
 
-#include <caf/actor_system.hpp>
-
 #include "actors/policy/location_table.hpp"
 #include "config/settings.hpp"
 #include "messages/interfaces.hpp"
+
+#include <caf/actor_system.hpp>
 
 namespace georoute {
 

@@ -6,34 +6,34 @@
 // prints one line naming the key, the value and what is allowed, and the
 // process exits with status 2 before any actor starts.
 
-#include <iostream>
-#include <string>
-#include <vector>
-
-#include <caf/actor_system.hpp>
-
 #include "config/georoute_config.hpp"
 #include "messages/types.hpp"
 #include "tests/emulator/emulator_main.hpp"
 
+#include <caf/actor_system.hpp>
+#include <iostream>
+#include <string>
+#include <vector>
+
 namespace {
 
 constexpr const char* usage =
-  "usage: georoute [command] [options]\n"
-  "\n"
-  "commands:\n"
-  "  check-config   validate the configuration and exit (default)\n"
-  "  drill          run the disaster-recovery drill (not built yet)\n"
-  "  emulator       run the multi-region gateway emulator (own flags: see\n"
-  "                 georoute emulator --help; reads no configuration)\n"
-  "\n"
-  "options:\n"
-  "  --config-file=F           INI file (default: caf-application.ini)\n"
-  "  --dump-config             print the effective configuration, key redacted\n"
-  "  --georoute.<key>=<value>  override a key of config/georoute.ini\n"
-  "  --long-help               list every option\n"
-  "\n"
-  "The account key comes from GEOROUTE_ACCOUNT_KEY or georoute.key-file.\n";
+    "usage: georoute [command] [options]\n"
+    "\n"
+    "commands:\n"
+    "  check-config   validate the configuration and exit (default)\n"
+    "  drill          run the disaster-recovery drill (not built yet)\n"
+    "  emulator       run the multi-region gateway emulator (own flags: see\n"
+    "                 georoute emulator --help; reads no configuration)\n"
+    "\n"
+    "options:\n"
+    "  --config-file=F           INI file (default: caf-application.ini)\n"
+    "  --dump-config             print the effective configuration, key "
+    "redacted\n"
+    "  --georoute.<key>=<value>  override a key of config/georoute.ini\n"
+    "  --long-help               list every option\n"
+    "\n"
+    "The account key comes from GEOROUTE_ACCOUNT_KEY or georoute.key-file.\n";
 
 } // namespace
 
@@ -61,8 +61,7 @@ int main(int argc, char** argv) {
       std::cerr << "georoute: invalid configuration: " << e << "\n";
     return 2;
   }
-  if (cfg.cli_helptext_printed)
-    return 0;
+  if (cfg.cli_helptext_printed) return 0;
   if (!cfg.remainder.empty()) {
     std::cerr << "georoute: unexpected argument '" << cfg.remainder.front()
               << "'\n"
@@ -76,8 +75,8 @@ int main(int argc, char** argv) {
   if (command == "check-config") {
     std::cout << "configuration ok"
               << (cfg.config_file_used.empty()
-                    ? std::string{" (defaults, no file)"}
-                    : " (" + cfg.config_file_used + ")")
+                      ? std::string{" (defaults, no file)"}
+                      : " (" + cfg.config_file_used + ")")
               << "\n";
     return 0;
   }

@@ -6,7 +6,8 @@
 //                                                   | miss
 //                                   (detach_atom, document_request)
 //                                                   v
-//                                      retry actor --> router pipeline --> region
+//                                      retry actor --> router pipeline -->
+//                                      region
 //
 // The plan request is a POST through the request pipeline (client retry
 // policy, HotPath ladder), wrapped in the retry actor's detach-only mode so
@@ -15,16 +16,16 @@
 // Concurrent callers of one key share one request; a caller that times out
 // gets its timeout, the plan still lands in the cache.
 
-#include <caf/actor_system.hpp>
-
 #include "messages/interfaces.hpp"
+
+#include <caf/actor_system.hpp>
 
 namespace georoute {
 
 /// The supported-features header value (routing reference §7).
 constexpr const char* supported_query_features =
-  "Aggregate, Distinct, MultipleOrderBy, OffsetAndLimit, OrderBy, Top, "
-  "NonValueAggregate";
+    "Aggregate, Distinct, MultipleOrderBy, OffsetAndLimit, OrderBy, Top, "
+    "NonValueAggregate";
 
 /// Builds the POST for a plan (exposed for tests).
 document_request plan_request_for(const query_plan_request& req);

@@ -1,20 +1,20 @@
 #include "actors/retry.hpp"
 
+#include "messages/error.hpp"
+
+#include <caf/stateful_actor.hpp>
+#include <caf/typed_event_based_actor.hpp>
 #include <map>
 #include <memory>
 #include <optional>
 #include <variant>
 
-#include <caf/stateful_actor.hpp>
-#include <caf/typed_event_based_actor.hpp>
-
-#include "messages/error.hpp"
-
 namespace georoute {
 
 namespace {
 
-using policy_variant = std::variant<client_retry_policy, partition_range_retry_policy>;
+using policy_variant =
+    std::variant<client_retry_policy, partition_range_retry_policy>;
 
 // One loop-mode operation.
 struct operation {
@@ -52,24 +52,31 @@ void update_live(retry_state& st) {
 
 std::string status_text(const transport::outcome& o) {
   if (o.error != transport::failure::none)
-    return std::string{transport::to_string(o.error)} + " (" + o.error_detail
-           + ")";
+    return std::string{transport::to_string(o.error)} + " (" + o.error_detail +
+           ")";
   auto s = std::to_string(o.status);
-  if (o.substatus != 0)
-    s += "/" + std::to_string(o.substatus);
+  if (o.substatus != 0) s += "/" + std::to_string(o.substatus);
   return s;
 }
 
 errc code_for(const transport::outcome& o) {
   switch (o.error) {
-    case transport::failure::none: return classify_status(o.status, o.substatus);
-    case transport::failure::refused: return errc::connection_refused;
-    case transport::failure::reset: return errc::connection_reset;
-    case transport::failure::timeout: return errc::transport_timeout;
-    case transport::failure::dns: return errc::dns_failure;
-    case transport::failure::tls: return errc::tls_failure;
-    case transport::failure::protocol: return errc::protocol_error;
-    case transport::failure::body_too_large: return errc::body_too_large;
+  case transport::failure::none:
+    return classify_status(o.status, o.substatus);
+  case transport::failure::refused:
+    return errc::connection_refused;
+  case transport::failure::reset:
+    return errc::connection_reset;
+  case transport::failure::timeout:
+    return errc::transport_timeout;
+  case transport::failure::dns:
+    return errc::dns_failure;
+  case transport::failure::tls:
+    return errc::tls_failure;
+  case transport::failure::protocol:
+    return errc::protocol_error;
+  case transport::failure::body_too_large:
+    return errc::body_too_large;
   }
   return errc::protocol_error;
 }
@@ -77,22 +84,22 @@ errc code_for(const transport::outcome& o) {
 // The last underlying failure, said so that people can act on it.
 caf::error failure_error(const operation& op, const std::string& why) {
   const auto& o = *op.last_failure;
-  std::string where = op.last_region.empty() ? o.endpoint
-                                             : op.last_region + " (" + o.endpoint + ")";
-  auto text = status_text(o) + " from " + where + " after "
-              + std::to_string(op.attempts)
-              + (op.attempts == 1 ? " attempt" : " attempts") + " for "
-              + op.req.method + " " + op.req.path;
-  if (!why.empty())
-    text += "; " + why;
+  std::string where = op.last_region.empty()
+                          ? o.endpoint
+                          : op.last_region + " (" + o.endpoint + ")";
+  auto text = status_text(o) + " from " + where + " after " +
+              std::to_string(op.attempts) +
+              (op.attempts == 1 ? " attempt" : " attempts") + " for " +
+              op.req.method + " " + op.req.path;
+  if (!why.empty()) text += "; " + why;
   return make_error(code_for(o), std::move(text));
 }
 
-void finish(self_ptr self, uint64_t op_id, caf::expected<transport::outcome> r) {
+void finish(self_ptr self, uint64_t op_id,
+            caf::expected<transport::outcome> r) {
   auto& st = self->state;
   auto i = st.ops.find(op_id);
-  if (i == st.ops.end())
-    return;
+  if (i == st.ops.end()) return;
   if (r)
     i->second.rp.deliver(std::move(*r));
   else
@@ -114,7 +121,8 @@ void schedule_attempt(self_ptr self, uint64_t op_id,
 std::vector<std::string> excluded_for(const retry_state& st,
                                       const metadata_request& req) {
   auto all = st.cfg.excluded_regions;
-  all.insert(all.end(), req.excluded_regions.begin(), req.excluded_regions.end());
+  all.insert(all.end(), req.excluded_regions.begin(),
+             req.excluded_regions.end());
   return all;
 }
 
@@ -128,8 +136,7 @@ policy_variant make_policy(const retry_state& st, const metadata_request& req) {
 void attempt(self_ptr self, uint64_t op_id) {
   auto& st = self->state;
   auto i = st.ops.find(op_id);
-  if (i == st.ops.end() || i->second.in_flight)
-    return;
+  if (i == st.ops.end() || i->second.in_flight) return;
   auto& op = i->second;
   if (!st.table) {
     st.waiting_for_snapshot.push_back(op_id);
@@ -138,22 +145,21 @@ void attempt(self_ptr self, uint64_t op_id) {
   if (op.attempts >= st.cfg.attempt_cap) {
     if (op.last_failure)
       finish(self, op_id,
-             failure_error(op, "attempt cap of "
-                                 + std::to_string(st.cfg.attempt_cap)
-                                 + " reached"));
+             failure_error(op, "attempt cap of " +
+                                   std::to_string(st.cfg.attempt_cap) +
+                                   " reached"));
     else
-      finish(self, op_id, make_error(errc::attempts_exhausted, "attempt cap reached"));
+      finish(self, op_id,
+             make_error(errc::attempts_exhausted, "attempt cap reached"));
     return;
   }
-  if (!op.policy)
-    op.policy = make_policy(st, op.req);
+  if (!op.policy) op.policy = make_policy(st, op.req);
   resolve_input in;
   in.op = op.req.op;
   in.is_document = false;
   in.excluded_regions = excluded_for(st, op.req);
   in = std::visit([&](const auto& p) { return p.route(in); }, *op.policy);
-  if (op.pinned)
-    in.pinned_endpoint = op.endpoint;
+  if (op.pinned) in.pinned_endpoint = op.endpoint;
   auto now = self->clock().now();
   auto where = st.table->resolve(in, now);
   op.endpoint = where.endpoint;
@@ -173,9 +179,9 @@ void attempt(self_ptr self, uint64_t op_id) {
   op.in_flight = true;
   ++op.attempts;
   ++st.stats.attempts;
-  if (op.attempts > 1)
-    ++st.stats.retries;
-  st.with.http->send(caf::actor_cast<caf::actor>(self), http_id, std::move(req));
+  if (op.attempts > 1) ++st.stats.retries;
+  st.with.http->send(caf::actor_cast<caf::actor>(self), http_id,
+                     std::move(req));
 }
 
 failure_signal signal_of(const transport::outcome& o) {
@@ -193,11 +199,11 @@ void carry_out(self_ptr self, uint64_t op_id, const retry_decision& d) {
     self->send(st.with.locations, mark_atom_v,
                region_mark{ep, d.mark_read, d.mark_write});
     // Apply locally too: the next attempt must not wait for the snapshot.
-    st.table = std::make_shared<const location_table>(
-      st.table->with_mark(ep, d.mark_read, d.mark_write, self->clock().now()));
+    st.table = std::make_shared<const location_table>(st.table->with_mark(
+        ep, d.mark_read, d.mark_write, self->clock().now()));
   }
-  if (d.clear_session_token && st.with.session_sink
-      && !op.req.collection_name.empty()) {
+  if (d.clear_session_token && st.with.session_sink &&
+      !op.req.collection_name.empty()) {
     ++st.stats.session_clears;
     caf::anon_send(st.with.session_sink, clear_session_atom_v,
                    op.req.collection_name);
@@ -207,8 +213,7 @@ void carry_out(self_ptr self, uint64_t op_id, const retry_decision& d) {
 void on_outcome(self_ptr self, uint64_t http_id, transport::outcome& o) {
   auto& st = self->state;
   auto h = st.http_to_op.find(http_id);
-  if (h == st.http_to_op.end())
-    return;
+  if (h == st.http_to_op.end()) return;
   auto op_id = h->second;
   st.http_to_op.erase(h);
   auto i = st.ops.find(op_id);
@@ -229,8 +234,8 @@ void on_outcome(self_ptr self, uint64_t http_id, transport::outcome& o) {
   auto choice = choose_ladder(st.cfg.ladders, op.req.kind);
   const auto& ladder = *choice.ladder;
   bool timed_out = o.error == transport::failure::timeout;
-  bool ladder_408 = o.error == transport::failure::none && o.status == 408
-                    && choice.retry_408;
+  bool ladder_408 = o.error == transport::failure::none && o.status == 408 &&
+                    choice.retry_408;
   if ((timed_out && choice.retry_timeouts) || ladder_408) {
     if (op.ladder_step + 1 < ladder.size()) {
       auto delay = ladder[op.ladder_step].delay_after;
@@ -251,21 +256,21 @@ void on_outcome(self_ptr self, uint64_t http_id, transport::outcome& o) {
                                    : failure_signal::timed_out();
   auto now = self->clock().now();
   auto decision = std::visit(
-    [&](auto& p) {
-      if constexpr (std::is_same_v<std::decay_t<decltype(p)>,
-                                   client_retry_policy>) {
-        auto facts = facts_for(*st.table, op.req.op == op_kind::read, false,
-                               excluded_for(st, op.req), op.endpoint, now);
-        return p.on_failure(signal, facts);
-      } else {
-        return p.on_failure(signal);
-      }
-    },
-    *op.policy);
+      [&](auto& p) {
+        if constexpr (std::is_same_v<std::decay_t<decltype(p)>,
+                                     client_retry_policy>) {
+          auto facts = facts_for(*st.table, op.req.op == op_kind::read, false,
+                                 excluded_for(st, op.req), op.endpoint, now);
+          return p.on_failure(signal, facts);
+        } else {
+          return p.on_failure(signal);
+        }
+      },
+      *op.policy);
   // The clearing-session decorator: never changes the decision; when the
   // policy gives up on a name-based 404/1002 the tokens of the name go.
-  if (op.req.policy == retry_policy_kind::clearing_session && !decision.retry
-      && o.status == 404 && o.substatus == 1002)
+  if (op.req.policy == retry_policy_kind::clearing_session && !decision.retry &&
+      o.status == 404 && o.substatus == 1002)
     decision.clear_session_token = true;
   carry_out(self, op_id, decision);
   if (!decision.retry) {
@@ -280,7 +285,10 @@ void on_outcome(self_ptr self, uint64_t http_id, transport::outcome& o) {
     // the hard deadline, which can still fire meanwhile.
     self->request(st.with.endpoints, caf::infinite, refresh_atom_v,
                   decision.force_refresh)
-      .then([=](const database_account&) { schedule_attempt(self, op_id, delay); },
+        .then(
+            [=](const database_account&) {
+              schedule_attempt(self, op_id, delay);
+            },
             [=](const caf::error&) { schedule_attempt(self, op_id, delay); });
     return;
   }
@@ -290,8 +298,7 @@ void on_outcome(self_ptr self, uint64_t http_id, transport::outcome& o) {
 void on_deadline(self_ptr self, uint64_t op_id) {
   auto& st = self->state;
   auto i = st.ops.find(op_id);
-  if (i == st.ops.end())
-    return;
+  if (i == st.ops.end()) return;
   ++st.stats.deadline_trips;
   auto& op = i->second;
   auto limit = format_duration(st.cfg.hard_deadline);
@@ -301,8 +308,8 @@ void on_deadline(self_ptr self, uint64_t op_id) {
   else
     finish(self, op_id,
            make_error(errc::deadline_exceeded,
-                      "no attempt of " + op.req.method + " " + op.req.path
-                        + " finished within the hard deadline of " + limit));
+                      "no attempt of " + op.req.method + " " + op.req.path +
+                          " finished within the hard deadline of " + limit));
 }
 
 retry_actor::behavior_type retry_impl(self_ptr self, retry_config cfg,
@@ -312,73 +319,73 @@ retry_actor::behavior_type retry_impl(self_ptr self, retry_config cfg,
   st.with = std::move(with);
   self->request(st.with.locations, caf::infinite, subscribe_atom_v,
                 caf::actor_cast<caf::actor>(self))
-    .then([=](location_snapshot& snap) {
-      auto& st = self->state;
-      if (!st.table)
-        st.table = snap.table;
-      auto waiting = std::move(st.waiting_for_snapshot);
-      for (auto id : waiting)
-        attempt(self, id);
-    });
+      .then([=](location_snapshot& snap) {
+        auto& st = self->state;
+        if (!st.table) st.table = snap.table;
+        auto waiting = std::move(st.waiting_for_snapshot);
+        for (auto id : waiting)
+          attempt(self, id);
+      });
   return {
-    [=](execute_atom, metadata_request& req)
-      -> caf::result<transport::outcome> {
-      auto& st = self->state;
-      auto id = st.next_id++;
-      auto rp = self->make_response_promise<transport::outcome>();
-      operation op;
-      op.req = std::move(req);
-      op.rp = rp;
-      st.ops.emplace(id, std::move(op));
-      ++st.stats.operations;
-      update_live(st);
-      self->delayed_send(self, st.cfg.hard_deadline, deadline_atom_v, id);
-      schedule_attempt(self, id, std::chrono::milliseconds{0});
-      return rp;
-    },
-    [=](detach_atom, document_request& req) -> caf::result<transport::outcome> {
-      auto& st = self->state;
-      if (!st.with.router)
-        return make_error(errc::validation_error,
-                          "detach-only mode needs a request router");
-      auto rp = self->make_response_promise<transport::outcome>();
-      ++st.detached;
-      ++st.stats.operations;
-      update_live(st);
-      auto limit = st.cfg.hard_deadline;
-      self->request(st.with.router, limit, route_atom_v, std::move(req))
-        .then(
-          [=](transport::outcome& o) mutable {
-            --self->state.detached;
-            update_live(self->state);
-            rp.deliver(std::move(o));
-          },
-          [=](caf::error& e) mutable {
-            auto& st = self->state;
-            --st.detached;
-            update_live(st);
-            if (e == caf::sec::request_timeout) {
-              ++st.stats.deadline_trips;
-              rp.deliver(make_error(errc::deadline_exceeded,
-                                    "the request pipeline did not finish within "
-                                    "the hard deadline of "
-                                      + format_duration(limit)));
-            } else {
-              rp.deliver(std::move(e));
-            }
-          });
-      return rp;
-    },
-    [=](stats_atom) { return self->state.stats; },
-    [=](snapshot_atom, location_snapshot& snap) {
-      if (snap.table)
-        self->state.table = snap.table;
-    },
-    [=](http_done_atom, uint64_t http_id, transport::outcome& o) {
-      on_outcome(self, http_id, o);
-    },
-    [=](attempt_atom, uint64_t op_id) { attempt(self, op_id); },
-    [=](deadline_atom, uint64_t op_id) { on_deadline(self, op_id); },
+      [=](execute_atom,
+          metadata_request& req) -> caf::result<transport::outcome> {
+        auto& st = self->state;
+        auto id = st.next_id++;
+        auto rp = self->make_response_promise<transport::outcome>();
+        operation op;
+        op.req = std::move(req);
+        op.rp = rp;
+        st.ops.emplace(id, std::move(op));
+        ++st.stats.operations;
+        update_live(st);
+        self->delayed_send(self, st.cfg.hard_deadline, deadline_atom_v, id);
+        schedule_attempt(self, id, std::chrono::milliseconds{0});
+        return rp;
+      },
+      [=](detach_atom,
+          document_request& req) -> caf::result<transport::outcome> {
+        auto& st = self->state;
+        if (!st.with.router)
+          return make_error(errc::validation_error,
+                            "detach-only mode needs a request router");
+        auto rp = self->make_response_promise<transport::outcome>();
+        ++st.detached;
+        ++st.stats.operations;
+        update_live(st);
+        auto limit = st.cfg.hard_deadline;
+        self->request(st.with.router, limit, route_atom_v, std::move(req))
+            .then(
+                [=](transport::outcome& o) mutable {
+                  --self->state.detached;
+                  update_live(self->state);
+                  rp.deliver(std::move(o));
+                },
+                [=](caf::error& e) mutable {
+                  auto& st = self->state;
+                  --st.detached;
+                  update_live(st);
+                  if (e == caf::sec::request_timeout) {
+                    ++st.stats.deadline_trips;
+                    rp.deliver(
+                        make_error(errc::deadline_exceeded,
+                                   "the request pipeline did not finish within "
+                                   "the hard deadline of " +
+                                       format_duration(limit)));
+                  } else {
+                    rp.deliver(std::move(e));
+                  }
+                });
+        return rp;
+      },
+      [=](stats_atom) { return self->state.stats; },
+      [=](snapshot_atom, location_snapshot& snap) {
+        if (snap.table) self->state.table = snap.table;
+      },
+      [=](http_done_atom, uint64_t http_id, transport::outcome& o) {
+        on_outcome(self, http_id, o);
+      },
+      [=](attempt_atom, uint64_t op_id) { attempt(self, op_id); },
+      [=](deadline_atom, uint64_t op_id) { on_deadline(self, op_id); },
   };
 }
 

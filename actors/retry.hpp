@@ -6,10 +6,12 @@
 //   collection cache / pkrange cache --(execute_atom, metadata_request)--+
 //   query plan --(detach_atom, document_request)--+                      |
 //                                                 v                      v
-//                                            retry actor ---> http port ---> region
+//                                            retry actor ---> http port --->
+//                                            region
 //                                              |   |   |
-//                   (mark_atom, mark) <--------+   |   +--> (refresh_atom, force)
-//                   location cache                 |        endpoint manager
+//                   (mark_atom, mark) <--------+   |   +--> (refresh_atom,
+//                   force) location cache                 |        endpoint
+//                   manager
 //                                   (clear_session_atom, name) --> session sink
 //
 // One primitive, two modes:
@@ -28,18 +30,17 @@
 // underlying failure ("503 from East US after 7 attempts"); before any
 // attempt finished, `errc::deadline_exceeded`.
 
-#include <chrono>
-#include <string>
-#include <vector>
-
-#include <caf/actor.hpp>
-#include <caf/actor_system.hpp>
-
 #include "actors/http_port.hpp"
 #include "actors/policy/client_retry_policy.hpp"
 #include "actors/policy/timeout_ladder.hpp"
 #include "config/settings.hpp"
 #include "messages/interfaces.hpp"
+
+#include <caf/actor.hpp>
+#include <caf/actor_system.hpp>
+#include <chrono>
+#include <string>
+#include <vector>
 
 namespace georoute {
 

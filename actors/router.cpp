@@ -18,18 +18,18 @@ router_actor::behavior_type router_impl(self_ptr self, retry_config pipeline,
                                         retry_collaborators with) {
   with.router = router_actor{}; // the pipeline never detaches
   // Linked: the pipeline lives and dies with the router.
-  self->state.pipeline = spawn_retry(self->system(), std::move(pipeline),
-                                     std::move(with));
+  self->state.pipeline =
+      spawn_retry(self->system(), std::move(pipeline), std::move(with));
   self->link_to(self->state.pipeline);
   return {
-    [=](route_atom, const document_request& req)
-      -> caf::delegated<transport::outcome> {
-      return self->delegate(self->state.pipeline, execute_atom_v,
-                            to_pipeline_request(req));
-    },
-    [=](http_done_atom, uint64_t, transport::outcome&) {
-      // The pipeline owns every HTTP exchange; nothing arrives here.
-    },
+      [=](route_atom,
+          const document_request& req) -> caf::delegated<transport::outcome> {
+        return self->delegate(self->state.pipeline, execute_atom_v,
+                              to_pipeline_request(req));
+      },
+      [=](http_done_atom, uint64_t, transport::outcome&) {
+        // The pipeline owns every HTTP exchange; nothing arrives here.
+      },
   };
 }
 

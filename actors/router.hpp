@@ -16,10 +16,10 @@
 // directly. Partition-level routing (partition key → range → session token)
 // is the next layer to add here.
 
-#include <caf/actor_system.hpp>
-
 #include "actors/retry.hpp"
 #include "messages/interfaces.hpp"
+
+#include <caf/actor_system.hpp>
 
 namespace georoute {
 

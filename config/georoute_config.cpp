@@ -1,20 +1,19 @@
 #include "config/georoute_config.hpp"
 
-#include <algorithm>
-#include <cctype>
-#include <cstdlib>
-#include <fstream>
-#include <sstream>
-#include <thread>
+#include "transport/url.hpp"
 
+#include <algorithm>
 #include <caf/config_option.hpp>
 #include <caf/config_option_set.hpp>
 #include <caf/config_value.hpp>
 #include <caf/deep_to_string.hpp>
 #include <caf/settings.hpp>
 #include <caf/timespan.hpp>
-
-#include "transport/url.hpp"
+#include <cctype>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <thread>
 
 namespace georoute::config {
 
@@ -33,11 +32,11 @@ struct ladder_key {
 };
 
 constexpr ladder_key ladder_keys[] = {
-  {"ladder-control-plane-read", &timeout_ladders::control_plane_read},
-  {"ladder-hot-path", &timeout_ladders::hot_path},
-  {"ladder-default", &timeout_ladders::default_ladder},
-  {"ladder-partition-failover", &timeout_ladders::partition_failover},
-  {"ladder-no-retry", &timeout_ladders::no_retry},
+    {"ladder-control-plane-read", &timeout_ladders::control_plane_read},
+    {"ladder-hot-path", &timeout_ladders::hot_path},
+    {"ladder-default", &timeout_ladders::default_ladder},
+    {"ladder-partition-failover", &timeout_ladders::partition_failover},
+    {"ladder-no-retry", &timeout_ladders::no_retry},
 };
 
 std::string quote(const std::string& s) {
@@ -46,14 +45,14 @@ std::string quote(const std::string& s) {
 
 std::string describe_type(caf::string_view caf_type) {
   std::string t(caf_type.begin(), caf_type.end());
-  if (t.find("timespan") != std::string::npos || t.find("duration") != std::string::npos)
+  if (t.find("timespan") != std::string::npos ||
+      t.find("duration") != std::string::npos)
     return "a duration with a unit, e.g. 300s or 1500ms";
-  if (t.find("vector") != std::string::npos || t.find("list") != std::string::npos)
+  if (t.find("vector") != std::string::npos ||
+      t.find("list") != std::string::npos)
     return "a list of strings, e.g. [\"West US\", \"East US\"]";
-  if (t.find("bool") != std::string::npos)
-    return "true or false";
-  if (t.find("int") != std::string::npos)
-    return "an integer";
+  if (t.find("bool") != std::string::npos) return "true or false";
+  if (t.find("int") != std::string::npos) return "an integer";
   if (t.find("string") != std::string::npos)
     return "a \"double-quoted\" string";
   return t;
@@ -62,8 +61,7 @@ std::string describe_type(caf::string_view caf_type) {
 std::string join(const string_list& xs) {
   std::string r = "[";
   for (size_t i = 0; i < xs.size(); ++i) {
-    if (i > 0)
-      r += ", ";
+    if (i > 0) r += ", ";
     r += quote(xs[i]);
   }
   return r + "]";
@@ -76,15 +74,12 @@ std::string lower(std::string s) {
 }
 
 bool valid_region_name(const std::string& name) {
-  if (name.empty() || name.size() > 64)
-    return false;
-  if (name.front() == ' ' || name.back() == ' ')
-    return false;
+  if (name.empty() || name.size() > 64) return false;
+  if (name.front() == ' ' || name.back() == ' ') return false;
   for (size_t i = 0; i < name.size(); ++i) {
     unsigned char c = static_cast<unsigned char>(name[i]);
     if (c == ' ') {
-      if (name[i - 1] == ' ')
-        return false;
+      if (name[i - 1] == ' ') return false;
     } else if (std::isalnum(c) == 0) {
       return false;
     }
@@ -93,8 +88,7 @@ bool valid_region_name(const std::string& name) {
 }
 
 bool valid_base64(const std::string& s) {
-  if (s.empty() || s.size() % 4 != 0)
-    return false;
+  if (s.empty() || s.size() % 4 != 0) return false;
   size_t pad = 0;
   for (size_t i = 0; i < s.size(); ++i) {
     unsigned char c = static_cast<unsigned char>(s[i]);
@@ -102,10 +96,8 @@ bool valid_base64(const std::string& s) {
       ++pad;
       continue;
     }
-    if (pad > 0)
-      return false; // data after padding
-    if (std::isalnum(c) == 0 && c != '+' && c != '/')
-      return false;
+    if (pad > 0) return false; // data after padding
+    if (std::isalnum(c) == 0 && c != '+' && c != '/') return false;
   }
   return pad <= 2;
 }
@@ -119,8 +111,7 @@ std::string trim(std::string s) {
 
 std::optional<std::string> read_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
-  if (!in)
-    return std::nullopt;
+  if (!in) return std::nullopt;
   std::ostringstream buf;
   buf << in.rdbuf();
   return buf.str();
@@ -130,7 +121,7 @@ std::optional<std::string> read_file(const std::string& path) {
 class reader {
 public:
   reader(const caf::settings& content, load_result& out)
-    : content_(content), out_(out) {}
+      : content_(content), out_(out) {}
 
   bool has(const std::string& key) const {
     return caf::get_if(&content_, key) != nullptr;
@@ -140,8 +131,8 @@ public:
     auto v = caf::get_or(content_, key, def);
     if (v < lo || v > hi) {
       fail(key, std::to_string(v),
-           "must be between " + std::to_string(lo) + " and "
-             + std::to_string(hi));
+           "must be between " + std::to_string(lo) + " and " +
+               std::to_string(hi));
       return def;
     }
     return v;
@@ -157,8 +148,8 @@ public:
     auto v = std::chrono::duration_cast<milliseconds>(ts);
     if (ts < timespan{lo} || ts > timespan{hi}) {
       fail(key, caf::deep_to_string(ts),
-           "must be between " + format_duration(lo) + " and "
-             + format_duration(hi));
+           "must be between " + format_duration(lo) + " and " +
+               format_duration(hi));
       return def;
     }
     return v;
@@ -169,8 +160,7 @@ public:
   }
 
   string_list strings(const std::string& key, string_list def = {}) {
-    if (auto v = caf::get_if<string_list>(&content_, key))
-      return *v;
+    if (auto v = caf::get_if<string_list>(&content_, key)) return *v;
     return def;
   }
 
@@ -189,8 +179,8 @@ void check_regions(reader& rd, const std::string& key, const string_list& xs) {
   for (const auto& name : xs) {
     if (!valid_region_name(name)) {
       rd.fail(key, join(xs),
-              "region " + quote(name)
-                + " is not a region name (letters and digits in words "
+              "region " + quote(name) +
+                  " is not a region name (letters and digits in words "
                   "separated by single spaces, at most 64 characters, e.g. "
                   "\"West US 2\")");
       return;
@@ -207,7 +197,9 @@ void check_regions(reader& rd, const std::string& key, const string_list& xs) {
 void check_endpoint(reader& rd, const std::string& key, const std::string& ep) {
   auto parsed = transport::parse_url(ep);
   if (auto err = std::get_if<std::string>(&parsed)) {
-    rd.fail(key, quote(ep), *err + " (expected e.g. \"https://acct.documents.azure.com:443/\")");
+    rd.fail(key, quote(ep),
+            *err +
+                " (expected e.g. \"https://acct.documents.azure.com:443/\")");
     return;
   }
   const auto& u = std::get<transport::url>(parsed);
@@ -218,15 +210,15 @@ void check_endpoint(reader& rd, const std::string& key, const std::string& ep) {
     return;
   }
   if (u.path != "/")
-    rd.fail(key, quote(ep), "an endpoint has no path (expected \"" + u.origin() + "/\")");
+    rd.fail(key, quote(ep),
+            "an endpoint has no path (expected \"" + u.origin() + "/\")");
 }
 
 } // namespace
 
 env_lookup process_environment() {
   return [](const std::string& name) -> std::optional<std::string> {
-    if (const char* v = std::getenv(name.c_str()))
-      return std::string{v};
+    if (const char* v = std::getenv(name.c_str())) return std::string{v};
     return std::nullopt;
   };
 }
@@ -234,43 +226,44 @@ env_lookup process_environment() {
 georoute_config::georoute_config() {
   const settings d;
   opt_group{custom_options_, general}
-    .add<std::string>("account-endpoint",
-                      "account (global) endpoint URL; http only on loopback")
-    .add<std::string>("key-file",
-                      "file holding the base64 master key (or set "
-                      "GEOROUTE_ACCOUNT_KEY)")
-    .add<string_list>("preferred-regions", "regions to use first, in order")
-    .add<string_list>("excluded-regions", "regions never to route to")
-    .add<bool>("endpoint-discovery", "follow the account's regions (true)")
-    .add<bool>("use-multiple-write-locations",
-               "write to every write region of a multi-write account (true)")
-    .add<timespan>("background-refresh-interval",
-                   "account topology refresh period (300s)")
-    .add<timespan>("min-refresh-interval",
-                   "minimum gap between non-forced refreshes (15s)")
-    .add<timespan>("unavailable-region-expiry",
-                   "how long a failed region stays demoted (300s)")
-    .add<timespan>("metadata-hard-deadline",
-                   "hard deadline of a detached metadata operation (300s, "
-                   "clamped into [30s, 86400s])")
-    .add<int64_t>("metadata-attempt-cap",
-                  "attempts per detached metadata operation (200)")
-    .add<int64_t>("failover-retries", "endpoint-failure retries (120)")
-    .add<timespan>("failover-retry-interval", "pause before a failover (1s)")
-    .add<int64_t>("throttle-retries", "429 retries (9)")
-    .add<timespan>("throttle-max-wait", "cumulative 429 back-off (30s)")
-    .add<int64_t>("scheduler-threads",
-                  "CAF worker threads; 0 = one per core (0)")
-    .add<int64_t>("query-plan-cache-size", "query plans kept (1024)");
+      .add<std::string>("account-endpoint",
+                        "account (global) endpoint URL; http only on loopback")
+      .add<std::string>("key-file",
+                        "file holding the base64 master key (or set "
+                        "GEOROUTE_ACCOUNT_KEY)")
+      .add<string_list>("preferred-regions", "regions to use first, in order")
+      .add<string_list>("excluded-regions", "regions never to route to")
+      .add<bool>("endpoint-discovery", "follow the account's regions (true)")
+      .add<bool>("use-multiple-write-locations",
+                 "write to every write region of a multi-write account (true)")
+      .add<timespan>("background-refresh-interval",
+                     "account topology refresh period (300s)")
+      .add<timespan>("min-refresh-interval",
+                     "minimum gap between non-forced refreshes (15s)")
+      .add<timespan>("unavailable-region-expiry",
+                     "how long a failed region stays demoted (300s)")
+      .add<timespan>("metadata-hard-deadline",
+                     "hard deadline of a detached metadata operation (300s, "
+                     "clamped into [30s, 86400s])")
+      .add<int64_t>("metadata-attempt-cap",
+                    "attempts per detached metadata operation (200)")
+      .add<int64_t>("failover-retries", "endpoint-failure retries (120)")
+      .add<timespan>("failover-retry-interval", "pause before a failover (1s)")
+      .add<int64_t>("throttle-retries", "429 retries (9)")
+      .add<timespan>("throttle-max-wait", "cumulative 429 back-off (30s)")
+      .add<int64_t>("scheduler-threads",
+                    "CAF worker threads; 0 = one per core (0)")
+      .add<int64_t>("query-plan-cache-size", "query plans kept (1024)");
   auto grp = opt_group{custom_options_, http};
-  grp
-    .add<int64_t>("max-connections-per-endpoint",
-                  "keep-alive connections per endpoint (16)")
-    .add<int64_t>("response-body-limit", "largest response body, bytes (64 MiB)")
-    .add<std::string>("tls-ca-file", "PEM file of trusted CAs (system store)")
-    .add<int64_t>("io-threads", "HTTP io threads (1)");
+  grp.add<int64_t>("max-connections-per-endpoint",
+                   "keep-alive connections per endpoint (16)")
+      .add<int64_t>("response-body-limit",
+                    "largest response body, bytes (64 MiB)")
+      .add<std::string>("tls-ca-file", "PEM file of trusted CAs (system store)")
+      .add<int64_t>("io-threads", "HTTP io threads (1)");
   for (const auto& lk : ladder_keys)
-    grp.add<string_list>(lk.name, "timeout ladder, e.g. [\"5s/0s\", \"10s/1s\"]");
+    grp.add<string_list>(lk.name,
+                         "timeout ladder, e.g. [\"5s/0s\", \"10s/1s\"]");
 }
 
 void georoute_config::check_section(const caf::settings& section,
@@ -290,14 +283,15 @@ void georoute_config::check_section(const caf::settings& section,
     }
     auto opt = custom_options_.qualified_name_lookup(prefix, kv.first);
     if (opt == nullptr) {
-      out.errors.push_back(name + " = " + caf::deep_to_string(kv.second)
-                           + ": unknown key (see config/georoute.ini for the "
-                             "keys of [" + prefix + "])");
+      out.errors.push_back(name + " = " + caf::deep_to_string(kv.second) +
+                           ": unknown key (see config/georoute.ini for the "
+                           "keys of [" +
+                           prefix + "])");
       continue;
     }
     if (opt->check(kv.second))
-      out.errors.push_back(name + " = " + caf::deep_to_string(kv.second)
-                           + ": expected " + describe_type(opt->type_name()));
+      out.errors.push_back(name + " = " + caf::deep_to_string(kv.second) +
+                           ": expected " + describe_type(opt->type_name()));
   }
 }
 
@@ -306,13 +300,12 @@ void georoute_config::check_raw_file(const std::string& text,
   std::istringstream in(text);
   auto raw = parse_config(in);
   if (!raw) {
-    out.errors.push_back("configuration file " + config_file_used + ": "
-                         + render(raw.error()));
+    out.errors.push_back("configuration file " + config_file_used + ": " +
+                         render(raw.error()));
     return;
   }
   auto it = raw->find(general);
-  if (it == raw->end())
-    return;
+  if (it == raw->end()) return;
   if (auto section = caf::get_if<caf::settings>(&it->second))
     check_section(*section, general, out);
 }
@@ -345,8 +338,8 @@ load_result georoute_config::load(std::vector<std::string> args,
       text = std::move(*content);
       config_file_used = path;
     } else if (explicit_file) {
-      out.errors.push_back("--config-file=" + path
-                           + ": cannot read the file (does it exist?)");
+      out.errors.push_back("--config-file=" + path +
+                           ": cannot read the file (does it exist?)");
       return out;
     }
   }
@@ -358,21 +351,19 @@ load_result georoute_config::load(std::vector<std::string> args,
     std::string arg;
     const auto& ctx = err.context();
     for (const auto& a : rest)
-      if (line.find(a) != std::string::npos)
-        arg = a;
+      if (line.find(a) != std::string::npos) arg = a;
     if (!arg.empty()) {
       auto name = arg.substr(2, arg.find('=') - 2);
       auto opt = custom_options_.qualified_name_lookup(name);
-      line = arg + ": "
-             + (opt ? "expected " + describe_type(opt->type_name())
-                    : std::string{"unknown option"});
+      line = arg + ": " +
+             (opt ? "expected " + describe_type(opt->type_name())
+                  : std::string{"unknown option"});
     }
     static_cast<void>(ctx);
     out.errors.push_back(line);
     return out;
   }
-  if (cli_helptext_printed || !out.errors.empty())
-    return out;
+  if (cli_helptext_printed || !out.errors.empty()) return out;
 
   const auto& content = caf::content(*this);
   reader rd(content, out);
@@ -388,27 +379,27 @@ load_result georoute_config::load(std::vector<std::string> args,
   auto key_file = rd.text(g + ".key-file");
   auto env_key = env(account_key_env);
   if (env_key && !key_file.empty()) {
-    out.errors.push_back(g + ".key-file = " + quote(key_file)
-                         + ": the account key is set twice (also in "
-                         + account_key_env + "); set it once");
+    out.errors.push_back(g + ".key-file = " + quote(key_file) +
+                         ": the account key is set twice (also in " +
+                         account_key_env + "); set it once");
   } else if (env_key) {
     auto k = trim(*env_key);
     if (!valid_base64(k))
-      out.errors.push_back(std::string{account_key_env}
-                           + " = <redacted>: not a base64 master key");
+      out.errors.push_back(std::string{account_key_env} +
+                           " = <redacted>: not a base64 master key");
     s.account_key = secret{k};
     s.account_key_source = account_key_env;
   } else if (!key_file.empty()) {
     if (auto k = read_file(key_file)) {
       auto key = trim(*k);
       if (!valid_base64(key))
-        out.errors.push_back(g + ".key-file = " + quote(key_file)
-                             + ": the file does not hold a base64 master key");
+        out.errors.push_back(g + ".key-file = " + quote(key_file) +
+                             ": the file does not hold a base64 master key");
       s.account_key = secret{key};
       s.account_key_source = "key-file " + key_file;
     } else {
-      out.errors.push_back(g + ".key-file = " + quote(key_file)
-                           + ": cannot read the file");
+      out.errors.push_back(g + ".key-file = " + quote(key_file) +
+                           ": cannot read the file");
     }
   }
 
@@ -417,19 +408,19 @@ load_result georoute_config::load(std::vector<std::string> args,
   check_regions(rd, g + ".preferred-regions", loc.preferred_regions);
   loc.excluded_regions = rd.strings(g + ".excluded-regions");
   check_regions(rd, g + ".excluded-regions", loc.excluded_regions);
-  loc.endpoint_discovery = rd.boolean(g + ".endpoint-discovery",
-                                      loc.endpoint_discovery);
+  loc.endpoint_discovery =
+      rd.boolean(g + ".endpoint-discovery", loc.endpoint_discovery);
   loc.use_multiple_write_locations = rd.boolean(
-    g + ".use-multiple-write-locations", loc.use_multiple_write_locations);
+      g + ".use-multiple-write-locations", loc.use_multiple_write_locations);
   const milliseconds day = seconds{86400};
-  loc.unavailable_region_expiry = rd.duration(
-    g + ".unavailable-region-expiry", loc.unavailable_region_expiry,
-    seconds{1}, day);
+  loc.unavailable_region_expiry =
+      rd.duration(g + ".unavailable-region-expiry",
+                  loc.unavailable_region_expiry, seconds{1}, day);
 
   auto& rf = s.refresh;
-  rf.background_interval = rd.duration(g + ".background-refresh-interval",
-                                       rf.background_interval,
-                                       milliseconds{100}, day);
+  rf.background_interval =
+      rd.duration(g + ".background-refresh-interval", rf.background_interval,
+                  milliseconds{100}, day);
   rf.min_interval = rd.duration(g + ".min-refresh-interval", rf.min_interval,
                                 milliseconds{0}, seconds{3600});
 
@@ -452,8 +443,8 @@ load_result georoute_config::load(std::vector<std::string> args,
     errno = 0;
     long long n = t.empty() ? 0 : std::strtoll(t.c_str(), &end, 10);
     if (t.empty() || *end != '\0' || errno == ERANGE || n < 0)
-      out.errors.push_back(std::string{hard_deadline_env} + " = " + quote(*v)
-                           + ": expected a whole number of seconds, e.g. 300");
+      out.errors.push_back(std::string{hard_deadline_env} + " = " + quote(*v) +
+                           ": expected a whole number of seconds, e.g. 300");
     else
       deadline = seconds{std::min<long long>(n, 1'000'000'000LL)};
     deadline_origin = hard_deadline_env;
@@ -462,49 +453,48 @@ load_result georoute_config::load(std::vector<std::string> args,
     auto clamped = std::clamp(*deadline, min_metadata_hard_deadline,
                               max_metadata_hard_deadline);
     if (clamped != *deadline)
-      out.warnings.push_back(deadline_origin + " = "
-                             + format_duration(*deadline) + " clamped to "
-                             + format_duration(clamped)
-                             + " (allowed: 30s to 86400s)");
+      out.warnings.push_back(deadline_origin + " = " +
+                             format_duration(*deadline) + " clamped to " +
+                             format_duration(clamped) +
+                             " (allowed: 30s to 86400s)");
     rt.metadata_hard_deadline = clamped;
   }
-  rt.metadata_attempt_cap = static_cast<uint32_t>(
-    rd.integer(g + ".metadata-attempt-cap", rt.metadata_attempt_cap, 1, 100000));
+  rt.metadata_attempt_cap = static_cast<uint32_t>(rd.integer(
+      g + ".metadata-attempt-cap", rt.metadata_attempt_cap, 1, 100000));
   rt.failover_retries = static_cast<uint32_t>(
-    rd.integer(g + ".failover-retries", rt.failover_retries, 0, 10000));
-  rt.failover_retry_interval = rd.duration(g + ".failover-retry-interval",
-                                           rt.failover_retry_interval,
-                                           milliseconds{0}, seconds{60});
+      rd.integer(g + ".failover-retries", rt.failover_retries, 0, 10000));
+  rt.failover_retry_interval =
+      rd.duration(g + ".failover-retry-interval", rt.failover_retry_interval,
+                  milliseconds{0}, seconds{60});
   rt.throttle_retries = static_cast<uint32_t>(
-    rd.integer(g + ".throttle-retries", rt.throttle_retries, 0, 1000));
-  rt.throttle_max_wait = rd.duration(g + ".throttle-max-wait",
-                                     rt.throttle_max_wait, milliseconds{0},
-                                     seconds{3600});
+      rd.integer(g + ".throttle-retries", rt.throttle_retries, 0, 1000));
+  rt.throttle_max_wait =
+      rd.duration(g + ".throttle-max-wait", rt.throttle_max_wait,
+                  milliseconds{0}, seconds{3600});
 
   auto threads = rd.integer(g + ".scheduler-threads", 0, 0, 256);
-  s.scheduler_threads = threads > 0 ? static_cast<size_t>(threads)
-                                    : std::max(1u, std::thread::hardware_concurrency());
+  s.scheduler_threads = threads > 0
+                            ? static_cast<size_t>(threads)
+                            : std::max(1u, std::thread::hardware_concurrency());
   s.query_plan_cache_size = static_cast<size_t>(
-    rd.integer(g + ".query-plan-cache-size",
-               static_cast<int64_t>(s.query_plan_cache_size), 1, 1'000'000));
+      rd.integer(g + ".query-plan-cache-size",
+                 static_cast<int64_t>(s.query_plan_cache_size), 1, 1'000'000));
 
   auto& hp = s.http;
-  hp.max_connections_per_endpoint = static_cast<size_t>(
-    rd.integer(h + ".max-connections-per-endpoint",
-               static_cast<int64_t>(hp.max_connections_per_endpoint), 1, 1024));
-  hp.response_body_limit = static_cast<size_t>(
-    rd.integer(h + ".response-body-limit",
-               static_cast<int64_t>(hp.response_body_limit), 1024,
-               int64_t{1} << 30));
-  hp.io_threads = static_cast<size_t>(
-    rd.integer(h + ".io-threads", static_cast<int64_t>(hp.io_threads), 1, 16));
+  hp.max_connections_per_endpoint = static_cast<size_t>(rd.integer(
+      h + ".max-connections-per-endpoint",
+      static_cast<int64_t>(hp.max_connections_per_endpoint), 1, 1024));
+  hp.response_body_limit = static_cast<size_t>(rd.integer(
+      h + ".response-body-limit", static_cast<int64_t>(hp.response_body_limit),
+      1024, int64_t{1} << 30));
+  hp.io_threads = static_cast<size_t>(rd.integer(
+      h + ".io-threads", static_cast<int64_t>(hp.io_threads), 1, 16));
   hp.tls_ca_file = rd.text(h + ".tls-ca-file");
   if (!hp.tls_ca_file.empty() && !read_file(hp.tls_ca_file))
     rd.fail(h + ".tls-ca-file", quote(hp.tls_ca_file), "cannot read the file");
   for (const auto& lk : ladder_keys) {
     auto key = h + "." + lk.name;
-    if (!rd.has(key))
-      continue;
+    if (!rd.has(key)) continue;
     auto steps = rd.strings(key);
     auto ladder = parse_ladder(steps);
     if (!ladder)

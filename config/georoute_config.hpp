@@ -9,20 +9,19 @@
 // `load` reads the file a second time without the option schema and reports
 // both, so a typo never falls back to a default unnoticed.
 
+#include "config/settings.hpp"
+
+#include <caf/actor_system_config.hpp>
 #include <functional>
 #include <optional>
 #include <string>
 #include <vector>
 
-#include <caf/actor_system_config.hpp>
-
-#include "config/settings.hpp"
-
 namespace georoute::config {
 
 /// Looks up an environment variable; tests pass a map instead of getenv.
 using env_lookup =
-  std::function<std::optional<std::string>(const std::string& name)>;
+    std::function<std::optional<std::string>(const std::string& name)>;
 
 /// Reads the process environment.
 env_lookup process_environment();
@@ -30,7 +29,7 @@ env_lookup process_environment();
 /// Environment variables georoute reads.
 constexpr const char* account_key_env = "GEOROUTE_ACCOUNT_KEY";
 constexpr const char* hard_deadline_env =
-  "GEOROUTE_METADATA_HARD_DEADLINE_SECONDS";
+    "GEOROUTE_METADATA_HARD_DEADLINE_SECONDS";
 
 /// What `load` produced: settings and warnings, or one line per invalid
 /// value.

@@ -1,6 +1,6 @@
-#include <sstream>
-
 #include "config/settings.hpp"
+
+#include <sstream>
 
 namespace georoute::config {
 
@@ -31,7 +31,8 @@ std::string render(const settings& s) {
   o << "[georoute]\n"
     << "account-endpoint=\"" << s.account_endpoint << "\"\n"
     << "; account-key " << s.account_key
-    << (s.account_key_source.empty() ? "" : " (from " + s.account_key_source + ")")
+    << (s.account_key_source.empty() ? ""
+                                     : " (from " + s.account_key_source + ")")
     << "\n"
     << "preferred-regions=" << list(s.location.preferred_regions) << "\n"
     << "excluded-regions=" << list(s.location.excluded_regions) << "\n"
@@ -65,8 +66,8 @@ std::string render(const settings& s) {
     << "\n"
     << "ladder-hot-path=" << ladder(s.http.ladders.hot_path) << "\n"
     << "ladder-default=" << ladder(s.http.ladders.default_ladder) << "\n"
-    << "ladder-partition-failover="
-    << ladder(s.http.ladders.partition_failover) << "\n"
+    << "ladder-partition-failover=" << ladder(s.http.ladders.partition_failover)
+    << "\n"
     << "ladder-no-retry=" << ladder(s.http.ladders.no_retry) << "\n";
   return o.str();
 }

@@ -7,14 +7,14 @@
 // Every default lives here, in-class, and is documented; config/georoute.ini
 // repeats them with the reason for each.
 
+#include "actors/policy/timeout_ladder.hpp"
+
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <ostream>
 #include <string>
 #include <vector>
-
-#include "actors/policy/timeout_ladder.hpp"
 
 namespace georoute::config {
 

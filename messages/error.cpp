@@ -7,36 +7,66 @@ namespace georoute {
 
 const char* to_string(errc x) {
   switch (x) {
-    case errc::none: return "none";
-    case errc::connection_refused: return "connection_refused";
-    case errc::connection_reset: return "connection_reset";
-    case errc::transport_timeout: return "transport_timeout";
-    case errc::dns_failure: return "dns_failure";
-    case errc::tls_failure: return "tls_failure";
-    case errc::protocol_error: return "protocol_error";
-    case errc::body_too_large: return "body_too_large";
-    case errc::bad_request: return "bad_request";
-    case errc::unauthorized: return "unauthorized";
-    case errc::forbidden: return "forbidden";
-    case errc::write_forbidden: return "write_forbidden";
-    case errc::account_not_found: return "account_not_found";
-    case errc::not_found: return "not_found";
-    case errc::read_session_unavailable: return "read_session_unavailable";
-    case errc::request_timeout: return "request_timeout";
-    case errc::conflict: return "conflict";
-    case errc::gone: return "gone";
-    case errc::partition_range_gone: return "partition_range_gone";
-    case errc::lease_not_found: return "lease_not_found";
-    case errc::precondition_failed: return "precondition_failed";
-    case errc::throttled: return "throttled";
-    case errc::internal_server_error: return "internal_server_error";
-    case errc::service_unavailable: return "service_unavailable";
-    case errc::unexpected_status: return "unexpected_status";
-    case errc::deadline_exceeded: return "deadline_exceeded";
-    case errc::validation_error: return "validation_error";
-    case errc::protocol_violation: return "protocol_violation";
-    case errc::attempts_exhausted: return "attempts_exhausted";
-    case errc::shutting_down: return "shutting_down";
+  case errc::none:
+    return "none";
+  case errc::connection_refused:
+    return "connection_refused";
+  case errc::connection_reset:
+    return "connection_reset";
+  case errc::transport_timeout:
+    return "transport_timeout";
+  case errc::dns_failure:
+    return "dns_failure";
+  case errc::tls_failure:
+    return "tls_failure";
+  case errc::protocol_error:
+    return "protocol_error";
+  case errc::body_too_large:
+    return "body_too_large";
+  case errc::bad_request:
+    return "bad_request";
+  case errc::unauthorized:
+    return "unauthorized";
+  case errc::forbidden:
+    return "forbidden";
+  case errc::write_forbidden:
+    return "write_forbidden";
+  case errc::account_not_found:
+    return "account_not_found";
+  case errc::not_found:
+    return "not_found";
+  case errc::read_session_unavailable:
+    return "read_session_unavailable";
+  case errc::request_timeout:
+    return "request_timeout";
+  case errc::conflict:
+    return "conflict";
+  case errc::gone:
+    return "gone";
+  case errc::partition_range_gone:
+    return "partition_range_gone";
+  case errc::lease_not_found:
+    return "lease_not_found";
+  case errc::precondition_failed:
+    return "precondition_failed";
+  case errc::throttled:
+    return "throttled";
+  case errc::internal_server_error:
+    return "internal_server_error";
+  case errc::service_unavailable:
+    return "service_unavailable";
+  case errc::unexpected_status:
+    return "unexpected_status";
+  case errc::deadline_exceeded:
+    return "deadline_exceeded";
+  case errc::validation_error:
+    return "validation_error";
+  case errc::protocol_violation:
+    return "protocol_violation";
+  case errc::attempts_exhausted:
+    return "attempts_exhausted";
+  case errc::shutting_down:
+    return "shutting_down";
   }
   return "unknown";
 }
@@ -51,45 +81,46 @@ caf::error make_error(errc x) {
 }
 
 errc classify_status(int status, int substatus) {
-  if ((status >= 200 && status < 300) || status == 304)
-    return errc::none;
+  if ((status >= 200 && status < 300) || status == 304) return errc::none;
   switch (status) {
-    case 400: return errc::bad_request;
-    case 401: return errc::unauthorized;
-    case 403:
-      if (substatus == 3)
-        return errc::write_forbidden;
-      if (substatus == 1008)
-        return errc::account_not_found;
-      return errc::forbidden;
-    case 404:
-      return substatus == 1002 ? errc::read_session_unavailable
-                               : errc::not_found;
-    case 408: return errc::request_timeout;
-    case 409: return errc::conflict;
-    case 410:
-      if (substatus == 1002)
-        return errc::partition_range_gone;
-      if (substatus == 1022)
-        return errc::lease_not_found;
-      return errc::gone;
-    case 412: return errc::precondition_failed;
-    case 429: return errc::throttled;
-    case 500: return errc::internal_server_error;
-    case 503: return errc::service_unavailable;
-    default: return errc::unexpected_status;
+  case 400:
+    return errc::bad_request;
+  case 401:
+    return errc::unauthorized;
+  case 403:
+    if (substatus == 3) return errc::write_forbidden;
+    if (substatus == 1008) return errc::account_not_found;
+    return errc::forbidden;
+  case 404:
+    return substatus == 1002 ? errc::read_session_unavailable : errc::not_found;
+  case 408:
+    return errc::request_timeout;
+  case 409:
+    return errc::conflict;
+  case 410:
+    if (substatus == 1002) return errc::partition_range_gone;
+    if (substatus == 1022) return errc::lease_not_found;
+    return errc::gone;
+  case 412:
+    return errc::precondition_failed;
+  case 429:
+    return errc::throttled;
+  case 500:
+    return errc::internal_server_error;
+  case 503:
+    return errc::service_unavailable;
+  default:
+    return errc::unexpected_status;
   }
 }
 
 errc code_of(const caf::error& err) {
-  if (!err || err.category() != error_category)
-    return errc::none;
+  if (!err || err.category() != error_category) return errc::none;
   return static_cast<errc>(err.code());
 }
 
 std::string context_of(const caf::error& err) {
-  if (code_of(err) == errc::none)
-    return {};
+  if (code_of(err) == errc::none) return {};
   const auto& ctx = err.context();
   if (ctx.size() == 1 && ctx.match_element<std::string>(0))
     return ctx.get_as<std::string>(0);

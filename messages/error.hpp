@@ -8,12 +8,11 @@
 // GEOROUTE_ACCOUNT_KEY"). The enum is the machine-readable part; the context
 // is for people.
 
-#include <cstdint>
-#include <string>
-
 #include <caf/atom.hpp>
 #include <caf/error.hpp>
 #include <caf/fwd.hpp>
+#include <cstdint>
+#include <string>
 
 namespace georoute {
 
@@ -27,26 +26,26 @@ enum class errc : uint8_t {
   transport_timeout = 3,
   dns_failure = 4,
   tls_failure = 5,
-  protocol_error = 6,  ///< malformed HTTP, oversized header
-  body_too_large = 7,  ///< response body above the configured limit
+  protocol_error = 6, ///< malformed HTTP, oversized header
+  body_too_large = 7, ///< response body above the configured limit
   // -- HTTP status classes -------------------------------------------------
-  bad_request = 20,             ///< 400 (any substatus)
-  unauthorized = 21,            ///< 401
-  forbidden = 22,               ///< 403 other than the two below
-  write_forbidden = 23,         ///< 403/3
-  account_not_found = 24,       ///< 403/1008: the region was removed
-  not_found = 25,               ///< 404/0
-  read_session_unavailable = 26,///< 404/1002
-  request_timeout = 27,         ///< 408
-  conflict = 28,                ///< 409
-  gone = 29,                    ///< 410 other than the two below
-  partition_range_gone = 30,    ///< 410/1002
-  lease_not_found = 31,         ///< 410/1022
-  precondition_failed = 32,     ///< 412
-  throttled = 33,               ///< 429
-  internal_server_error = 34,   ///< 500
-  service_unavailable = 35,     ///< 503
-  unexpected_status = 36,       ///< any other non-2xx status
+  bad_request = 20,              ///< 400 (any substatus)
+  unauthorized = 21,             ///< 401
+  forbidden = 22,                ///< 403 other than the two below
+  write_forbidden = 23,          ///< 403/3
+  account_not_found = 24,        ///< 403/1008: the region was removed
+  not_found = 25,                ///< 404/0
+  read_session_unavailable = 26, ///< 404/1002
+  request_timeout = 27,          ///< 408
+  conflict = 28,                 ///< 409
+  gone = 29,                     ///< 410 other than the two below
+  partition_range_gone = 30,     ///< 410/1002
+  lease_not_found = 31,          ///< 410/1022
+  precondition_failed = 32,      ///< 412
+  throttled = 33,                ///< 429
+  internal_server_error = 34,    ///< 500
+  service_unavailable = 35,      ///< 503
+  unexpected_status = 36,        ///< any other non-2xx status
   // -- engine ----------------------------------------------------------------
   deadline_exceeded = 50,  ///< the retry actor's own hard deadline tripped
   validation_error = 51,   ///< bad input: configuration, arguments

@@ -15,14 +15,14 @@
 //   location cache <--- account ---- endpoint manager <-- refresh --+
 //       ^                                                          |
 //       +------------------------- mark ---------------------------+
-//   collection cache --execute--> retry actor      pkrange cache --execute--> retry actor
-
-#include <string>
-
-#include <caf/typed_actor.hpp>
-#include <caf/replies_to.hpp>
+//   collection cache --execute--> retry actor      pkrange cache --execute-->
+//   retry actor
 
 #include "messages/types.hpp"
+
+#include <caf/replies_to.hpp>
+#include <caf/typed_actor.hpp>
+#include <string>
 
 namespace georoute {
 
@@ -43,11 +43,11 @@ namespace georoute {
 /// - `(refresh_atom)` → `bool`: `should_refresh_endpoints` (§1.7) on the
 ///   current snapshot.
 using location_cache_actor = caf::typed_actor<
-  caf::reacts_to<account_atom, database_account>,
-  caf::replies_to<resolve_atom, resolve_input>::with<resolution>,
-  caf::reacts_to<mark_atom, region_mark>,
-  caf::replies_to<subscribe_atom, caf::actor>::with<location_snapshot>,
-  caf::replies_to<refresh_atom>::with<bool>>;
+    caf::reacts_to<account_atom, database_account>,
+    caf::replies_to<resolve_atom, resolve_input>::with<resolution>,
+    caf::reacts_to<mark_atom, region_mark>,
+    caf::replies_to<subscribe_atom, caf::actor>::with<location_snapshot>,
+    caf::replies_to<refresh_atom>::with<bool>>;
 
 /// Endpoint manager (routing reference §2). Reads the account from the
 /// global endpoint, sweeping the regional endpoints in preferred order when
@@ -67,13 +67,12 @@ using location_cache_actor = caf::typed_actor<
 ///   fetch)` the 5 s switch to the regional sweep; `(attempt_atom, id)` a
 ///   delayed ladder step; `(http_done_atom, id, outcome)` a completion.
 using endpoint_manager_actor = caf::typed_actor<
-  caf::replies_to<refresh_atom, bool>::with<database_account>,
-  caf::replies_to<account_atom>::with<database_account>,
-  caf::replies_to<stats_atom>::with<endpoint_manager_stats>,
-  caf::reacts_to<tick_atom, uint64_t>,
-  caf::reacts_to<sweep_atom, uint64_t>,
-  caf::reacts_to<attempt_atom, uint64_t>,
-  caf::reacts_to<http_done_atom, uint64_t, transport::outcome>>;
+    caf::replies_to<refresh_atom, bool>::with<database_account>,
+    caf::replies_to<account_atom>::with<database_account>,
+    caf::replies_to<stats_atom>::with<endpoint_manager_stats>,
+    caf::reacts_to<tick_atom, uint64_t>, caf::reacts_to<sweep_atom, uint64_t>,
+    caf::reacts_to<attempt_atom, uint64_t>,
+    caf::reacts_to<http_done_atom, uint64_t, transport::outcome>>;
 
 /// Retry actor: the detached executor (routing reference §8 and issue 4).
 /// Bounded only by its own hard deadline and, in loop mode, the attempt cap.
@@ -93,13 +92,13 @@ using endpoint_manager_actor = caf::typed_actor<
 ///   `(attempt_atom, op)` the next attempt; `(deadline_atom, op)` the hard
 ///   deadline; `(http_done_atom, id, outcome)` a completion.
 using retry_actor = caf::typed_actor<
-  caf::replies_to<execute_atom, metadata_request>::with<transport::outcome>,
-  caf::replies_to<detach_atom, document_request>::with<transport::outcome>,
-  caf::replies_to<stats_atom>::with<retry_stats>,
-  caf::reacts_to<snapshot_atom, location_snapshot>,
-  caf::reacts_to<http_done_atom, uint64_t, transport::outcome>,
-  caf::reacts_to<attempt_atom, uint64_t>,
-  caf::reacts_to<deadline_atom, uint64_t>>;
+    caf::replies_to<execute_atom, metadata_request>::with<transport::outcome>,
+    caf::replies_to<detach_atom, document_request>::with<transport::outcome>,
+    caf::replies_to<stats_atom>::with<retry_stats>,
+    caf::reacts_to<snapshot_atom, location_snapshot>,
+    caf::reacts_to<http_done_atom, uint64_t, transport::outcome>,
+    caf::reacts_to<attempt_atom, uint64_t>,
+    caf::reacts_to<deadline_atom, uint64_t>>;
 
 /// Collection cache (routing reference §5.3-5.4).
 ///
@@ -114,10 +113,10 @@ using retry_actor = caf::typed_actor<
 /// `errc::protocol_violation` for a body that does not decode;
 /// `errc::validation_error` for a malformed link or rid.
 using collection_cache_actor = caf::typed_actor<
-  caf::replies_to<by_name_atom, std::string, bool, std::string>::with<
-    collection_info>,
-  caf::replies_to<by_rid_atom, std::string>::with<collection_info>,
-  caf::replies_to<stats_atom>::with<collection_cache_stats>>;
+    caf::replies_to<by_name_atom, std::string, bool,
+                    std::string>::with<collection_info>,
+    caf::replies_to<by_rid_atom, std::string>::with<collection_info>,
+    caf::replies_to<stats_atom>::with<collection_cache_stats>>;
 
 /// Partition-range cache (routing reference §6).
 ///
@@ -130,11 +129,11 @@ using collection_cache_actor = caf::typed_actor<
 /// Errors: `errc::not_found` for an unknown collection, the fetch's error
 /// otherwise; never a half map.
 using pkrange_cache_actor = caf::typed_actor<
-  caf::replies_to<pkranges_atom, std::string, std::string>::with<
-    routing_snapshot>,
-  caf::replies_to<overlap_atom, std::string, epk_range, bool>::with<
-    std::vector<partition_key_range>>,
-  caf::replies_to<stats_atom>::with<pkrange_cache_stats>>;
+    caf::replies_to<pkranges_atom, std::string,
+                    std::string>::with<routing_snapshot>,
+    caf::replies_to<overlap_atom, std::string, epk_range,
+                    bool>::with<std::vector<partition_key_range>>,
+    caf::replies_to<stats_atom>::with<pkrange_cache_stats>>;
 
 /// Query plan (routing reference §7). `(plan_atom, query_plan_request)` →
 /// `query_plan`, cached by (collection rid, query, parameters) in a bounded
@@ -144,15 +143,15 @@ using pkrange_cache_actor = caf::typed_actor<
 /// for parameters that are not a JSON array; the fetch's error otherwise
 /// (not cached).
 using query_plan_actor = caf::typed_actor<
-  caf::replies_to<plan_atom, query_plan_request>::with<query_plan>,
-  caf::replies_to<stats_atom>::with<query_plan_stats>>;
+    caf::replies_to<plan_atom, query_plan_request>::with<query_plan>,
+    caf::replies_to<stats_atom>::with<query_plan_stats>>;
 
 /// Request router: the data-plane pipeline. `(route_atom, document_request)`
 /// → `transport::outcome`: resolves collection, partition range and
 /// endpoint, sends, and applies the client retry policy (§3) inside its own
 /// pipeline.
 using router_actor = caf::typed_actor<
-  caf::replies_to<route_atom, document_request>::with<transport::outcome>,
-  caf::reacts_to<http_done_atom, uint64_t, transport::outcome>>;
+    caf::replies_to<route_atom, document_request>::with<transport::outcome>,
+    caf::reacts_to<http_done_atom, uint64_t, transport::outcome>>;
 
 } // namespace georoute

@@ -4,20 +4,20 @@
 // it can cross CAF's network layer; the snapshots (immutable tables shared by
 // pointer) are the exception and stay process-local by design.
 
+#include "actors/policy/location_table.hpp"
+#include "actors/policy/model.hpp"
+#include "actors/policy/timeout_ladder.hpp"
+#include "transport/outcome.hpp"
+
 #include <cstdint>
 #include <memory>
 #include <string>
 #include <utility>
 #include <vector>
 
-#include "actors/policy/location_table.hpp"
-#include "actors/policy/model.hpp"
-#include "actors/policy/timeout_ladder.hpp"
-#include "transport/outcome.hpp"
-
 namespace georoute {
 
-class routing_map;    // actors/policy/routing_map.hpp
+class routing_map; // actors/policy/routing_map.hpp
 
 /// Marks an endpoint unavailable for reads, writes or both.
 struct region_mark {
@@ -127,14 +127,14 @@ struct retry_stats {
   uint64_t refreshes = 0;       ///< account refreshes requested
   uint64_t session_clears = 0;
   uint64_t late_completions = 0; ///< HTTP answers after the operation ended
-  uint64_t live = 0; ///< detached operations still running
+  uint64_t live = 0;             ///< detached operations still running
 };
 
 /// Counters of the collection cache. Every request counts once in exactly
 /// one of hits, misses, refreshes and shared_waiters.
 struct collection_cache_stats {
-  uint64_t hits = 0;   ///< answered from the cache, without a fetch
-  uint64_t misses = 0; ///< nothing cached: started a fetch
+  uint64_t hits = 0;           ///< answered from the cache, without a fetch
+  uint64_t misses = 0;         ///< nothing cached: started a fetch
   uint64_t refreshes = 0;      ///< forced: started a fetch over a cached value
   uint64_t shared_waiters = 0; ///< joined a fetch already in flight
   uint64_t fetches = 0;        ///< fetches started (misses + refreshes)
@@ -149,9 +149,9 @@ struct collection_cache_stats {
 /// Counters of the partition-range cache. Every request counts once in
 /// exactly one of hits, misses, refreshes and shared_waiters.
 struct pkrange_cache_stats {
-  uint64_t hits = 0;      ///< answered from the current map
-  uint64_t misses = 0;    ///< no map: started a cold load
-  uint64_t refreshes = 0; ///< started an incremental refresh
+  uint64_t hits = 0;           ///< answered from the current map
+  uint64_t misses = 0;         ///< no map: started a cold load
+  uint64_t refreshes = 0;      ///< started an incremental refresh
   uint64_t shared_waiters = 0; ///< joined a load already in flight
   /// Refresh requests answered with the current map because its etag is
   /// newer than the caller's (someone refreshed since); also hits.
@@ -179,8 +179,8 @@ typename Inspector::result_type inspect(Inspector& f, region_mark& x) {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, metadata_request& x) {
-  return f(x.method, x.path, x.headers, x.body, x.kind, x.op,
-           x.collection_name, x.policy, x.rid_based, x.excluded_regions);
+  return f(x.method, x.path, x.headers, x.body, x.kind, x.op, x.collection_name,
+           x.policy, x.rid_based, x.excluded_regions);
 }
 
 template <class Inspector>

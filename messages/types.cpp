@@ -1,8 +1,8 @@
 #include "messages/types.hpp"
 
-#include <caf/actor_system_config.hpp>
-
 #include "messages/error.hpp"
+
+#include <caf/actor_system_config.hpp>
 
 namespace georoute {
 

@@ -11,13 +11,13 @@
 // must only hand the outcome on (the CAF bridge does `anon_send`), never touch
 // actor state.
 
+#include "transport/outcome.hpp"
+
 #include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
-
-#include "transport/outcome.hpp"
 
 namespace georoute::transport {
 

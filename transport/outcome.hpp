@@ -59,8 +59,8 @@ struct outcome {
 
   /// True for 2xx and 304 responses.
   bool success() const {
-    return error == failure::none
-           && ((status >= 200 && status < 300) || status == 304);
+    return error == failure::none &&
+           ((status >= 200 && status < 300) || status == 304);
   }
 };
 

@@ -36,8 +36,8 @@ std::string url::origin() const {
 
 std::string url::host_header() const {
   std::string h = host.find(':') != std::string::npos ? "[" + host + "]" : host;
-  bool default_port = (scheme == "http" && port == 80)
-                      || (scheme == "https" && port == 443);
+  bool default_port =
+      (scheme == "http" && port == 80) || (scheme == "https" && port == 443);
   return default_port ? h : h + ":" + std::to_string(port);
 }
 
@@ -54,7 +54,8 @@ url_result parse_url(std::string_view text) {
     return std::string{"fragments are not allowed"};
   auto slash = rest.find('/');
   auto authority = rest.substr(0, slash);
-  u.path = slash == std::string_view::npos ? "/" : std::string(rest.substr(slash));
+  u.path =
+      slash == std::string_view::npos ? "/" : std::string(rest.substr(slash));
   if (authority.find('@') != std::string_view::npos)
     return std::string{"user info is not allowed in an endpoint"};
   std::string_view port_text;
@@ -68,26 +69,22 @@ url_result parse_url(std::string_view text) {
       if (after.front() != ':')
         return std::string{"unexpected text after IPv6 literal"};
       port_text = after.substr(1);
-      if (port_text.empty())
-        return std::string{"empty port"};
+      if (port_text.empty()) return std::string{"empty port"};
     }
-    if (u.host.empty() || u.host.find_first_not_of("0123456789abcdef:.")
-                            != std::string::npos)
+    if (u.host.empty() ||
+        u.host.find_first_not_of("0123456789abcdef:.") != std::string::npos)
       return std::string{"invalid IPv6 literal"};
   } else {
     auto colon = authority.rfind(':');
     if (colon != std::string_view::npos) {
       port_text = authority.substr(colon + 1);
       authority = authority.substr(0, colon);
-      if (port_text.empty())
-        return std::string{"empty port"};
+      if (port_text.empty()) return std::string{"empty port"};
     }
     u.host = lower(authority);
-    if (u.host.empty())
-      return std::string{"missing host"};
-    if (!std::all_of(u.host.begin(), u.host.end(), [](unsigned char c) {
-          return valid_host_char(c);
-        }))
+    if (u.host.empty()) return std::string{"missing host"};
+    if (!std::all_of(u.host.begin(), u.host.end(),
+                     [](unsigned char c) { return valid_host_char(c); }))
       return "invalid character in host '" + u.host + "'";
   }
   if (!port_text.empty()) {
@@ -104,23 +101,21 @@ url_result parse_url(std::string_view text) {
 }
 
 bool is_loopback_host(std::string_view host) {
-  if (host == "localhost" || host == "::1")
-    return true;
+  if (host == "localhost" || host == "::1") return true;
   // 127.0.0.0/8 written as a dotted quad.
-  if (host.substr(0, 4) != "127.")
-    return false;
+  if (host.substr(0, 4) != "127.") return false;
   int parts = 0;
   size_t pos = 0;
   while (pos <= host.size()) {
     auto dot = host.find('.', pos);
-    auto part = host.substr(pos, dot == std::string_view::npos
-                                   ? std::string_view::npos
-                                   : dot - pos);
-    if (!all_digits(part) || part.size() > 3 || std::stoi(std::string(part)) > 255)
+    auto part =
+        host.substr(pos, dot == std::string_view::npos ? std::string_view::npos
+                                                       : dot - pos);
+    if (!all_digits(part) || part.size() > 3 ||
+        std::stoi(std::string(part)) > 255)
       return false;
     ++parts;
-    if (dot == std::string_view::npos)
-      break;
+    if (dot == std::string_view::npos) break;
     pos = dot + 1;
   }
   return parts == 4;
@@ -131,12 +126,9 @@ std::string endpoint_key(const url& u) {
 }
 
 int hex_digit_value(char c) {
-  if (c >= '0' && c <= '9')
-    return c - '0';
-  if (c >= 'a' && c <= 'f')
-    return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F')
-    return c - 'A' + 10;
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
   return -1;
 }
 
@@ -148,12 +140,10 @@ std::optional<std::string> percent_decode(std::string_view text) {
       out += text[i];
       continue;
     }
-    if (i + 2 >= text.size())
-      return std::nullopt;
+    if (i + 2 >= text.size()) return std::nullopt;
     int hi = hex_digit_value(text[i + 1]);
     int lo = hex_digit_value(text[i + 2]);
-    if (hi < 0 || lo < 0)
-      return std::nullopt;
+    if (hi < 0 || lo < 0) return std::nullopt;
     out += static_cast<char>(hi * 16 + lo);
     i += 2;
   }

@@ -24,10 +24,10 @@ std::vector<std::string> names(const std::vector<account_region>& xs) {
 
 } // namespace
 
-refresh_action decide_refresh(bool force, bool fetch_in_flight,
-                              bool account_known,
-                              std::chrono::steady_clock::duration since_last,
-                              std::chrono::steady_clock::duration min_interval) {
+refresh_action
+decide_refresh(bool force, bool fetch_in_flight, bool account_known,
+               std::chrono::steady_clock::duration since_last,
+               std::chrono::steady_clock::duration min_interval) {
   if (!force && account_known && since_last < min_interval)
     return refresh_action::skip;
   return fetch_in_flight ? refresh_action::join : refresh_action::fetch;
@@ -39,17 +39,16 @@ sweep_candidates(const std::string& global_endpoint,
                  const std::vector<std::string>& preferred_regions) {
   std::vector<std::string> result{global_endpoint};
   auto add = [&](const std::string& ep) {
-    if (!ep.empty() && std::find(result.begin(), result.end(), ep) == result.end())
+    if (!ep.empty() &&
+        std::find(result.begin(), result.end(), ep) == result.end())
       result.push_back(ep);
   };
-  if (known == nullptr)
-    return result;
+  if (known == nullptr) return result;
   std::vector<account_region> all = known->readable;
   all.insert(all.end(), known->writable.begin(), known->writable.end());
   for (const auto& p : preferred_regions)
     for (const auto& r : all)
-      if (lower(r.name) == lower(p))
-        add(r.endpoint);
+      if (lower(r.name) == lower(p)) add(r.endpoint);
   for (const auto& r : all)
     add(r.endpoint);
   return result;
@@ -65,10 +64,10 @@ topology_change diff_accounts(const database_account* before,
   auto wb = names(before->writable);
   auto wa = names(after.writable);
   c.write_order_changed = wb != wa;
-  c.write_region_switched = (wb.empty() ? std::string{} : wb.front())
-                            != (wa.empty() ? std::string{} : wa.front());
-  c.multi_write_changed = before->enable_multiple_write_locations
-                          != after.enable_multiple_write_locations;
+  c.write_region_switched = (wb.empty() ? std::string{} : wb.front()) !=
+                            (wa.empty() ? std::string{} : wa.front());
+  c.multi_write_changed = before->enable_multiple_write_locations !=
+                          after.enable_multiple_write_locations;
   std::map<std::string, std::string> old_eps, new_eps;
   for (const auto& r : before->readable)
     old_eps.emplace(r.name, r.endpoint);
@@ -82,8 +81,7 @@ topology_change diff_accounts(const database_account* before,
       c.endpoints_changed = true;
   }
   for (const auto& [name, ep] : old_eps)
-    if (new_eps.count(name) == 0)
-      c.removed.push_back(name);
+    if (new_eps.count(name) == 0) c.removed.push_back(name);
   return c;
 }
 

@@ -5,12 +5,12 @@
 // endpoints the account-read sweep tries, in which order; and what changed
 // between two account reads.
 
+#include "actors/policy/model.hpp"
+
 #include <chrono>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include "actors/policy/model.hpp"
 
 namespace georoute {
 
@@ -50,9 +50,9 @@ struct topology_change {
   bool endpoints_changed = false;   ///< a region's endpoint moved
 
   bool any() const {
-    return first || write_region_switched || write_order_changed
-           || multi_write_changed || !added.empty() || !removed.empty()
-           || endpoints_changed;
+    return first || write_region_switched || write_order_changed ||
+           multi_write_changed || !added.empty() || !removed.empty() ||
+           endpoints_changed;
   }
 };
 

@@ -1,4 +1,5 @@
 #include "actors/policy/epk.hpp"
+
 #include "actors/policy/utf8.hpp"
 
 #include <algorithm>
@@ -190,7 +191,6 @@ int epk_compare(std::string_view a, std::string_view b) {
 // -- Partition-key header parser ----------------------------------------------
 
 namespace {
-
 
 /// The length of the well-formed UTF-8 sequence at the start of `s`, or 0.
 /// Rejects overlong forms, surrogates and code points above U+10FFFF.

@@ -14,13 +14,13 @@ template <class Key, class Value>
 class lru_cache {
 public:
   /// `capacity` of 0 is treated as 1.
-  explicit lru_cache(size_t capacity) : capacity_(capacity == 0 ? 1 : capacity) {}
+  explicit lru_cache(size_t capacity)
+      : capacity_(capacity == 0 ? 1 : capacity) {}
 
   /// The value for `key`, marked most recently used; nullptr when absent.
   const Value* get(const Key& key) {
     auto i = index_.find(key);
-    if (i == index_.end())
-      return nullptr;
+    if (i == index_.end()) return nullptr;
     order_.splice(order_.begin(), order_, i->second);
     return &i->second->second;
   }
@@ -36,8 +36,7 @@ public:
     }
     order_.emplace_front(key, std::move(value));
     index_.emplace(key, order_.begin());
-    if (order_.size() <= capacity_)
-      return false;
+    if (order_.size() <= capacity_) return false;
     index_.erase(order_.back().first);
     order_.pop_back();
     return true;
@@ -45,8 +44,7 @@ public:
 
   bool erase(const Key& key) {
     auto i = index_.find(key);
-    if (i == index_.end())
-      return false;
+    if (i == index_.end()) return false;
     order_.erase(i->second);
     index_.erase(i);
     return true;
@@ -59,7 +57,7 @@ private:
   size_t capacity_;
   std::list<std::pair<Key, Value>> order_;
   std::unordered_map<Key, typename std::list<std::pair<Key, Value>>::iterator>
-    index_;
+      index_;
 };
 
 } // namespace georoute

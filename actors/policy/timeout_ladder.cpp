@@ -10,35 +10,34 @@ using std::chrono::milliseconds;
 ladder_choice choose_ladder(const timeout_ladders& ladders, request_kind kind,
                             bool per_partition_failover) {
   switch (kind) {
-    case request_kind::account_read:
-      return {&ladders.control_plane_read, true, true, false};
-    case request_kind::query_plan:
-    case request_kind::pkranges_read:
-    case request_kind::metadata_read:
-      return {&ladders.hot_path, true, true, true};
-    case request_kind::document_read:
-      if (per_partition_failover)
-        return {&ladders.partition_failover, true, true, false};
-      return {&ladders.default_ladder, true, true, false};
-    case request_kind::probe:
-      return {&ladders.no_retry, false, false, false};
-    case request_kind::write:
-      break;
+  case request_kind::account_read:
+    return {&ladders.control_plane_read, true, true, false};
+  case request_kind::query_plan:
+  case request_kind::pkranges_read:
+  case request_kind::metadata_read:
+    return {&ladders.hot_path, true, true, true};
+  case request_kind::document_read:
+    if (per_partition_failover)
+      return {&ladders.partition_failover, true, true, false};
+    return {&ladders.default_ladder, true, true, false};
+  case request_kind::probe:
+    return {&ladders.no_retry, false, false, false};
+  case request_kind::write:
+    break;
   }
   return {&ladders.default_ladder, false, false, false};
 }
 
 result<milliseconds> parse_duration(std::string_view text) {
-  if (text.empty())
-    return problem{"empty duration"};
+  if (text.empty()) return problem{"empty duration"};
   int64_t n = 0;
   auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
   if (ec != std::errc{} || ptr == text.data())
-    return problem{"'" + std::string(text)
-                   + "' is not a duration (expected e.g. 300s, 1500ms, 5min)"};
-  if (n < 0)
-    return problem{"'" + std::string(text) + "' is negative"};
-  std::string_view unit(ptr, static_cast<size_t>(text.data() + text.size() - ptr));
+    return problem{"'" + std::string(text) +
+                   "' is not a duration (expected e.g. 300s, 1500ms, 5min)"};
+  if (n < 0) return problem{"'" + std::string(text) + "' is negative"};
+  std::string_view unit(ptr,
+                        static_cast<size_t>(text.data() + text.size() - ptr));
   int64_t factor = 0;
   if (unit == "ms")
     factor = 1;
@@ -49,8 +48,8 @@ result<milliseconds> parse_duration(std::string_view text) {
   else if (unit == "h")
     factor = 3'600'000;
   else
-    return problem{"'" + std::string(text)
-                   + "' has no valid unit (expected ms, s, min or h)"};
+    return problem{"'" + std::string(text) +
+                   "' has no valid unit (expected ms, s, min or h)"};
   if (n > INT64_MAX / factor / 1000)
     return problem{"'" + std::string(text) + "' is too large"};
   return milliseconds{n * factor};
@@ -58,21 +57,18 @@ result<milliseconds> parse_duration(std::string_view text) {
 
 std::string format_duration(milliseconds d) {
   auto n = d.count();
-  if (n != 0 && n % 3'600'000 == 0)
-    return std::to_string(n / 3'600'000) + "h";
-  if (n != 0 && n % 60'000 == 0)
-    return std::to_string(n / 60'000) + "min";
-  if (n % 1000 == 0)
-    return std::to_string(n / 1000) + "s";
+  if (n != 0 && n % 3'600'000 == 0) return std::to_string(n / 3'600'000) + "h";
+  if (n != 0 && n % 60'000 == 0) return std::to_string(n / 60'000) + "min";
+  if (n % 1000 == 0) return std::to_string(n / 1000) + "s";
   return std::to_string(n) + "ms";
 }
 
 result<ladder_step> parse_ladder_step(std::string_view text) {
   auto slash = text.find('/');
   if (slash == std::string_view::npos)
-    return problem{"'" + std::string(text)
-                   + "' is not a ladder step (expected <timeout>/<delay>, "
-                     "e.g. 5s/0s)"};
+    return problem{"'" + std::string(text) +
+                   "' is not a ladder step (expected <timeout>/<delay>, "
+                   "e.g. 5s/0s)"};
   auto timeout = parse_duration(text.substr(0, slash));
   if (!timeout)
     return problem{"step '" + std::string(text) + "': " + timeout.error().what};
@@ -80,29 +76,28 @@ result<ladder_step> parse_ladder_step(std::string_view text) {
   if (!delay)
     return problem{"step '" + std::string(text) + "': " + delay.error().what};
   if (timeout->count() == 0)
-    return problem{"step '" + std::string(text)
-                   + "': the timeout must be positive"};
+    return problem{"step '" + std::string(text) +
+                   "': the timeout must be positive"};
   return ladder_step{*timeout, *delay};
 }
 
 result<timeout_ladder> parse_ladder(const std::vector<std::string>& steps) {
-  if (steps.empty())
-    return problem{"a ladder needs at least one step"};
+  if (steps.empty()) return problem{"a ladder needs at least one step"};
   if (steps.size() > 10)
-    return problem{"a ladder has at most 10 steps, got "
-                   + std::to_string(steps.size())};
+    return problem{"a ladder has at most 10 steps, got " +
+                   std::to_string(steps.size())};
   timeout_ladder ladder;
   for (const auto& s : steps) {
     auto step = parse_ladder_step(s);
-    if (!step)
-      return step.error();
+    if (!step) return step.error();
     ladder.push_back(*step);
   }
   return ladder;
 }
 
 std::string to_string(const ladder_step& step) {
-  return format_duration(step.timeout) + "/" + format_duration(step.delay_after);
+  return format_duration(step.timeout) + "/" +
+         format_duration(step.delay_after);
 }
 
 } // namespace georoute

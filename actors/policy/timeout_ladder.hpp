@@ -4,12 +4,12 @@
 // per-attempt timeouts and the delay after each failed attempt. Pure data and
 // a selection function; the transport applies one step per attempt.
 
+#include "actors/policy/result.hpp"
+
 #include <chrono>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include "actors/policy/result.hpp"
 
 namespace georoute {
 
@@ -28,31 +28,31 @@ using timeout_ladder = std::vector<ladder_step>;
 
 /// What a request is, as far as the choice of ladder goes.
 enum class request_kind {
-  account_read,   ///< GET / on a global or regional endpoint
-  query_plan,     ///< the gateway query-plan POST
-  pkranges_read,  ///< the pkranges feed
-  metadata_read,  ///< collection, database and other metadata reads
-  document_read,  ///< point reads, queries, feeds of documents
-  write,          ///< every write, data or metadata
-  probe,          ///< health probes
+  account_read,  ///< GET / on a global or regional endpoint
+  query_plan,    ///< the gateway query-plan POST
+  pkranges_read, ///< the pkranges feed
+  metadata_read, ///< collection, database and other metadata reads
+  document_read, ///< point reads, queries, feeds of documents
+  write,         ///< every write, data or metadata
+  probe,         ///< health probes
 };
 
 /// The configurable ladders, with the reference SDK's values as defaults.
 struct timeout_ladders {
   /// Account reads: (5 s, 0), (10 s, 1 s), (20 s, 0).
-  timeout_ladder control_plane_read{{std::chrono::seconds{5}, {}},
-                                    {std::chrono::seconds{10},
-                                     std::chrono::seconds{1}},
-                                    {std::chrono::seconds{20}, {}}};
+  timeout_ladder control_plane_read{
+      {std::chrono::seconds{5}, {}},
+      {std::chrono::seconds{10}, std::chrono::seconds{1}},
+      {std::chrono::seconds{20}, {}}};
   /// Metadata reads, query plans, pkranges: (1 s, 0), (5 s, 1 s), (65 s, 0).
   timeout_ladder hot_path{{std::chrono::seconds{1}, {}},
                           {std::chrono::seconds{5}, std::chrono::seconds{1}},
                           {std::chrono::seconds{65}, {}}};
   /// Document reads and writes: (65 s, 0), (65 s, 1 s), (65 s, 0).
-  timeout_ladder default_ladder{{std::chrono::seconds{65}, {}},
-                                {std::chrono::seconds{65},
-                                 std::chrono::seconds{1}},
-                                {std::chrono::seconds{65}, {}}};
+  timeout_ladder default_ladder{
+      {std::chrono::seconds{65}, {}},
+      {std::chrono::seconds{65}, std::chrono::seconds{1}},
+      {std::chrono::seconds{65}, {}}};
   /// Document reads with per-partition failover: (6 s, 0), (6 s, 0), (10 s, 0).
   timeout_ladder partition_failover{{std::chrono::seconds{6}, {}},
                                     {std::chrono::seconds{6}, {}},

@@ -4,18 +4,16 @@
 // coordinator (virtual time, no worker threads), an HTTP port that records
 // requests and is answered by hand, and canned outcomes.
 
-#include <gtest/gtest.h>
+#include "actors/http_port.hpp"
+#include "messages/types.hpp"
 
+#include <caf/all.hpp>
+#include <caf/scheduler/test_coordinator.hpp>
+#include <gtest/gtest.h>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
-
-#include <caf/all.hpp>
-#include <caf/scheduler/test_coordinator.hpp>
-
-#include "actors/http_port.hpp"
-#include "messages/types.hpp"
 
 namespace georoute::test {
 
@@ -57,8 +55,7 @@ public:
     std::lock_guard<std::mutex> guard{mtx_};
     std::vector<size_t> r;
     for (size_t i = 0; i < log_.size(); ++i)
-      if (!log_[i].answered)
-        r.push_back(i);
+      if (!log_[i].answered) r.push_back(i);
     return r;
   }
 
@@ -107,8 +104,8 @@ protected:
   test_config cfg;
   caf::actor_system sys{cfg};
   caf::scoped_actor self{sys, true};
-  caf::scheduler::test_coordinator& sched
-    = dynamic_cast<caf::scheduler::test_coordinator&>(sys.scheduler());
+  caf::scheduler::test_coordinator& sched =
+      dynamic_cast<caf::scheduler::test_coordinator&>(sys.scheduler());
   std::shared_ptr<fake_http_port> http = std::make_shared<fake_http_port>();
 
   /// Runs every message, no timers.

@@ -2,12 +2,11 @@
 // background loop that never stops. Virtual time; HTTP answered by hand.
 
 #include "actors/endpoint_manager.hpp"
-
-#include <memory>
-
 #include "messages/error.hpp"
 #include "tests/actors/actor_fixture.hpp"
 #include "transport/codecs.hpp"
+
+#include <memory>
 
 namespace {
 
@@ -25,11 +24,11 @@ database_account make_account(bool multi_write,
   database_account a;
   a.id = "acct";
   std::map<std::string, std::string> eps{
-    {"West US", west_ep}, {"East US", east_ep}, {"North Europe", north_ep}};
+      {"West US", west_ep}, {"East US", east_ep}, {"North Europe", north_ep}};
   for (const auto& w : writers)
     a.writable.push_back({w, eps[w]});
-  a.readable = {{"West US", west_ep}, {"East US", east_ep},
-                {"North Europe", north_ep}};
+  a.readable = {
+      {"West US", west_ep}, {"East US", east_ep}, {"North Europe", north_ep}};
   a.enable_multiple_write_locations = multi_write;
   return a;
 }
@@ -46,11 +45,11 @@ struct recorded {
 location_cache_actor::behavior_type
 recording_cache(location_cache_actor::pointer, std::shared_ptr<recorded> rec) {
   return {
-    [rec](account_atom, database_account& a) { rec->accounts.push_back(a); },
-    [](resolve_atom, resolve_input&) { return resolution{}; },
-    [](mark_atom, region_mark&) {},
-    [](subscribe_atom, caf::actor&) { return location_snapshot{}; },
-    [](refresh_atom) { return false; },
+      [rec](account_atom, database_account& a) { rec->accounts.push_back(a); },
+      [](resolve_atom, resolve_input&) { return resolution{}; },
+      [](mark_atom, region_mark&) {},
+      [](subscribe_atom, caf::actor&) { return location_snapshot{}; },
+      [](refresh_atom) { return false; },
   };
 }
 
@@ -66,8 +65,8 @@ protected:
     endpoint_manager_config c;
     c.account_endpoint = global_ep;
     c.preferred_regions = std::move(preferred);
-    c.refresh.background_interval
-      = std::chrono::duration_cast<std::chrono::milliseconds>(interval);
+    c.refresh.background_interval =
+        std::chrono::duration_cast<std::chrono::milliseconds>(interval);
     c.refresh.min_interval = 15s;
     em = spawn_endpoint_manager(sys, c, cache, http);
     run();
@@ -96,7 +95,8 @@ protected:
   }
 };
 
-TEST_F(EndpointManager, InitialRead_GoesToGlobalEndpoint_AndReachesLocationCache) {
+TEST_F(EndpointManager,
+       InitialRead_GoesToGlobalEndpoint_AndReachesLocationCache) {
   start();
   ASSERT_EQ(http->count(), 1u);
   EXPECT_EQ(http->at(0).request.endpoint, global_ep);
@@ -178,8 +178,9 @@ TEST_F(EndpointManager, ForcedRefresh_JoinsTheFetchInFlight) {
   http->respond(1, ok_response(body_of(make_account(false, {"East US"}))));
   run();
   for (auto* h : {&h1, &h2})
-    h->receive([](database_account& a) { EXPECT_EQ(a.writable[0].name, "East US"); },
-               [](caf::error& e) { ADD_FAILURE() << caf::to_string(e); });
+    h->receive(
+        [](database_account& a) { EXPECT_EQ(a.writable[0].name, "East US"); },
+        [](caf::error& e) { ADD_FAILURE() << caf::to_string(e); });
 }
 
 TEST_F(EndpointManager, GlobalRefused_SweepsRegionsInPreferredOrder) {
@@ -277,7 +278,8 @@ TEST_F(EndpointManager, RegionRemovedAndAdded_AreCounted) {
   http->respond(http->pending().front(), ok_response(body_of(smaller)));
   run();
   advance(1s);
-  http->respond(http->pending().front(), ok_response(body_of(make_account(false))));
+  http->respond(http->pending().front(),
+                ok_response(body_of(make_account(false))));
   run();
   auto s = stats();
   EXPECT_EQ(s.regions_removed, 1u);

@@ -1,7 +1,6 @@
 // Location cache actor: snapshots pushed to subscribers, marks, resolution.
 
 #include "actors/location_cache.hpp"
-
 #include "tests/actors/actor_fixture.hpp"
 
 namespace {
@@ -27,7 +26,8 @@ struct pushes {
 };
 
 caf::behavior subscriber(caf::event_based_actor*, std::shared_ptr<pushes> log) {
-  return {[log](snapshot_atom, location_snapshot& s) { log->got.push_back(s); }};
+  return {
+      [log](snapshot_atom, location_snapshot& s) { log->got.push_back(s); }};
 }
 
 class LocationCache : public actor_test {
@@ -54,7 +54,8 @@ protected:
 
   resolution resolve_read() {
     resolution r;
-    auto h = self->request(cache, caf::infinite, resolve_atom_v, resolve_input{});
+    auto h =
+        self->request(cache, caf::infinite, resolve_atom_v, resolve_input{});
     run();
     h.receive([&](resolution x) { r = x; }, [](caf::error&) {});
     return r;

@@ -2,7 +2,6 @@
 // while the plan still lands in the cache. Virtual time.
 
 #include "actors/query_plan.hpp"
-
 #include "messages/error.hpp"
 #include "tests/actors/actor_fixture.hpp"
 #include "transport/codecs.hpp"
@@ -23,25 +22,26 @@ struct detach_log {
 retry_actor::behavior_type fake_retry(retry_actor::pointer self,
                                       std::shared_ptr<detach_log> log) {
   return {
-    [](execute_atom, metadata_request&) -> caf::result<transport::outcome> {
-      return make_error(errc::validation_error, "unexpected");
-    },
-    [=](detach_atom, document_request& d) -> caf::result<transport::outcome> {
-      log->requests.push_back(d);
-      log->promises.push_back(self->make_response_promise<transport::outcome>());
-      return log->promises.back();
-    },
-    [](stats_atom) { return retry_stats{}; },
-    [](snapshot_atom, location_snapshot&) {},
-    [=](http_done_atom, uint64_t i, transport::outcome& o) {
-      if (o.status >= 400)
-        log->promises.at(i).deliver(
-          make_error(classify_status(o.status, o.substatus), "injected"));
-      else
-        log->promises.at(i).deliver(o);
-    },
-    [](attempt_atom, uint64_t) {},
-    [](deadline_atom, uint64_t) {},
+      [](execute_atom, metadata_request&) -> caf::result<transport::outcome> {
+        return make_error(errc::validation_error, "unexpected");
+      },
+      [=](detach_atom, document_request& d) -> caf::result<transport::outcome> {
+        log->requests.push_back(d);
+        log->promises.push_back(
+            self->make_response_promise<transport::outcome>());
+        return log->promises.back();
+      },
+      [](stats_atom) { return retry_stats{}; },
+      [](snapshot_atom, location_snapshot&) {},
+      [=](http_done_atom, uint64_t i, transport::outcome& o) {
+        if (o.status >= 400)
+          log->promises.at(i).deliver(
+              make_error(classify_status(o.status, o.substatus), "injected"));
+        else
+          log->promises.at(i).deliver(o);
+      },
+      [](attempt_atom, uint64_t) {},
+      [](deadline_atom, uint64_t) {},
   };
 }
 
@@ -71,11 +71,11 @@ caf::behavior caller(caf::event_based_actor* self, query_plan_actor plans,
                      caf::timespan timeout, query_plan_request req,
                      std::shared_ptr<caller_log> log) {
   self->request(plans, timeout, plan_atom_v, std::move(req))
-    .then([log](query_plan&) { log->got.push_back("plan"); },
-          [log](caf::error& e) {
-            log->got.push_back(e == caf::sec::request_timeout ? "timeout"
-                                                              : "error");
-          });
+      .then([log](query_plan&) { log->got.push_back("plan"); },
+            [log](caf::error& e) {
+              log->got.push_back(e == caf::sec::request_timeout ? "timeout"
+                                                                : "error");
+            });
   return {[](caf::ok_atom) {}};
 }
 
@@ -132,13 +132,13 @@ TEST_F(QueryPlan, Miss_PostsThePlanRequestThroughDetachOnlyMode) {
   EXPECT_EQ(d.op, op_kind::read);
   auto has = [&](const std::string& k, const std::string& v) {
     for (const auto& h : d.headers)
-      if (h.first == k && h.second == v)
-        return true;
+      if (h.first == k && h.second == v) return true;
     return false;
   };
   EXPECT_TRUE(has("x-ms-cosmos-is-query-plan-request", "True"));
   EXPECT_TRUE(has("content-type", "application/query+json"));
-  EXPECT_EQ(d.body, R"({"parameters":[],"query":"SELECT * FROM c ORDER BY c.n"})");
+  EXPECT_EQ(d.body,
+            R"({"parameters":[],"query":"SELECT * FROM c ORDER BY c.n"})");
 }
 
 TEST_F(QueryPlan, SecondCaller_IsServedFromTheCache) {
@@ -147,8 +147,9 @@ TEST_F(QueryPlan, SecondCaller_IsServedFromTheCache) {
                          plan_for("SELECT * FROM c ORDER BY c.n"));
   run();
   answer(0, ok_response(plan_body("c.n")));
-  h.receive([](query_plan& p) { EXPECT_EQ(p.info.order_by_expressions[0], "c.n"); },
-            [](caf::error& e) { ADD_FAILURE() << caf::to_string(e); });
+  h.receive(
+      [](query_plan& p) { EXPECT_EQ(p.info.order_by_expressions[0], "c.n"); },
+      [](caf::error& e) { ADD_FAILURE() << caf::to_string(e); });
   auto again = ask(plan_for("SELECT * FROM c ORDER BY c.n"));
   ASSERT_TRUE(again);
   EXPECT_EQ(log->requests.size(), 1u);
@@ -212,8 +213,9 @@ TEST_F(QueryPlan, FetchError_GoesToTheCaller_AndIsNotCached) {
   auto h = self->request(plans, caf::infinite, plan_atom_v, plan_for("q"));
   run();
   answer(0, status_response(503));
-  h.receive([](query_plan&) { ADD_FAILURE() << "expected an error"; },
-            [](caf::error& e) { EXPECT_EQ(code_of(e), errc::service_unavailable); });
+  h.receive(
+      [](query_plan&) { ADD_FAILURE() << "expected an error"; },
+      [](caf::error& e) { EXPECT_EQ(code_of(e), errc::service_unavailable); });
   self->send(plans, plan_atom_v, plan_for("q"));
   run();
   EXPECT_EQ(log->requests.size(), 2u);
@@ -223,13 +225,15 @@ TEST_F(QueryPlan, MalformedPlan_IsAProtocolViolation) {
   start();
   auto h = self->request(plans, caf::infinite, plan_atom_v, plan_for("q"));
   run();
-  answer(0, ok_response(
-    R"({"partitionedQueryExecutionInfoVersion":2,"queryInfo":7,"queryRanges":[]})"));
+  answer(
+      0,
+      ok_response(
+          R"({"partitionedQueryExecutionInfoVersion":2,"queryInfo":7,"queryRanges":[]})"));
   h.receive([](query_plan&) { ADD_FAILURE() << "expected an error"; },
             [](caf::error& e) {
               EXPECT_EQ(code_of(e), errc::protocol_violation);
               EXPECT_NE(context_of(e).find("queryInfo"), std::string::npos)
-                << context_of(e);
+                  << context_of(e);
             });
 }
 

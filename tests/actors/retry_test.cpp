@@ -1,9 +1,8 @@
 // The retry actor's contract, one test per point (issue 4, item 1). Virtual
 // time: the hard deadline, back-offs and caller timeouts are exact.
 
-#include "actors/retry.hpp"
-
 #include "actors/location_cache.hpp"
+#include "actors/retry.hpp"
 #include "messages/error.hpp"
 #include "tests/actors/actor_fixture.hpp"
 
@@ -22,8 +21,8 @@ database_account account() {
   database_account a;
   a.id = "acct";
   a.writable = {{"West US", west_ep}};
-  a.readable = {{"West US", west_ep}, {"East US", east_ep},
-                {"North Europe", north_ep}};
+  a.readable = {
+      {"West US", west_ep}, {"East US", east_ep}, {"North Europe", north_ep}};
   return a;
 }
 
@@ -37,16 +36,16 @@ endpoint_manager_actor::behavior_type
 fake_endpoint_manager(endpoint_manager_actor::pointer,
                       std::shared_ptr<refresh_log> log) {
   return {
-    [log](refresh_atom, bool force) {
-      ++(force ? log->forced : log->plain);
-      return account();
-    },
-    [](account_atom) { return account(); },
-    [](stats_atom) { return endpoint_manager_stats{}; },
-    [](tick_atom, uint64_t) {},
-    [](sweep_atom, uint64_t) {},
-    [](attempt_atom, uint64_t) {},
-    [](http_done_atom, uint64_t, transport::outcome&) {},
+      [log](refresh_atom, bool force) {
+        ++(force ? log->forced : log->plain);
+        return account();
+      },
+      [](account_atom) { return account(); },
+      [](stats_atom) { return endpoint_manager_stats{}; },
+      [](tick_atom, uint64_t) {},
+      [](sweep_atom, uint64_t) {},
+      [](attempt_atom, uint64_t) {},
+      [](http_done_atom, uint64_t, transport::outcome&) {},
   };
 }
 
@@ -59,19 +58,20 @@ struct router_log {
 router_actor::behavior_type fake_router(router_actor::pointer self,
                                         std::shared_ptr<router_log> log) {
   return {
-    [=](route_atom, document_request&) -> caf::result<transport::outcome> {
-      ++log->requests;
-      log->pending = self->make_response_promise<transport::outcome>();
-      return log->pending;
-    },
-    // The test's trigger to answer the pending request (a promise must be
-    // delivered by its own actor): 503 answers an error, else the outcome.
-    [=](http_done_atom, uint64_t, transport::outcome& o) {
-      if (o.status == 503)
-        log->pending.deliver(make_error(errc::service_unavailable, "503 from East US"));
-      else
-        log->pending.deliver(o);
-    },
+      [=](route_atom, document_request&) -> caf::result<transport::outcome> {
+        ++log->requests;
+        log->pending = self->make_response_promise<transport::outcome>();
+        return log->pending;
+      },
+      // The test's trigger to answer the pending request (a promise must be
+      // delivered by its own actor): 503 answers an error, else the outcome.
+      [=](http_done_atom, uint64_t, transport::outcome& o) {
+        if (o.status == 503)
+          log->pending.deliver(
+              make_error(errc::service_unavailable, "503 from East US"));
+        else
+          log->pending.deliver(o);
+      },
   };
 }
 
@@ -131,7 +131,9 @@ protected:
     run();
   }
 
-  std::string last_endpoint() { return http->at(http->count() - 1).request.endpoint; }
+  std::string last_endpoint() {
+    return http->at(http->count() - 1).request.endpoint;
+  }
 };
 
 // A caller actor that asks the retry actor with its own timeout and records
@@ -144,18 +146,18 @@ caf::behavior caller(caf::event_based_actor* self, retry_actor retry,
                      caf::timespan timeout, metadata_request req,
                      std::shared_ptr<caller_log> log) {
   self->request(retry, timeout, execute_atom_v, std::move(req))
-    .then([log](transport::outcome&) { log->got.push_back("ok"); },
-          [log](caf::error& e) {
-            log->got.push_back(e == caf::sec::request_timeout
-                                 ? "timeout"
-                                 : context_of(e));
-          });
+      .then([log](transport::outcome&) { log->got.push_back("ok"); },
+            [log](caf::error& e) {
+              log->got.push_back(
+                  e == caf::sec::request_timeout ? "timeout" : context_of(e));
+            });
   return {[](caf::ok_atom) {}};
 }
 
 TEST_F(Retry, SucceedsFirstAttempt) {
   start();
-  auto h = self->request(retry, caf::infinite, execute_atom_v, read_collection());
+  auto h =
+      self->request(retry, caf::infinite, execute_atom_v, read_collection());
   run();
   ASSERT_EQ(http->count(), 1u);
   EXPECT_EQ(last_endpoint(), west_ep);
@@ -170,7 +172,8 @@ TEST_F(Retry, SucceedsFirstAttempt) {
 
 TEST_F(Retry, RetriesOnTransient_InTheNextRegion) {
   start();
-  auto h = self->request(retry, caf::infinite, execute_atom_v, read_collection());
+  auto h =
+      self->request(retry, caf::infinite, execute_atom_v, read_collection());
   run();
   answer(status_response(503));
   ASSERT_EQ(http->count(), 2u);
@@ -184,7 +187,8 @@ TEST_F(Retry, RetriesOnTransient_InTheNextRegion) {
 TEST_F(Retry, CrossRegionRetryExecutes_EvenWhenCallerTimesOutMidFlight) {
   start();
   auto log = std::make_shared<caller_log>();
-  auto c = sys.spawn(caller, retry, caf::timespan{300ms}, read_collection(), log);
+  auto c =
+      sys.spawn(caller, retry, caf::timespan{300ms}, read_collection(), log);
   run();
   ASSERT_EQ(http->count(), 1u);
   advance(300ms);
@@ -208,9 +212,11 @@ TEST_F(Retry, CrossRegionRetryExecutes_EvenWhenCallerTimesOutMidFlight) {
 TEST_F(Retry, CallerTimesOut_WorkKeepsRunning_AndWaitingRequesterGetsResult) {
   start();
   auto early = std::make_shared<caller_log>();
-  auto c = sys.spawn(caller, retry, caf::timespan{300ms}, read_collection(), early);
+  auto c =
+      sys.spawn(caller, retry, caf::timespan{300ms}, read_collection(), early);
   // A second requester without a timeout (a cache filling itself).
-  auto h = self->request(retry, caf::infinite, execute_atom_v, read_collection());
+  auto h =
+      self->request(retry, caf::infinite, execute_atom_v, read_collection());
   run();
   advance(300ms);
   EXPECT_EQ(early->got, std::vector<std::string>{"timeout"});
@@ -229,16 +235,18 @@ TEST_F(Retry, CallerTimesOut_WorkKeepsRunning_AndWaitingRequesterGetsResult) {
 
 TEST_F(Retry, PolicyDeniesRetry_SurfacesOriginalFailure) {
   start();
-  auto h = self->request(retry, caf::infinite, execute_atom_v, read_collection());
+  auto h =
+      self->request(retry, caf::infinite, execute_atom_v, read_collection());
   run();
   answer(status_response(404));
   EXPECT_EQ(http->count(), 1u);
-  h.receive([](transport::outcome&) { ADD_FAILURE() << "expected an error"; },
-            [](caf::error& e) {
-              EXPECT_EQ(code_of(e), errc::not_found);
-              EXPECT_NE(context_of(e).find("404 from West US"), std::string::npos)
-                << context_of(e);
-            });
+  h.receive(
+      [](transport::outcome&) { ADD_FAILURE() << "expected an error"; },
+      [](caf::error& e) {
+        EXPECT_EQ(code_of(e), errc::not_found);
+        EXPECT_NE(context_of(e).find("404 from West US"), std::string::npos)
+            << context_of(e);
+      });
   EXPECT_EQ(stats().policy_refusals, 1u);
 }
 
@@ -246,7 +254,8 @@ TEST_F(Retry, DeadlineTripsDuringAttempt_BeforeAnyFinished_IsADeadlineError) {
   retry_config cfg;
   cfg.hard_deadline = 30s;
   start(cfg);
-  auto h = self->request(retry, caf::infinite, execute_atom_v, read_collection());
+  auto h =
+      self->request(retry, caf::infinite, execute_atom_v, read_collection());
   run();
   advance(30s); // the region hangs: nothing ever answers
   h.receive([](transport::outcome&) { ADD_FAILURE() << "expected an error"; },
@@ -266,7 +275,8 @@ TEST_F(Retry, DeadlineTripsDuringBackoff_ReportsLastUnderlyingFailure) {
   retry_config cfg;
   cfg.hard_deadline = 30s;
   start(cfg);
-  auto h = self->request(retry, caf::infinite, execute_atom_v, read_collection());
+  auto h =
+      self->request(retry, caf::infinite, execute_atom_v, read_collection());
   run();
   // 429 with a 20 s retry-after: the back-off outlives the deadline.
   auto throttled = status_response(429, 3200);
@@ -280,8 +290,9 @@ TEST_F(Retry, DeadlineTripsDuringBackoff_ReportsLastUnderlyingFailure) {
               EXPECT_EQ(code_of(e), errc::throttled);
               EXPECT_NE(context_of(e).find("429/3200 from West US"),
                         std::string::npos)
-                << context_of(e);
-              EXPECT_NE(context_of(e).find("after 2 attempts"), std::string::npos);
+                  << context_of(e);
+              EXPECT_NE(context_of(e).find("after 2 attempts"),
+                        std::string::npos);
             });
   EXPECT_EQ(http->count(), 2u);
 }
@@ -310,7 +321,8 @@ TEST_F(Retry, AttemptCap_BoundsTheLoop) {
   retry_config cfg;
   cfg.attempt_cap = 3;
   start(cfg);
-  auto h = self->request(retry, caf::infinite, execute_atom_v, read_collection());
+  auto h =
+      self->request(retry, caf::infinite, execute_atom_v, read_collection());
   run();
   auto throttled = status_response(429);
   throttled.retry_after_ms = 10;
@@ -322,13 +334,15 @@ TEST_F(Retry, AttemptCap_BoundsTheLoop) {
   h.receive([](transport::outcome&) { ADD_FAILURE() << "expected an error"; },
             [](caf::error& e) {
               EXPECT_EQ(code_of(e), errc::throttled);
-              EXPECT_NE(context_of(e).find("attempt cap of 3"), std::string::npos);
+              EXPECT_NE(context_of(e).find("attempt cap of 3"),
+                        std::string::npos);
             });
 }
 
 TEST_F(Retry, TimeoutClimbsTheHotPathLadder_OnTheSameEndpoint) {
   start();
-  auto h = self->request(retry, caf::infinite, execute_atom_v, read_collection());
+  auto h =
+      self->request(retry, caf::infinite, execute_atom_v, read_collection());
   run();
   answer(transport_failure(transport::failure::timeout));
   ASSERT_EQ(http->count(), 2u);
@@ -363,8 +377,9 @@ TEST_F(Retry, DetachOnly_HasNoOuterRetry) {
   EXPECT_EQ(routed->requests, 1);
   caf::anon_send(router, http_done_atom_v, uint64_t{0}, status_response(503));
   run();
-  h.receive([](transport::outcome&) { ADD_FAILURE() << "expected an error"; },
-            [](caf::error& e) { EXPECT_EQ(code_of(e), errc::service_unavailable); });
+  h.receive(
+      [](transport::outcome&) { ADD_FAILURE() << "expected an error"; },
+      [](caf::error& e) { EXPECT_EQ(code_of(e), errc::service_unavailable); });
   EXPECT_EQ(routed->requests, 1); // no outer retry
   EXPECT_EQ(http->count(), 0u);
 }
@@ -378,8 +393,9 @@ TEST_F(Retry, DetachOnly_IsBoundedByTheHardDeadline) {
   run();
   EXPECT_EQ(stats().live, 1u);
   advance(30s);
-  h.receive([](transport::outcome&) { ADD_FAILURE() << "expected an error"; },
-            [](caf::error& e) { EXPECT_EQ(code_of(e), errc::deadline_exceeded); });
+  h.receive(
+      [](transport::outcome&) { ADD_FAILURE() << "expected an error"; },
+      [](caf::error& e) { EXPECT_EQ(code_of(e), errc::deadline_exceeded); });
   EXPECT_EQ(stats().live, 0u);
 }
 
@@ -387,10 +403,10 @@ TEST_F(Retry, LiveGauge_ReturnsToZeroWhenWorkEnds) {
   start();
   std::vector<decltype(self->request(retry, caf::infinite, execute_atom_v,
                                      read_collection()))>
-    handles;
+      handles;
   for (int i = 0; i < 3; ++i)
     handles.push_back(
-      self->request(retry, caf::infinite, execute_atom_v, read_collection()));
+        self->request(retry, caf::infinite, execute_atom_v, read_collection()));
   run();
   EXPECT_EQ(stats().live, 3u);
   for (auto i : http->pending())

@@ -2,12 +2,11 @@
 // every validation error. Each error must name the key, the value and what is
 // allowed, in one line.
 
-#include <gtest/gtest.h>
+#include "config/georoute_config.hpp"
 
 #include <fstream>
+#include <gtest/gtest.h>
 #include <map>
-
-#include "config/georoute_config.hpp"
 
 namespace {
 
@@ -17,8 +16,7 @@ using namespace std::chrono_literals;
 env_lookup env_of(std::map<std::string, std::string> vars) {
   return [vars](const std::string& k) -> std::optional<std::string> {
     auto i = vars.find(k);
-    if (i == vars.end())
-      return std::nullopt;
+    if (i == vars.end()) return std::nullopt;
     return i->second;
   };
 }
@@ -37,7 +35,10 @@ std::string all_errors(const load_result& r) {
 }
 
 // A valid base64 master key (the emulator's well-known test key).
-const std::string test_key = "C2y6yDjf5/R+ob0N8A7Cgv30VRDJIWEHLM+4QDU5DE2nQ9nDuVTqobD4b8mGGyPMbIZnqyMsEcaGQy67XIw/Jw==";
+const std::string test_key =
+    "C2y6yDjf5/"
+    "R+ob0N8A7Cgv30VRDJIWEHLM+4QDU5DE2nQ9nDuVTqobD4b8mGGyPMbIZnqyMsEcaGQy67XIw/"
+    "Jw==";
 
 TEST(Config, Defaults_MatchTheReference) {
   auto r = load("");
@@ -92,9 +93,10 @@ ladder-hot-path=["500ms/0s", "2s/1s"]
 }
 
 TEST(Config, Cli_OverridesIni) {
-  auto r = load("[georoute]\nmetadata-attempt-cap=7\npreferred-regions=[\"A\"]\n",
-                {"--georoute.metadata-attempt-cap=9",
-                 "--georoute.preferred-regions=[\"West US\"]"});
+  auto r =
+      load("[georoute]\nmetadata-attempt-cap=7\npreferred-regions=[\"A\"]\n",
+           {"--georoute.metadata-attempt-cap=9",
+            "--georoute.preferred-regions=[\"West US\"]"});
   ASSERT_TRUE(r.ok()) << all_errors(r);
   EXPECT_EQ(r.values.retry.metadata_attempt_cap, 9u);
   EXPECT_EQ(r.values.location.preferred_regions,
@@ -104,7 +106,8 @@ TEST(Config, Cli_OverridesIni) {
 TEST(Config, Ini_WrongType_IsReportedNotIgnored) {
   auto r = load("[georoute]\nmetadata-attempt-cap=\"7\"\n");
   ASSERT_EQ(r.errors.size(), 1u) << all_errors(r);
-  EXPECT_NE(r.errors[0].find("georoute.metadata-attempt-cap"), std::string::npos);
+  EXPECT_NE(r.errors[0].find("georoute.metadata-attempt-cap"),
+            std::string::npos);
   EXPECT_NE(r.errors[0].find("\"7\""), std::string::npos);
   EXPECT_NE(r.errors[0].find("expected an integer"), std::string::npos);
 }
@@ -120,8 +123,9 @@ TEST(Config, Ini_WrongTypeForDuration_NamesTheUnit) {
 TEST(Config, Ini_WrongTypeInHttpSection_IsReported) {
   auto r = load("[georoute.http]\nmax-connections-per-endpoint=true\n");
   ASSERT_EQ(r.errors.size(), 1u) << all_errors(r);
-  EXPECT_NE(r.errors[0].find("georoute.http.max-connections-per-endpoint = true"),
-            std::string::npos);
+  EXPECT_NE(
+      r.errors[0].find("georoute.http.max-connections-per-endpoint = true"),
+      std::string::npos);
 }
 
 TEST(Config, Ini_UnknownKey_IsReported) {
@@ -176,47 +180,52 @@ TEST_P(ConfigRange, OutOfRange_NamesKeyValueAndBounds) {
 }
 
 INSTANTIATE_TEST_SUITE_P(
-  Rows, ConfigRange,
-  ::testing::Values(
-    range_row{"[georoute]\nmetadata-attempt-cap=0\n",
-              "georoute.metadata-attempt-cap = 0", "between 1 and 100000"},
-    range_row{"[georoute]\nfailover-retries=-1\n", "georoute.failover-retries = -1",
-              "between 0 and 10000"},
-    range_row{"[georoute]\nthrottle-retries=5000\n",
-              "georoute.throttle-retries = 5000", "between 0 and 1000"},
-    range_row{"[georoute]\nbackground-refresh-interval=10ms\n",
-              "georoute.background-refresh-interval", "between 100ms and 24h"},
-    range_row{"[georoute]\nunavailable-region-expiry=0s\n",
-              "georoute.unavailable-region-expiry", "between 1s and 24h"},
-    range_row{"[georoute.http]\nmax-connections-per-endpoint=0\n",
-              "georoute.http.max-connections-per-endpoint = 0", "between 1 and 1024"},
-    range_row{"[georoute.http]\nresponse-body-limit=10\n",
-              "georoute.http.response-body-limit = 10", "between 1024"},
-    range_row{"[georoute.http]\nladder-hot-path=[\"1s\"]\n",
-              "georoute.http.ladder-hot-path", "expected <timeout>/<delay>"},
-    range_row{"[georoute.http]\nladder-default=[]\n",
-              "georoute.http.ladder-default", "at least one step"},
-    range_row{"[georoute.http]\ntls-ca-file=\"/nonexistent/ca.pem\"\n",
-              "georoute.http.tls-ca-file", "cannot read"},
-    range_row{"[georoute]\npreferred-regions=[\"West_US\"]\n",
-              "georoute.preferred-regions", "not a region name"},
-    range_row{"[georoute]\nexcluded-regions=[\"West US\", \"west us\"]\n",
-              "georoute.excluded-regions", "listed twice"},
-    range_row{"[georoute]\npreferred-regions=[\"\"]\n",
-              "georoute.preferred-regions", "not a region name"},
-    range_row{"[georoute]\naccount-endpoint=\"http://10.1.2.3:443/\"\n",
-              "georoute.account-endpoint = \"http://10.1.2.3:443/\"",
-              "only for loopback"},
-    range_row{"[georoute]\naccount-endpoint=\"ftp://x/\"\n",
-              "georoute.account-endpoint", "unsupported scheme"},
-    range_row{"[georoute]\naccount-endpoint=\"https://acct.example:99999/\"\n",
-              "georoute.account-endpoint", "outside 1..65535"},
-    range_row{"[georoute]\naccount-endpoint=\"https://acct.example/dbs\"\n",
-              "georoute.account-endpoint", "has no path"}));
+    Rows, ConfigRange,
+    ::testing::Values(
+        range_row{"[georoute]\nmetadata-attempt-cap=0\n",
+                  "georoute.metadata-attempt-cap = 0", "between 1 and 100000"},
+        range_row{"[georoute]\nfailover-retries=-1\n",
+                  "georoute.failover-retries = -1", "between 0 and 10000"},
+        range_row{"[georoute]\nthrottle-retries=5000\n",
+                  "georoute.throttle-retries = 5000", "between 0 and 1000"},
+        range_row{"[georoute]\nbackground-refresh-interval=10ms\n",
+                  "georoute.background-refresh-interval",
+                  "between 100ms and 24h"},
+        range_row{"[georoute]\nunavailable-region-expiry=0s\n",
+                  "georoute.unavailable-region-expiry", "between 1s and 24h"},
+        range_row{"[georoute.http]\nmax-connections-per-endpoint=0\n",
+                  "georoute.http.max-connections-per-endpoint = 0",
+                  "between 1 and 1024"},
+        range_row{"[georoute.http]\nresponse-body-limit=10\n",
+                  "georoute.http.response-body-limit = 10", "between 1024"},
+        range_row{"[georoute.http]\nladder-hot-path=[\"1s\"]\n",
+                  "georoute.http.ladder-hot-path",
+                  "expected <timeout>/<delay>"},
+        range_row{"[georoute.http]\nladder-default=[]\n",
+                  "georoute.http.ladder-default", "at least one step"},
+        range_row{"[georoute.http]\ntls-ca-file=\"/nonexistent/ca.pem\"\n",
+                  "georoute.http.tls-ca-file", "cannot read"},
+        range_row{"[georoute]\npreferred-regions=[\"West_US\"]\n",
+                  "georoute.preferred-regions", "not a region name"},
+        range_row{"[georoute]\nexcluded-regions=[\"West US\", \"west us\"]\n",
+                  "georoute.excluded-regions", "listed twice"},
+        range_row{"[georoute]\npreferred-regions=[\"\"]\n",
+                  "georoute.preferred-regions", "not a region name"},
+        range_row{"[georoute]\naccount-endpoint=\"http://10.1.2.3:443/\"\n",
+                  "georoute.account-endpoint = \"http://10.1.2.3:443/\"",
+                  "only for loopback"},
+        range_row{"[georoute]\naccount-endpoint=\"ftp://x/\"\n",
+                  "georoute.account-endpoint", "unsupported scheme"},
+        range_row{
+            "[georoute]\naccount-endpoint=\"https://acct.example:99999/\"\n",
+            "georoute.account-endpoint", "outside 1..65535"},
+        range_row{"[georoute]\naccount-endpoint=\"https://acct.example/dbs\"\n",
+                  "georoute.account-endpoint", "has no path"}));
 
 TEST(Config, Endpoint_HttpsAndLoopbackHttp_AreAccepted) {
-  for (auto ep : {"https://acct.documents.azure.com:443/", "http://127.0.0.1:8081/",
-                  "http://localhost:8081/", "http://[::1]:8081/"}) {
+  for (auto ep :
+       {"https://acct.documents.azure.com:443/", "http://127.0.0.1:8081/",
+        "http://localhost:8081/", "http://[::1]:8081/"}) {
     auto r = load(std::string{"[georoute]\naccount-endpoint=\""} + ep + "\"\n");
     EXPECT_TRUE(r.ok()) << ep << ": " << all_errors(r);
   }
@@ -298,8 +307,8 @@ TEST(Config, HardDeadline_TooLarge_IsClampedWithOneWarning) {
 }
 
 TEST(Config, HardDeadline_AbsurdlyLargeEnvironment_IsClamped) {
-  auto r = load("", {},
-                {{"GEOROUTE_METADATA_HARD_DEADLINE_SECONDS", "99999999999999"}});
+  auto r = load(
+      "", {}, {{"GEOROUTE_METADATA_HARD_DEADLINE_SECONDS", "99999999999999"}});
   ASSERT_TRUE(r.ok()) << all_errors(r);
   EXPECT_EQ(r.values.retry.metadata_hard_deadline, 86400s);
   EXPECT_EQ(r.warnings.size(), 1u);
@@ -321,15 +330,26 @@ TEST(Config, DumpConfig_IsRecognizedAndRendersEveryKey) {
   ASSERT_TRUE(r.ok()) << all_errors(r);
   EXPECT_TRUE(cfg.dump_config_requested);
   auto dump = render(r.values);
-  for (auto key : {"account-endpoint", "preferred-regions", "excluded-regions",
-                   "endpoint-discovery", "use-multiple-write-locations",
-                   "background-refresh-interval", "min-refresh-interval",
-                   "unavailable-region-expiry", "metadata-hard-deadline",
-                   "metadata-attempt-cap", "failover-retries",
-                   "failover-retry-interval", "throttle-retries",
-                   "throttle-max-wait", "scheduler-threads",
-                   "max-connections-per-endpoint", "response-body-limit",
-                   "tls-ca-file", "ladder-hot-path", "ladder-control-plane-read"})
+  for (auto key : {"account-endpoint",
+                   "preferred-regions",
+                   "excluded-regions",
+                   "endpoint-discovery",
+                   "use-multiple-write-locations",
+                   "background-refresh-interval",
+                   "min-refresh-interval",
+                   "unavailable-region-expiry",
+                   "metadata-hard-deadline",
+                   "metadata-attempt-cap",
+                   "failover-retries",
+                   "failover-retry-interval",
+                   "throttle-retries",
+                   "throttle-max-wait",
+                   "scheduler-threads",
+                   "max-connections-per-endpoint",
+                   "response-body-limit",
+                   "tls-ca-file",
+                   "ladder-hot-path",
+                   "ladder-control-plane-read"})
     EXPECT_NE(dump.find(key), std::string::npos) << key;
 }
 
@@ -350,8 +370,9 @@ TEST(Config, ConfigFile_MissingExplicitFile_IsAnError) {
 
 TEST(Config, ShippedIni_IsValid) {
   georoute_config cfg;
-  auto r = cfg.load({"--config-file=" GEOROUTE_SOURCE_DIR "/config/georoute.ini"},
-                    env_of({}));
+  auto r =
+      cfg.load({"--config-file=" GEOROUTE_SOURCE_DIR "/config/georoute.ini"},
+               env_of({}));
   ASSERT_TRUE(r.ok()) << all_errors(r);
   // The shipped file documents the defaults; loading it changes nothing.
   EXPECT_EQ(render(r.values), render(load("").values));

@@ -406,7 +406,6 @@ http_response dispatch(emulator& emu, const http_request& req) {
 
 } // namespace
 
-
 http_response handle_admin(emulator& emu, const http_request& req) {
   try {
     return dispatch(emu, req);

@@ -12,14 +12,14 @@
 // Socket faults and latency apply to region servers only: the global endpoint
 // is always online, because it also serves the admin API that lifts them.
 
+#include "tests/emulator/engine.hpp"
+
 #include <chrono>
 #include <cstdint>
 #include <map>
 #include <memory>
 #include <string>
 #include <vector>
-
-#include "tests/emulator/engine.hpp"
 
 namespace georoute::emulator {
 

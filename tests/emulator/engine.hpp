@@ -13,6 +13,9 @@
 // multi-write, removed regions, a request-unit budget per region, master-key
 // auth, injected status codes, and per-region counters.
 
+#include "actors/policy/result.hpp"
+#include "tests/emulator/http_types.hpp"
+
 #include <chrono>
 #include <cstdint>
 #include <map>
@@ -21,14 +24,13 @@
 #include <string>
 #include <vector>
 
-#include "actors/policy/result.hpp"
-#include "tests/emulator/http_types.hpp"
-
 namespace georoute::emulator {
 
 /// The well-known key of the emulator (the public Cosmos emulator key).
 constexpr const char* default_master_key =
-  "C2y6yDjf5/R+ob0N8A7Cgv30VRDJIWEHLM+4QDU5DE2nQ9nDuVTqobD4b8mGGyPMbIZnqyMsEcaGQy67XIw/Jw==";
+    "C2y6yDjf5/"
+    "R+ob0N8A7Cgv30VRDJIWEHLM+4QDU5DE2nQ9nDuVTqobD4b8mGGyPMbIZnqyMsEcaGQy67XIw/"
+    "Jw==";
 
 /// Options of an engine.
 struct engine_options {
@@ -55,9 +57,10 @@ struct engine_options {
 /// An injected failure: requests matching every non-empty field answer
 /// `status`/`substatus` instead of being served.
 struct fault_rule {
-  std::string region;        ///< "" = any region (and the global endpoint)
-  std::string method;        ///< "" = any, else "GET", "POST", ...
-  std::string resource_type; ///< "" = any, else "", "dbs", "colls", "docs", "pkranges"
+  std::string region; ///< "" = any region (and the global endpoint)
+  std::string method; ///< "" = any, else "GET", "POST", ...
+  std::string
+      resource_type; ///< "" = any, else "", "dbs", "colls", "docs", "pkranges"
   /// "" = any, else one of: read, write, query, query_plan, feed, account.
   std::string operation;
   std::string path_contains; ///< "" = any

@@ -117,7 +117,6 @@ result<json> parse_body(const std::string& body) {
   }
 }
 
-
 std::string lower(std::string text) {
   for (auto& c : text)
     c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));

@@ -14,16 +14,15 @@
 // select list, `c AS payload`, `c._rid`). Everything else is a parse error
 // with its position.
 
+#include "actors/policy/model.hpp"
+#include "actors/policy/result.hpp"
+
 #include <cstddef>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <nlohmann/json.hpp>
-
-#include "actors/policy/model.hpp"
-#include "actors/policy/result.hpp"
 
 namespace georoute::emulator::sql {
 

@@ -1,4 +1,5 @@
 #include "tests/emulator/sql_lexer.hpp"
+
 #include "actors/policy/utf8.hpp"
 
 #include <algorithm>
@@ -41,7 +42,6 @@ std::string to_upper(std::string_view s) {
     if (c >= 'a' && c <= 'z') c = static_cast<char>(c - 'a' + 'A');
   return out;
 }
-
 
 /// Length of the valid UTF-8 sequence at text[i], or 0 if invalid.
 size_t utf8_length(std::string_view text, size_t i) {

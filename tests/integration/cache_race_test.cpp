@@ -43,17 +43,17 @@ TEST_F(CacheRace, Collection_CallerTimesOut_FetchFailsOverAndFillsTheCache) {
   auto cache = spawn_collection_cache(*sys, retry);
   actors.push_back(caf::actor_cast<caf::actor>(cache));
   ASSERT_TRUE(emu->set_region_state("West US", emulator::region_state::hang));
-  auto first = ask<collection_info>(cache, 300ms, by_name_atom_v,
-                                    std::string{"dbs/d/colls/c"}, false,
-                                    std::string{});
+  auto first =
+      ask<collection_info>(cache, 300ms, by_name_atom_v,
+                           std::string{"dbs/d/colls/c"}, false, std::string{});
   ASSERT_FALSE(first);
   EXPECT_EQ(first.error(), caf::sec::request_timeout);
   wait_for([&] { return retry_stats_now().live == 0; }, "the fetch to end");
   expect_west_marked_and_refreshed();
   emu->control().reset_counters();
-  auto second = ask<collection_info>(cache, 5s, by_name_atom_v,
-                                     std::string{"dbs/d/colls/c"}, false,
-                                     std::string{});
+  auto second =
+      ask<collection_info>(cache, 5s, by_name_atom_v,
+                           std::string{"dbs/d/colls/c"}, false, std::string{});
   ASSERT_TRUE(second) << sys->render(second.error());
   EXPECT_EQ(second->id, "c");
   EXPECT_EQ(served_by("West US"), 0u);
@@ -61,14 +61,15 @@ TEST_F(CacheRace, Collection_CallerTimesOut_FetchFailsOverAndFillsTheCache) {
   ASSERT_TRUE(emu->set_region_state("West US", emulator::region_state::online));
 }
 
-TEST_F(CacheRace, PartitionRanges_CallerTimesOut_RefreshGoesOnAndFillsTheCache) {
+TEST_F(CacheRace,
+       PartitionRanges_CallerTimesOut_RefreshGoesOnAndFillsTheCache) {
   auto colls = spawn_collection_cache(*sys, retry);
   auto ranges = spawn_pkrange_cache(*sys, retry);
   actors.push_back(caf::actor_cast<caf::actor>(colls));
   actors.push_back(caf::actor_cast<caf::actor>(ranges));
-  auto coll = ask<collection_info>(colls, 5s, by_name_atom_v,
-                                   std::string{"dbs/d/colls/c"}, false,
-                                   std::string{});
+  auto coll =
+      ask<collection_info>(colls, 5s, by_name_atom_v,
+                           std::string{"dbs/d/colls/c"}, false, std::string{});
   ASSERT_TRUE(coll) << sys->render(coll.error());
   ASSERT_TRUE(emu->set_region_state("West US", emulator::region_state::hang));
   auto first = ask<routing_snapshot>(ranges, 300ms, pkranges_atom_v, coll->rid,

@@ -19,7 +19,8 @@ resolve_input read_excluding(std::vector<std::string> excluded) {
   return in;
 }
 
-TEST_F(MetadataPlane, QueryPlan_CallerTimesOutWhileRegionHangs_PlanLandsInCache) {
+TEST_F(MetadataPlane,
+       QueryPlan_CallerTimesOutWhileRegionHangs_PlanLandsInCache) {
   start_emulator();
   create_collection("d", "c");
   start_actors();
@@ -37,8 +38,10 @@ TEST_F(MetadataPlane, QueryPlan_CallerTimesOutWhileRegionHangs_PlanLandsInCache)
   EXPECT_EQ(first.error(), caf::sec::request_timeout);
   // The detached work goes on: West times out through its ladder, is marked,
   // the account is refreshed, East answers, the plan lands in the cache.
-  wait_for([&] { return retry_stats_now().live == 0; }, "the plan fetch to end");
-  auto where = ask<resolution>(locations, 5s, resolve_atom_v, read_excluding({}));
+  wait_for([&] { return retry_stats_now().live == 0; },
+           "the plan fetch to end");
+  auto where =
+      ask<resolution>(locations, 5s, resolve_atom_v, read_excluding({}));
   ASSERT_TRUE(where);
   EXPECT_EQ(where->region, "East US"); // West is demoted
   emu->control().reset_counters();
@@ -57,7 +60,8 @@ TEST_F(MetadataPlane, QueryPlan_CallerTimesOutWhileRegionHangs_PlanLandsInCache)
   ASSERT_TRUE(emu->set_region_state("West US", emulator::region_state::online));
 }
 
-TEST_F(MetadataPlane, BackgroundRefresh_KeepsRunningOnHealthyMultiWriter_SeesSwitch) {
+TEST_F(MetadataPlane,
+       BackgroundRefresh_KeepsRunningOnHealthyMultiWriter_SeesSwitch) {
   start_emulator(true);
   settings.location.preferred_regions = {"East US", "West US", "North Europe"};
   settings.refresh.background_interval = 100ms;
@@ -76,11 +80,11 @@ TEST_F(MetadataPlane, BackgroundRefresh_KeepsRunningOnHealthyMultiWriter_SeesSwi
   wait_for([&] { return ticks() >= 10; }, "ten background refreshes");
   emu->control().set_multi_write(false);
   wait_for(
-    [&] {
-      auto r = ask<resolution>(locations, 5s, resolve_atom_v, doc_write);
-      return r && r->region == "West US";
-    },
-    "the switch to single-write to reach the location cache");
+      [&] {
+        auto r = ask<resolution>(locations, 5s, resolve_atom_v, doc_write);
+        return r && r->region == "West US";
+      },
+      "the switch to single-write to reach the location cache");
   auto after = ticks();
   wait_for([&] { return ticks() >= after + 5; }, "the loop to keep running");
   auto s = ask<endpoint_manager_stats>(endpoints, 5s, stats_atom_v);
@@ -88,23 +92,25 @@ TEST_F(MetadataPlane, BackgroundRefresh_KeepsRunningOnHealthyMultiWriter_SeesSwi
   EXPECT_EQ(s->multi_write_changes, 1u);
 }
 
-TEST_F(MetadataPlane, ReadsWithEveryRegionExcluded_AfterWriteSwitch_GoToNewWriter) {
+TEST_F(MetadataPlane,
+       ReadsWithEveryRegionExcluded_AfterWriteSwitch_GoToNewWriter) {
   start_emulator();
   create_collection("d", "c");
   start_actors();
-  auto moved = emu->control().set_write_regions(
-    {"North Europe", "West US", "East US"});
+  auto moved =
+      emu->control().set_write_regions({"North Europe", "West US", "East US"});
   ASSERT_TRUE(moved) << moved.error().what;
   auto acct = ask<database_account>(endpoints, 5s, refresh_atom_v, true);
   ASSERT_TRUE(acct) << sys->render(acct.error());
   ASSERT_EQ(acct->writable.front().name, "North Europe");
   std::vector<std::string> all{"west us", "EAST US", "North Europe"};
   wait_for(
-    [&] {
-      auto r = ask<resolution>(locations, 5s, resolve_atom_v, read_excluding(all));
-      return r && r->region == "North Europe";
-    },
-    "the fallback to the new write region");
+      [&] {
+        auto r =
+            ask<resolution>(locations, 5s, resolve_atom_v, read_excluding(all));
+        return r && r->region == "North Europe";
+      },
+      "the fallback to the new write region");
   auto r = ask<resolution>(locations, 5s, resolve_atom_v, read_excluding(all));
   ASSERT_TRUE(r);
   EXPECT_EQ(r->endpoint, emu->endpoint("North Europe"));

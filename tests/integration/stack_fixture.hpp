@@ -8,16 +8,6 @@
 // Teardown order matters: actors are told to exit and awaited, then the HTTP
 // client (and its io threads) goes, then the actor system, then the emulator.
 
-#include <gtest/gtest.h>
-
-#include <chrono>
-#include <functional>
-#include <future>
-#include <memory>
-#include <thread>
-
-#include <caf/all.hpp>
-
 #include "actors/endpoint_manager.hpp"
 #include "actors/http_port.hpp"
 #include "actors/location_cache.hpp"
@@ -27,6 +17,14 @@
 #include "tests/emulator/emulator.hpp"
 #include "transport/auth.hpp"
 #include "transport/http_client.hpp"
+
+#include <caf/all.hpp>
+#include <chrono>
+#include <functional>
+#include <future>
+#include <gtest/gtest.h>
+#include <memory>
+#include <thread>
 
 namespace georoute::test {
 
@@ -91,8 +89,9 @@ protected:
     auto em_cfg = endpoint_manager_config_from(settings);
     em_cfg.sweep_after = std::chrono::milliseconds{500};
     endpoints = spawn_endpoint_manager(*sys, em_cfg, locations, http);
-    router = spawn_router(*sys, retry_config_from(settings),
-                          {locations, endpoints, http, router_actor{}, caf::actor{}});
+    router = spawn_router(
+        *sys, retry_config_from(settings),
+        {locations, endpoints, http, router_actor{}, caf::actor{}});
     retry = spawn_retry(*sys, retry_config_from(settings),
                         {locations, endpoints, http, router, caf::actor{}});
     for (auto a : {caf::actor_cast<caf::actor>(locations),
@@ -105,8 +104,8 @@ protected:
     ASSERT_TRUE(acct) << sys->render(acct.error());
     // The location cache has the account once it answers a resolve after it.
     wait_for([&] {
-      auto r = ask<resolution>(locations, std::chrono::seconds{5}, resolve_atom_v,
-                               resolve_input{});
+      auto r = ask<resolution>(locations, std::chrono::seconds{5},
+                               resolve_atom_v, resolve_input{});
       return r && r->endpoint != emu->global_endpoint();
     });
   }
@@ -120,9 +119,8 @@ protected:
       }
       for (size_t i = 0; i < actors.size(); ++i)
         self->receive([](const caf::down_msg&) {},
-                      caf::after(std::chrono::seconds{10}) >> [] {
-                        ADD_FAILURE() << "an actor did not exit";
-                      });
+                      caf::after(std::chrono::seconds{10}) >>
+                          [] { ADD_FAILURE() << "an actor did not exit"; });
     }
     actors.clear();
     locations = nullptr;
@@ -141,8 +139,8 @@ protected:
     caf::scoped_actor self{*sys};
     caf::expected<T> result{caf::error{}};
     self->request(h, timeout, std::forward<Ts>(xs)...)
-      .receive([&](T& x) { result = std::move(x); },
-               [&](caf::error& e) { result = std::move(e); });
+        .receive([&](T& x) { result = std::move(x); },
+                 [&](caf::error& e) { result = std::move(e); });
     return result;
   }
 
@@ -150,16 +148,15 @@ protected:
   void wait_for(const std::function<bool()>& pred,
                 const char* what = "condition") {
     for (int i = 0; i < 500; ++i) {
-      if (pred())
-        return;
+      if (pred()) return;
       std::this_thread::sleep_for(std::chrono::milliseconds{20});
     }
     FAIL() << "timed out waiting for " << what;
   }
 
   /// Sends one signed request to the emulator directly (test set-up).
-  transport::outcome direct(const std::string& method, const std::string& target,
-                            std::string body) {
+  transport::outcome direct(const std::string& method,
+                            const std::string& target, std::string body) {
     auto key = transport::parse_master_key(emu->key());
     transport::request r;
     r.method = method;
@@ -172,16 +169,18 @@ protected:
     transport::http_client c{transport::http_client_options{}};
     std::promise<transport::outcome> p;
     auto f = p.get_future();
-    c.send(std::move(r), [&p](transport::outcome o) { p.set_value(std::move(o)); });
+    c.send(std::move(r),
+           [&p](transport::outcome o) { p.set_value(std::move(o)); });
     return f.get();
   }
 
   void create_collection(const std::string& db, const std::string& coll) {
     auto d = direct("POST", "/dbs", R"({"id":")" + db + R"("})");
     ASSERT_TRUE(d.status == 201 || d.status == 409) << d.status << d.body;
-    auto c = direct("POST", "/dbs/" + db + "/colls",
-                    R"({"id":")" + coll
-                      + R"(","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2}})");
+    auto c = direct(
+        "POST", "/dbs/" + db + "/colls",
+        R"({"id":")" + coll +
+            R"(","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2}})");
     ASSERT_EQ(c.status, 201) << c.body;
   }
 

@@ -1,13 +1,12 @@
 // The message contract: every payload registered, errors render with context,
 // payloads survive CAF's binary serializer (they can cross the network).
 
-#include <gtest/gtest.h>
-
-#include <caf/all.hpp>
-
 #include "messages/error.hpp"
 #include "messages/interfaces.hpp"
 #include "messages/types.hpp"
+
+#include <caf/all.hpp>
+#include <gtest/gtest.h>
 
 namespace {
 
@@ -101,8 +100,7 @@ TEST(Messages, MetadataRequest_RoundTrip_KeepsKindAndHeaders) {
 TEST(Messages, TypeIds_AreRegistered_UnderTheirNames) {
   EXPECT_STREQ(caf::type_name<transport::outcome>::value,
                "georoute::transport::outcome");
-  EXPECT_EQ(caf::type_id<transport::request>::value,
-            caf::first_custom_type_id);
+  EXPECT_EQ(caf::type_id<transport::request>::value, caf::first_custom_type_id);
   EXPECT_GT(caf::id_block::georoute::end, caf::id_block::georoute::begin);
 }
 
@@ -124,30 +122,30 @@ TEST(Errors, ClassifyStatus_MapsEverySubstatusClass) {
     errc expected;
   };
   const row rows[] = {
-    {200, 0, errc::none},
-    {201, 0, errc::none},
-    {304, 0, errc::none},
-    {400, 1004, errc::bad_request},
-    {401, 0, errc::unauthorized},
-    {403, 3, errc::write_forbidden},
-    {403, 1008, errc::account_not_found},
-    {403, 0, errc::forbidden},
-    {404, 0, errc::not_found},
-    {404, 1002, errc::read_session_unavailable},
-    {408, 0, errc::request_timeout},
-    {409, 0, errc::conflict},
-    {410, 1002, errc::partition_range_gone},
-    {410, 1022, errc::lease_not_found},
-    {410, 1000, errc::gone},
-    {412, 0, errc::precondition_failed},
-    {429, 3200, errc::throttled},
-    {500, 0, errc::internal_server_error},
-    {503, 20003, errc::service_unavailable},
-    {418, 0, errc::unexpected_status},
+      {200, 0, errc::none},
+      {201, 0, errc::none},
+      {304, 0, errc::none},
+      {400, 1004, errc::bad_request},
+      {401, 0, errc::unauthorized},
+      {403, 3, errc::write_forbidden},
+      {403, 1008, errc::account_not_found},
+      {403, 0, errc::forbidden},
+      {404, 0, errc::not_found},
+      {404, 1002, errc::read_session_unavailable},
+      {408, 0, errc::request_timeout},
+      {409, 0, errc::conflict},
+      {410, 1002, errc::partition_range_gone},
+      {410, 1022, errc::lease_not_found},
+      {410, 1000, errc::gone},
+      {412, 0, errc::precondition_failed},
+      {429, 3200, errc::throttled},
+      {500, 0, errc::internal_server_error},
+      {503, 20003, errc::service_unavailable},
+      {418, 0, errc::unexpected_status},
   };
   for (const auto& r : rows)
     EXPECT_EQ(classify_status(r.status, r.sub), r.expected)
-      << r.status << "/" << r.sub;
+        << r.status << "/" << r.sub;
 }
 
 } // namespace

@@ -16,24 +16,24 @@ struct gate_row {
 
 TEST(RefreshGate, Table) {
   const gate_row rows[] = {
-    {"NonForced_WithinInterval_Known_Skips", false, false, true, 5s,
-     refresh_action::skip},
-    {"NonForced_WithinInterval_InFlight_Skips", false, true, true, 5s,
-     refresh_action::skip},
-    {"NonForced_WithinInterval_Unknown_Fetches", false, false, false, 5s,
-     refresh_action::fetch},
-    {"NonForced_AfterInterval_Fetches", false, false, true, 15s,
-     refresh_action::fetch},
-    {"NonForced_AfterInterval_InFlight_Joins", false, true, true, 20s,
-     refresh_action::join},
-    {"Forced_WithinInterval_Fetches", true, false, true, 1s,
-     refresh_action::fetch},
-    {"Forced_InFlight_Joins", true, true, true, 1s, refresh_action::join},
+      {"NonForced_WithinInterval_Known_Skips", false, false, true, 5s,
+       refresh_action::skip},
+      {"NonForced_WithinInterval_InFlight_Skips", false, true, true, 5s,
+       refresh_action::skip},
+      {"NonForced_WithinInterval_Unknown_Fetches", false, false, false, 5s,
+       refresh_action::fetch},
+      {"NonForced_AfterInterval_Fetches", false, false, true, 15s,
+       refresh_action::fetch},
+      {"NonForced_AfterInterval_InFlight_Joins", false, true, true, 20s,
+       refresh_action::join},
+      {"Forced_WithinInterval_Fetches", true, false, true, 1s,
+       refresh_action::fetch},
+      {"Forced_InFlight_Joins", true, true, true, 1s, refresh_action::join},
   };
   for (const auto& r : rows)
     EXPECT_EQ(decide_refresh(r.force, r.in_flight, r.known, r.since, 15s),
               r.expected)
-      << r.name;
+        << r.name;
 }
 
 database_account three_regions() {
@@ -52,9 +52,11 @@ TEST(SweepCandidates, NoAccount_GlobalOnly) {
 
 TEST(SweepCandidates, PreferredFirst_CaseInsensitive_ThenAccountOrder) {
   auto a = three_regions();
-  auto c = sweep_candidates("http://127.0.0.1:9/", &a, {"north europe", "East US"});
-  EXPECT_EQ(c, (std::vector<std::string>{"http://127.0.0.1:9/", "http://127.0.0.1:3/",
-                                         "http://127.0.0.1:2/", "http://127.0.0.1:1/"}));
+  auto c =
+      sweep_candidates("http://127.0.0.1:9/", &a, {"north europe", "East US"});
+  EXPECT_EQ(c, (std::vector<std::string>{
+                   "http://127.0.0.1:9/", "http://127.0.0.1:3/",
+                   "http://127.0.0.1:2/", "http://127.0.0.1:1/"}));
 }
 
 TEST(SweepCandidates, GlobalEqualToARegion_AppearsOnce) {

@@ -1,7 +1,6 @@
 #include "actors/policy/lru_cache.hpp"
 
 #include <gtest/gtest.h>
-
 #include <string>
 
 namespace {
