@@ -51,34 +51,10 @@ struct manager_state {
 using self_ptr = endpoint_manager_actor::stateful_pointer<manager_state>;
 
 caf::error failure_of(const transport::outcome& o) {
-  if (o.error != transport::failure::none) {
-    auto code = errc::protocol_error;
-    switch (o.error) {
-    case transport::failure::refused:
-      code = errc::connection_refused;
-      break;
-    case transport::failure::reset:
-      code = errc::connection_reset;
-      break;
-    case transport::failure::timeout:
-      code = errc::transport_timeout;
-      break;
-    case transport::failure::dns:
-      code = errc::dns_failure;
-      break;
-    case transport::failure::tls:
-      code = errc::tls_failure;
-      break;
-    case transport::failure::body_too_large:
-      code = errc::body_too_large;
-      break;
-    default:
-      break;
-    }
+  auto code = classify_outcome(o);
+  if (o.error != transport::failure::none)
     return make_error(code, "account read from " + o.endpoint + ": " +
                                 o.error_detail);
-  }
-  auto code = classify_status(o.status, o.substatus);
   std::string what =
       "account read from " + o.endpoint + " answered " +
       std::to_string(o.status) +

@@ -59,28 +59,6 @@ std::string status_text(const transport::outcome& o) {
   return s;
 }
 
-errc code_for(const transport::outcome& o) {
-  switch (o.error) {
-  case transport::failure::none:
-    return classify_status(o.status, o.substatus);
-  case transport::failure::refused:
-    return errc::connection_refused;
-  case transport::failure::reset:
-    return errc::connection_reset;
-  case transport::failure::timeout:
-    return errc::transport_timeout;
-  case transport::failure::dns:
-    return errc::dns_failure;
-  case transport::failure::tls:
-    return errc::tls_failure;
-  case transport::failure::protocol:
-    return errc::protocol_error;
-  case transport::failure::body_too_large:
-    return errc::body_too_large;
-  }
-  return errc::protocol_error;
-}
-
 // The last underlying failure, said so that people can act on it.
 caf::error failure_error(const operation& op, const std::string& why) {
   const auto& o = *op.last_failure;
@@ -92,7 +70,7 @@ caf::error failure_error(const operation& op, const std::string& why) {
               (op.attempts == 1 ? " attempt" : " attempts") + " for " +
               op.req.method + " " + op.req.path;
   if (!why.empty()) text += "; " + why;
-  return make_error(code_for(o), std::move(text));
+  return make_error(classify_outcome(o), std::move(text));
 }
 
 void finish(self_ptr self, uint64_t op_id,

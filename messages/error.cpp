@@ -1,5 +1,7 @@
 #include "messages/error.hpp"
 
+#include "transport/outcome.hpp"
+
 #include <caf/make_message.hpp>
 #include <caf/message.hpp>
 
@@ -112,6 +114,28 @@ errc classify_status(int status, int substatus) {
   default:
     return errc::unexpected_status;
   }
+}
+
+errc classify_outcome(const transport::outcome& o) {
+  switch (o.error) {
+  case transport::failure::none:
+    return classify_status(o.status, o.substatus);
+  case transport::failure::refused:
+    return errc::connection_refused;
+  case transport::failure::reset:
+    return errc::connection_reset;
+  case transport::failure::timeout:
+    return errc::transport_timeout;
+  case transport::failure::dns:
+    return errc::dns_failure;
+  case transport::failure::tls:
+    return errc::tls_failure;
+  case transport::failure::protocol:
+    return errc::protocol_error;
+  case transport::failure::body_too_large:
+    return errc::body_too_large;
+  }
+  return errc::protocol_error;
 }
 
 errc code_of(const caf::error& err) {

@@ -16,6 +16,10 @@
 
 namespace georoute {
 
+namespace transport {
+struct outcome;
+} // namespace transport
+
 /// Error codes of the `georoute` CAF error category. Values are stable: they
 /// cross CAF's wire format.
 enum class errc : uint8_t {
@@ -70,6 +74,10 @@ caf::error make_error(errc x);
 /// Maps an HTTP status and substatus to the error code that names it. 2xx
 /// and 304 map to `errc::none`.
 errc classify_status(int status, int substatus);
+
+/// The code that names an HTTP attempt's outcome: the transport failure kind
+/// when no response arrived, else `classify_status`.
+errc classify_outcome(const transport::outcome& o);
 
 /// Returns the code of `err` if it belongs to the georoute category, else
 /// `errc::none`.

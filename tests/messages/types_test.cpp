@@ -149,3 +149,35 @@ TEST(Errors, ClassifyStatus_MapsEverySubstatusClass) {
 }
 
 } // namespace
+
+namespace {
+
+TEST(Errors, ClassifyOutcome_TransportKindsThenStatus) {
+  using georoute::errc;
+  using georoute::transport::failure;
+  struct row {
+    failure f;
+    int status;
+    errc expected;
+  };
+  const row rows[] = {
+      {failure::refused, 0, errc::connection_refused},
+      {failure::reset, 0, errc::connection_reset},
+      {failure::timeout, 0, errc::transport_timeout},
+      {failure::dns, 0, errc::dns_failure},
+      {failure::tls, 0, errc::tls_failure},
+      {failure::protocol, 0, errc::protocol_error},
+      {failure::body_too_large, 0, errc::body_too_large},
+      {failure::none, 503, errc::service_unavailable},
+      {failure::none, 200, errc::none},
+  };
+  for (const auto& r : rows) {
+    georoute::transport::outcome o;
+    o.error = r.f;
+    o.status = r.status;
+    EXPECT_EQ(georoute::classify_outcome(o), r.expected)
+        << georoute::transport::to_string(r.f) << " " << r.status;
+  }
+}
+
+} // namespace
