@@ -447,4 +447,8 @@ std::string encode_error_body(const error_body& e) {
   return dump(j);
 }
 
+std::optional<problem> check_json_depth(std::string_view text) {
+  return codec_detail::check_depth(text);
+}
+
 } // namespace georoute::transport

@@ -11,6 +11,7 @@
 #include "actors/policy/model.hpp"
 #include "actors/policy/result.hpp"
 
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -18,6 +19,10 @@ namespace georoute::transport {
 
 /// The deepest array/object nesting a decoder accepts.
 constexpr int max_json_depth = 64;
+
+/// A problem if `text` nests arrays/objects deeper than `max_json_depth`
+/// (brackets counted outside strings), checked before any parser recurses.
+std::optional<problem> check_json_depth(std::string_view text);
 
 /// `GET /`. Endpoints must be absolute http(s) URLs and names non-empty;
 /// `enableMultipleWriteLocations` may be a bool or "true"/"false"; a missing

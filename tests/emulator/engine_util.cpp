@@ -75,40 +75,11 @@ http_response json_response(int status, std::string body) {
   return res;
 }
 
-namespace {
-
-// The deepest nesting of `text`, ignoring brackets inside strings, so that a
-// hostile body cannot exhaust the parser's stack.
-int json_depth(const std::string& text) {
-  int depth = 0;
-  int deepest = 0;
-  bool in_string = false;
-  for (size_t i = 0; i < text.size(); ++i) {
-    char c = text[i];
-    if (in_string) {
-      if (c == '\\')
-        ++i;
-      else if (c == '"')
-        in_string = false;
-    } else if (c == '"') {
-      in_string = true;
-    } else if (c == '[' || c == '{') {
-      deepest = std::max(deepest, ++depth);
-    } else if (c == ']' || c == '}') {
-      --depth;
-    }
-  }
-  return deepest;
-}
-
-} // namespace
-
 result<json> parse_body(const std::string& body) {
   if (body.empty())
     return problem{"the request body is empty; expected a JSON object"};
-  if (json_depth(body) > transport::max_json_depth)
-    return problem{"the request body nests deeper than " +
-                   std::to_string(transport::max_json_depth) + " levels"};
+  if (auto deep = transport::check_json_depth(body))
+    return problem{"the request body is rejected: " + deep->what};
   try {
     return json::parse(body);
   } catch (const json::exception& e) {
