@@ -145,7 +145,8 @@ json state_json(emulator& emu) {
       if (loc.is_object() && loc.contains("name") && loc["name"].is_string())
         listed.push_back(loc["name"].get<std::string>());
   json regions = json::array();
-  for (const auto& name : eng.options().regions)
+  const auto opts = eng.options();
+  for (const auto& name : opts.regions)
     regions.push_back(
         {{"name", name},
          {"endpoint", emu.endpoint(name)},
@@ -154,7 +155,7 @@ json state_json(emulator& emu) {
          {"removed",
           std::find(listed.begin(), listed.end(), name) == listed.end()},
          {"accepted_connections", emu.accepted_connections(name)}});
-  bool multi = eng.options().multi_write;
+  bool multi = opts.multi_write;
   if (account.is_object() && account.contains("enableMultipleWriteLocations")) {
     const auto& m = account["enableMultipleWriteLocations"];
     multi = m.is_boolean() ? m.get<bool>() : (m.is_string() && m == "true");
@@ -163,7 +164,7 @@ json state_json(emulator& emu) {
           {"regions", regions},
           {"write_regions", eng.write_regions()},
           {"multi_write", multi},
-          {"replication_lag_ms", eng.options().replication_lag.count()}};
+          {"replication_lag_ms", opts.replication_lag.count()}};
 }
 
 result<fault_rule> parse_fault(const json& j) {
@@ -238,7 +239,7 @@ http_response region_action(emulator& emu, const std::string& method,
                             const std::string& action,
                             const http_request& req) {
   auto& eng = emu.control();
-  const auto& names = eng.options().regions;
+  const auto names = eng.options().regions;
   if (std::find(names.begin(), names.end(), region) == names.end())
     return bad("region: unknown region '" + region + "'");
   if (action != "state" && action != "latency" && action != "remove" &&
@@ -394,7 +395,7 @@ http_response dispatch(emulator& emu, const http_request& req) {
     return bad(r.error().what);
   auto region = get_string(j, "region", false);
   if (!region) return bad(region.error().what);
-  const auto& names = eng.options().regions;
+  const auto names = eng.options().regions;
   if (!region->empty() &&
       std::find(names.begin(), names.end(), *region) == names.end())
     return bad("region: unknown region '" + *region + "'");

@@ -486,7 +486,8 @@ std::vector<std::string> engine::write_regions() const {
   return out;
 }
 
-const engine_options& engine::options() const {
+engine_options engine::options() const {
+  std::lock_guard<std::mutex> guard{state_->mutex};
   return state_->opts;
 }
 

@@ -126,7 +126,9 @@ public:
   std::string account_json() const;
   /// Current write regions in order (single-write: the first is the writer).
   std::vector<std::string> write_regions() const;
-  const engine_options& options() const;
+  /// A copy of the options as they are now (taken under the lock: the
+  /// control calls change multi-write and the replication lag).
+  engine_options options() const;
 
 private:
   struct state;
