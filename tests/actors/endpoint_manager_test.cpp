@@ -130,6 +130,26 @@ TEST_F(EndpointManager, BackgroundRefresh_NeverStops_OnHealthyMultiWriter) {
   EXPECT_EQ(s.write_region_switches, 1u);
 }
 
+TEST_F(EndpointManager, BackgroundRefresh_SeesMultiToSingleToMultiWrite) {
+  start({}, 1s);
+  warm(make_account(true, {"West US", "East US"}));
+  for (int i = 0; i < 30; ++i) {
+    advance(1s);
+    ASSERT_EQ(http->pending().size(), 1u) << "tick " << i << " did not fetch";
+    auto a = i < 10   ? make_account(true, {"West US", "East US"})
+             : i < 20 ? make_account(false, {"West US"})
+                      : make_account(true, {"West US", "East US"});
+    http->respond(http->pending().front(), ok_response(body_of(a)));
+    run();
+  }
+  auto s = stats();
+  EXPECT_EQ(s.background_ticks, 30u);
+  EXPECT_EQ(s.multi_write_changes, 2u);
+  ASSERT_EQ(rec->accounts.size(), 3u);
+  EXPECT_FALSE(rec->accounts[1].enable_multiple_write_locations);
+  EXPECT_TRUE(rec->accounts[2].enable_multiple_write_locations);
+}
+
 TEST_F(EndpointManager, BackgroundRefresh_SurvivesFailedReads) {
   start({}, 1s);
   warm(make_account(false));
