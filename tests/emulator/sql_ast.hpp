@@ -142,6 +142,18 @@ result<bool> check_parameters(const query& q, const bound_parameters& params);
 result<int64_t> resolve_count(const count_arg& c, const char* clause,
                               const bound_parameters& params);
 
+/// A query's parameters bound and its TOP/OFFSET/LIMIT resolved (-1 when
+/// absent): the first step of both execution and planning.
+struct bound_query {
+  bound_parameters params;
+  int64_t top = -1;
+  int64_t offset = -1;
+  int64_t limit = -1;
+};
+
+/// Binds `params` for `q`, checks every reference, resolves the counts.
+result<bound_query> bind_query(const query& q, const nlohmann::json& params);
+
 /// "Error at position N: what" (execution and plan errors).
 problem error_at(size_t pos, const std::string& what);
 

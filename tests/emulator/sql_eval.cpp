@@ -403,21 +403,14 @@ void apply_window(std::vector<json>& rows, int64_t skip, int64_t take) {
 result<std::vector<json>> execute_checked(const query& q,
                                           const std::vector<json>& documents,
                                           const parameters& params) {
-  auto bound = bind_parameters(params);
+  auto bound = bind_query(q, params);
   if (!bound) return bound.error();
-  if (auto ok = check_parameters(q, *bound); !ok) return ok.error();
-  auto top = resolve_count(q.top, "TOP", *bound);
-  if (!top) return top.error();
-  auto offset = resolve_count(q.offset, "OFFSET", *bound);
-  if (!offset) return offset.error();
-  auto limit = resolve_count(q.limit, "LIMIT", *bound);
-  if (!limit) return limit.error();
   eval_context ctx;
-  ctx.params = &*bound;
+  ctx.params = &bound->params;
   auto rows = run_rows(q, documents, ctx);
   if (q.distinct) apply_distinct(rows);
-  if (*offset >= 0) apply_window(rows, *offset, *limit);
-  if (*top >= 0) apply_window(rows, 0, *top);
+  if (bound->offset >= 0) apply_window(rows, bound->offset, bound->limit);
+  if (bound->top >= 0) apply_window(rows, 0, bound->top);
   return rows;
 }
 

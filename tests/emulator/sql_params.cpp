@@ -84,4 +84,22 @@ result<int64_t> resolve_count(const count_arg& c, const char* clause,
                              c.parameter + " is not one");
 }
 
+result<bound_query> bind_query(const query& q, const json& params) {
+  auto bound = bind_parameters(params);
+  if (!bound) return bound.error();
+  if (auto ok = check_parameters(q, *bound); !ok) return ok.error();
+  bound_query out;
+  out.params = std::move(*bound);
+  auto top = resolve_count(q.top, "TOP", out.params);
+  if (!top) return top.error();
+  auto offset = resolve_count(q.offset, "OFFSET", out.params);
+  if (!offset) return offset.error();
+  auto limit = resolve_count(q.limit, "LIMIT", out.params);
+  if (!limit) return limit.error();
+  out.top = *top;
+  out.offset = *offset;
+  out.limit = *limit;
+  return out;
+}
+
 } // namespace georoute::emulator::sql

@@ -286,18 +286,11 @@ std::string order_by_rewrite(const query& q, int64_t top, int64_t offset,
 result<query_plan> plan_checked(const query& q,
                                 const partition_key_definition& pk,
                                 const parameters& params) {
-  auto bound = bind_parameters(params);
+  auto bound = bind_query(q, params);
   if (!bound) return bound.error();
-  if (auto ok = check_parameters(q, *bound); !ok) return ok.error();
-  auto top = resolve_count(q.top, "TOP", *bound);
-  if (!top) return top.error();
-  auto offset = resolve_count(q.offset, "OFFSET", *bound);
-  if (!offset) return offset.error();
-  auto limit = resolve_count(q.limit, "LIMIT", *bound);
-  if (!limit) return limit.error();
 
   query_plan plan;
-  auto epk = pinned_epk(q, pk, *bound);
+  auto epk = pinned_epk(q, pk, bound->params);
   if (epk)
     plan.query_ranges.push_back(epk_range{*epk, *epk, true, true});
   else
@@ -306,9 +299,9 @@ result<query_plan> plan_checked(const query& q,
 
   auto& info = plan.info;
   info.has_select_value = q.select == select_kind::value;
-  info.top = *top;
-  info.offset = *offset;
-  info.limit = *limit;
+  info.top = bound->top;
+  info.offset = bound->offset;
+  info.limit = bound->limit;
   if (q.distinct)
     info.distinct_type = ordered_distinct(q) ? "Ordered" : "Unordered";
 
@@ -334,19 +327,20 @@ result<query_plan> plan_checked(const query& q,
       info.order_by.push_back(o.descending ? "Descending" : "Ascending");
       info.order_by_expressions.push_back(print(*o.e));
     }
-    info.rewritten_query = order_by_rewrite(q, *top, *offset, *limit);
+    info.rewritten_query =
+        order_by_rewrite(q, bound->top, bound->offset, bound->limit);
     return plan;
   }
   if (q.offset.present || (q.distinct && q.top.present)) {
     std::string text = "SELECT ";
     if (q.distinct)
       text += "DISTINCT ";
-    else if (*top >= 0)
-      text += "TOP " + std::to_string(*top) + " ";
+    else if (bound->top >= 0)
+      text += "TOP " + std::to_string(bound->top) + " ";
     text += select_list(q) + "\nFROM " + print_from(q) + where_suffix(q);
-    if (!q.distinct && *offset >= 0)
-      text +=
-          "\nOFFSET 0 LIMIT " + std::to_string(saturating_add(*offset, *limit));
+    if (!q.distinct && bound->offset >= 0)
+      text += "\nOFFSET 0 LIMIT " +
+              std::to_string(saturating_add(bound->offset, bound->limit));
     info.rewritten_query = std::move(text);
   }
   return plan;
