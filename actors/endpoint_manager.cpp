@@ -180,9 +180,12 @@ void on_outcome(self_ptr self, uint64_t attempt_id, transport::outcome& o) {
       return;
     }
     // A timed-out attempt climbs the ladder on the same endpoint.
-    if (o.error == transport::failure::timeout &&
-        attempt.step + 1 < st.cfg.control_plane_read.size()) {
-      auto delay = st.cfg.control_plane_read[attempt.step].delay_after;
+    // Account reads: the ControlPlaneRead row of choose_ladder.
+    ladder_choice choice{&st.cfg.control_plane_read, true, true, false};
+    auto ladder = decide_ladder(
+        choice, attempt.step, o.error == transport::failure::timeout, o.status);
+    if (ladder.climb) {
+      auto delay = ladder.delay;
       auto id = st.next_id++;
       st.attempts.emplace(id, attempt_state{attempt.fetch_id, attempt.endpoint,
                                             attempt.step + 1});

@@ -209,19 +209,14 @@ void on_outcome(self_ptr self, uint64_t http_id, transport::outcome& o) {
   op.last_region = op.region;
   // The HTTP ladder first: a timed-out (or 408) attempt climbs to the next
   // step on the same endpoint when the request kind allows it.
-  auto choice = choose_ladder(st.cfg.ladders, op.req.kind);
-  const auto& ladder = *choice.ladder;
   bool timed_out = o.error == transport::failure::timeout;
-  bool ladder_408 = o.error == transport::failure::none && o.status == 408 &&
-                    choice.retry_408;
-  if ((timed_out && choice.retry_timeouts) || ladder_408) {
-    if (op.ladder_step + 1 < ladder.size()) {
-      auto delay = ladder[op.ladder_step].delay_after;
-      ++op.ladder_step;
-      op.pinned = true;
-      schedule_attempt(self, op_id, delay);
-      return;
-    }
+  auto ladder = decide_ladder(choose_ladder(st.cfg.ladders, op.req.kind),
+                              op.ladder_step, timed_out, o.status);
+  if (ladder.climb) {
+    ++op.ladder_step;
+    op.pinned = true;
+    schedule_attempt(self, op_id, ladder.delay);
+    return;
   }
   op.ladder_step = 0;
   op.pinned = false;
@@ -230,8 +225,8 @@ void on_outcome(self_ptr self, uint64_t http_id, transport::outcome& o) {
   // over), not as a 503 that the reference retries once without marking.
   auto signal = signal_of(o);
   if (timed_out)
-    signal = choice.retry_timeouts ? failure_signal::connection()
-                                   : failure_signal::timed_out();
+    signal = ladder.region_silent ? failure_signal::connection()
+                                  : failure_signal::timed_out();
   auto now = self->clock().now();
   auto decision = std::visit(
       [&](auto& p) {

@@ -28,6 +28,20 @@ ladder_choice choose_ladder(const timeout_ladders& ladders, request_kind kind,
   return {&ladders.default_ladder, false, false, false};
 }
 
+ladder_decision decide_ladder(const ladder_choice& choice, size_t step,
+                              bool timed_out, int status) {
+  ladder_decision d;
+  bool climbs = (timed_out && choice.retry_timeouts) ||
+                (!timed_out && status == 408 && choice.retry_408);
+  if (climbs && step + 1 < choice.ladder->size()) {
+    d.climb = true;
+    d.delay = (*choice.ladder)[step].delay_after;
+    return d;
+  }
+  d.region_silent = timed_out && choice.retry_timeouts;
+  return d;
+}
+
 result<milliseconds> parse_duration(std::string_view text) {
   if (text.empty()) return problem{"empty duration"};
   int64_t n = 0;

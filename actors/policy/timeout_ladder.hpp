@@ -77,6 +77,22 @@ struct ladder_choice {
 ladder_choice choose_ladder(const timeout_ladders& ladders, request_kind kind,
                             bool per_partition_failover = false);
 
+/// What the ladder makes of a failed attempt.
+struct ladder_decision {
+  /// Re-send on the same endpoint at the next step, after `delay`.
+  bool climb = false;
+  std::chrono::milliseconds delay{0};
+  /// The attempt timed out on the last step of a ladder that retries
+  /// timeouts: the region stayed silent through the whole ladder.
+  bool region_silent = false;
+};
+
+/// Decides after attempt `step` (0-based) failed: a timeout climbs when the
+/// kind retries timeouts, a 408 climbs when the kind retries 408s, each only
+/// while a step is left; the delay is that of the failed step.
+ladder_decision decide_ladder(const ladder_choice& choice, size_t step,
+                              bool timed_out, int status);
+
 /// Parses one step written as "<timeout>/<delay>", e.g. "5s/0s" or
 /// "500ms/1s". Units: ms, s, min. The timeout must be positive.
 result<ladder_step> parse_ladder_step(std::string_view text);

@@ -76,6 +76,13 @@ private:
   std::vector<sent> log_;
 };
 
+/// The endpoints the actor tests use: the account endpoint and three regions
+/// (nothing listens; the fake port answers by hand).
+inline const std::string global_ep = "http://127.0.0.1:4300/";
+inline const std::string west_ep = "http://127.0.0.1:4301/";
+inline const std::string east_ep = "http://127.0.0.1:4302/";
+inline const std::string north_ep = "http://127.0.0.1:4303/";
+
 inline transport::outcome ok_response(std::string body, int status = 200) {
   transport::outcome o;
   o.status = status;

@@ -12,11 +12,6 @@ using namespace georoute;
 using namespace georoute::test;
 using namespace std::chrono_literals;
 
-const std::string global_ep = "http://127.0.0.1:4300/";
-const std::string west_ep = "http://127.0.0.1:4301/";
-const std::string east_ep = "http://127.0.0.1:4302/";
-const std::string north_ep = "http://127.0.0.1:4303/";
-
 database_account account() {
   database_account a;
   a.id = "acct";

@@ -201,3 +201,50 @@ TEST(TimeoutLadder, ParseLadder_StepCounts_OneToTen) {
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.error().what.find("oops"), std::string::npos);
 }
+
+namespace {
+
+using georoute::choose_ladder;
+using georoute::decide_ladder;
+using georoute::request_kind;
+using georoute::timeout_ladders;
+
+TEST(TimeoutLadder, DecideLadder_Table) {
+  using namespace std::chrono_literals;
+  const timeout_ladders l;
+  auto hot =
+      choose_ladder(l, request_kind::metadata_read);  // 1s/0, 5s/1s, 65s/0
+  auto write = choose_ladder(l, request_kind::write); // no timeout retry
+  auto account = choose_ladder(l, request_kind::account_read); // no 408 retry
+  struct row {
+    const char* name;
+    georoute::ladder_choice c;
+    size_t step;
+    bool timed_out;
+    int status;
+    bool climb;
+    std::chrono::milliseconds delay;
+    bool silent;
+  };
+  const row rows[] = {
+      {"HotPath_TimeoutStep0_ClimbsNoDelay", hot, 0, true, 0, true, 0ms, false},
+      {"HotPath_TimeoutStep1_ClimbsAfter1s", hot, 1, true, 0, true, 1000ms,
+       false},
+      {"HotPath_TimeoutLastStep_RegionSilent", hot, 2, true, 0, false, 0ms,
+       true},
+      {"HotPath_408_Climbs", hot, 0, false, 408, true, 0ms, false},
+      {"HotPath_408LastStep_NotSilent", hot, 2, false, 408, false, 0ms, false},
+      {"HotPath_503_NoClimb", hot, 0, false, 503, false, 0ms, false},
+      {"Write_Timeout_NeverResent", write, 0, true, 0, false, 0ms, false},
+      {"Account_408_NoClimb", account, 0, false, 408, false, 0ms, false},
+      {"Account_TimeoutStep0_Climbs", account, 0, true, 0, true, 0ms, false},
+  };
+  for (const auto& r : rows) {
+    auto d = decide_ladder(r.c, r.step, r.timed_out, r.status);
+    EXPECT_EQ(d.climb, r.climb) << r.name;
+    EXPECT_EQ(d.delay, r.delay) << r.name;
+    EXPECT_EQ(d.region_silent, r.silent) << r.name;
+  }
+}
+
+} // namespace
