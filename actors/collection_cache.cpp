@@ -1,5 +1,8 @@
 #include "actors/collection_cache.hpp"
 
+#include "actors/internal.hpp"
+#include "actors/policy/lru_cache.hpp"
+#include "actors/policy/metadata_rules.hpp"
 #include "messages/error.hpp"
 #include "transport/auth.hpp"
 #include "transport/codecs.hpp"
@@ -15,37 +18,63 @@ namespace georoute {
 
 namespace {
 
+constexpr const char* who = "the collection cache (georoute.collection_cache)";
+
+using cache_impl_actor =
+    collection_cache_actor::extend<caf::reacts_to<engine_wiring>>;
+
 using promise = caf::typed_response_promise<collection_info>;
 
 // Everyone waiting for one key's fetch. A waiter whose request timed out
-// stays in the list: delivering to it is harmless.
-using fetch_map = std::map<std::string, std::vector<promise>>;
+// stays in the list: delivering to it is harmless. The id tells this fetch's
+// answer from that of an earlier one that was abandoned (retry actor down).
+struct fetch {
+  uint64_t id = 0;
+  std::string what; // "GET /dbs/x/colls/y", for errors
+  std::vector<promise> waiters;
+};
+
+using fetch_map = std::map<std::string, fetch>;
 
 struct cache_state {
+  collection_cache_config cfg;
   retry_actor retry;
   caf::actor session_sink;
-  std::map<std::string, collection_info> by_name; // "dbs/x/colls/y"
-  std::map<std::string, collection_info> by_rid;
+  caf::actor_addr supervisor;
+  lru_cache<std::string, collection_info> by_name{1}; // "dbs/x/colls/y"
+  lru_cache<std::string, collection_info> by_rid{1};
   fetch_map name_fetches;
   fetch_map rid_fetches;
+  uint64_t next_fetch = 1;
   collection_cache_stats stats;
   static inline const char* name = "georoute.collection_cache";
 };
 
-using self_ptr = collection_cache_actor::stateful_pointer<cache_state>;
+using self_ptr = cache_impl_actor::stateful_pointer<cache_state>;
 
 caf::result<collection_info> join(self_ptr self, fetch_map& fetches,
                                   const std::string& key) {
+  auto& f = fetches.at(key);
+  if (f.waiters.size() >= self->state.cfg.max_waiters) {
+    ++self->state.stats.overloaded;
+    return make_error(errc::overloaded,
+                      std::to_string(f.waiters.size()) +
+                          " callers already wait for " + f.what +
+                          " (georoute.cache-max-waiters); retry "
+                          "later");
+  }
   auto rp = self->make_response_promise<collection_info>();
-  fetches[key].push_back(rp);
+  f.waiters.push_back(rp);
   return rp;
 }
 
-std::vector<promise> take_waiters(fetch_map& fetches, const std::string& key) {
+// The waiters of fetch `id` of `key`; empty if that fetch is over.
+std::vector<promise> take_waiters(fetch_map& fetches, const std::string& key,
+                                  uint64_t id) {
   std::vector<promise> result;
   auto i = fetches.find(key);
-  if (i != fetches.end()) {
-    result = std::move(i->second);
+  if (i != fetches.end() && i->second.id == id) {
+    result = std::move(i->second.waiters);
     fetches.erase(i);
   }
   return result;
@@ -59,6 +88,11 @@ void deliver_all(std::vector<promise>& waiters,
     else
       w.deliver(r.error());
   }
+}
+
+void put(cache_state& st, lru_cache<std::string, collection_info>& index,
+         const std::string& key, const collection_info& value) {
+  if (index.put(key, value)) ++st.stats.evictions;
 }
 
 // The metadata read the retry actor runs for one collection.
@@ -87,49 +121,59 @@ caf::expected<collection_info> decode(const transport::outcome& o,
   return std::move(r).value();
 }
 
-// Runs one fetch in the retry actor; `landed` gets the decoded result or
-// the error. No caller's timeout reaches it: `caf::infinite`, bounded by the
-// retry actor's own hard deadline.
+// Starts fetch `key` in `fetches` and joins the first waiter; the retry actor
+// runs it and `landed` gets the decoded result or the error. No caller's
+// timeout reaches it: `caf::infinite`, bounded by the retry actor's own hard
+// deadline (and by its monitor, should it go down).
 template <class Landed>
-void run_fetch(self_ptr self, metadata_request req, Landed landed) {
-  ++self->state.stats.fetches;
+caf::result<collection_info> start_fetch(self_ptr self, fetch_map& fetches,
+                                         const std::string& key,
+                                         metadata_request req, Landed landed) {
+  auto& st = self->state;
+  ++st.stats.fetches;
+  auto id = st.next_fetch++;
+  fetches[key] = fetch{id, req.method + " " + req.path, {}};
+  auto rp = join(self, fetches, key);
   auto path = req.path;
-  self->request(self->state.retry, caf::infinite, execute_atom_v,
-                std::move(req))
-      .then([=](transport::outcome& o) { landed(decode(o, path)); },
-            [=](caf::error& e) { landed(std::move(e)); });
+  self->request(st.retry, caf::infinite, execute_atom_v, std::move(req))
+      .then([=](transport::outcome& o) { landed(id, decode(o, path)); },
+            [=](caf::error& e) { landed(id, std::move(e)); });
+  return rp;
 }
 
-void on_name_fetched(self_ptr self, const std::string& link,
+void on_name_fetched(self_ptr self, const std::string& link, uint64_t id,
                      caf::expected<collection_info> r) {
   auto& st = self->state;
-  auto waiters = take_waiters(st.name_fetches, link);
-  auto old = st.by_name.find(link);
+  auto waiters = take_waiters(st.name_fetches, link, id);
+  if (waiters.empty() && st.name_fetches.count(link) > 0)
+    return; // an abandoned fetch; a newer one owns the key
+  const auto* old = st.by_name.get(link);
   if (!r) {
     ++st.stats.failures;
-    if (old != st.by_name.end())
-      st.by_name.erase(old); // never serve a value that a refresh doubted
+    if (old)
+      st.by_name.erase(link); // never serve a value that a refresh doubted
     deliver_all(waiters, r);
     return;
   }
-  if (old != st.by_name.end() && old->second.rid != r->rid) {
+  if (old && old->rid != r->rid) {
     // Recreated under the same name: the old rid is dead and so are the
     // session tokens kept for the name.
     ++st.stats.recreated;
-    st.by_rid.erase(old->second.rid);
+    st.by_rid.erase(old->rid);
     if (st.session_sink)
       caf::anon_send(st.session_sink, clear_session_atom_v, link);
   }
-  st.by_name[link] = *r;
-  st.by_rid[r->rid] = *r;
+  put(st, st.by_name, link, *r);
+  put(st, st.by_rid, r->rid, *r);
   deliver_all(waiters, r);
 }
 
-void on_rid_fetched(self_ptr self, const std::string& rid,
+void on_rid_fetched(self_ptr self, const std::string& rid, uint64_t id,
                     const std::string& path, caf::expected<collection_info> r) {
   auto& st = self->state;
-  auto waiters = take_waiters(st.rid_fetches, rid);
-  if (r && r->rid != rid)
+  auto waiters = take_waiters(st.rid_fetches, rid, id);
+  if (waiters.empty() && st.rid_fetches.count(rid) > 0) return;
+  if (r && rid_mismatch(rid, r->rid))
     r = make_error(errc::protocol_violation, "GET " + path +
                                                  " answered collection _rid " +
                                                  r->rid + " instead of " + rid);
@@ -139,15 +183,54 @@ void on_rid_fetched(self_ptr self, const std::string& rid,
     deliver_all(waiters, r);
     return;
   }
-  st.by_rid[rid] = *r;
+  put(st, st.by_rid, rid, *r);
   deliver_all(waiters, r);
 }
 
-collection_cache_actor::behavior_type
-collection_cache_impl(self_ptr self, retry_actor retry,
-                      caf::actor session_sink) {
-  self->state.retry = std::move(retry);
-  self->state.session_sink = std::move(session_sink);
+// Fails every fetch in flight with `err` and forgets them: their answers,
+// should any still come, find no waiters.
+void fail_fetches(self_ptr self, const std::function<caf::error(
+                                     const std::string&)>& err_for) {
+  auto& st = self->state;
+  for (auto* fetches : {&st.name_fetches, &st.rid_fetches}) {
+    for (auto& [key, f] : *fetches) {
+      auto err = err_for(f.what);
+      for (auto& w : f.waiters)
+        w.deliver(err);
+    }
+    fetches->clear();
+  }
+}
+
+cache_impl_actor::behavior_type
+collection_cache_impl(self_ptr self, retry_actor retry, caf::actor session_sink,
+                      collection_cache_config cfg,
+                      caf::actor_addr supervisor) {
+  auto& st = self->state;
+  st.cfg = cfg;
+  st.by_name = lru_cache<std::string, collection_info>{cfg.capacity};
+  st.by_rid = lru_cache<std::string, collection_info>{cfg.capacity};
+  st.retry = std::move(retry);
+  st.session_sink = std::move(session_sink);
+  st.supervisor = std::move(supervisor);
+  if (st.retry) self->monitor(st.retry);
+  self->set_down_handler([=](caf::down_msg& dm) {
+    auto& st = self->state;
+    if (!st.retry || dm.source != st.retry.address()) return;
+    for (auto* fetches : {&st.name_fetches, &st.rid_fetches})
+      for (auto& [key, f] : *fetches)
+        st.stats.collaborator_failures += f.waiters.size();
+    fail_fetches(self, [&](const std::string& what) {
+      return collaborator_down("the retry actor (georoute.retry)", dm.reason,
+                               what);
+    });
+  });
+  self->set_exit_handler([=](caf::exit_msg& msg) {
+    if (!msg.reason) return;
+    fail_fetches(self,
+                 [&](const std::string&) { return stopped_error(who, msg.reason); });
+    self->quit(msg.reason);
+  });
   return {
       [=](by_name_atom, const std::string& raw, bool force,
           const std::string& obsolete_rid) -> caf::result<collection_info> {
@@ -158,34 +241,36 @@ collection_cache_impl(self_ptr self, retry_actor retry,
                                 "' is not a collection link (dbs/{db}/colls/"
                                 "{coll})");
         auto& st = self->state;
-        if (st.name_fetches.count(*link) > 0) {
+        const auto* hit = st.by_name.get(*link);
+        switch (decide_collection_lookup(
+            st.name_fetches.count(*link) > 0, hit != nullptr, force,
+            hit ? std::string_view{hit->rid} : std::string_view{},
+            obsolete_rid)) {
+        case collection_lookup::join:
           // A fetch in flight is fresh enough even for a forced refresh.
           ++st.stats.shared_waiters;
           return join(self, st.name_fetches, *link);
-        }
-        auto hit = st.by_name.find(*link);
-        if (hit != st.by_name.end()) {
-          if (!force) {
-            ++st.stats.hits;
-            return hit->second;
-          }
-          if (!obsolete_rid.empty() && obsolete_rid != hit->second.rid) {
-            // The caller doubts a rid we no longer hold: refreshed since.
-            ++st.stats.hits;
-            ++st.stats.refetch_skipped;
-            return hit->second;
-          }
+        case collection_lookup::hit:
+          ++st.stats.hits;
+          return *hit;
+        case collection_lookup::refetch_skipped:
+          // The caller doubts a rid we no longer hold: refreshed since.
+          ++st.stats.hits;
+          ++st.stats.refetch_skipped;
+          return *hit;
+        case collection_lookup::refresh:
           ++st.stats.refreshes;
-        } else {
+          break;
+        case collection_lookup::miss:
           ++st.stats.misses;
+          break;
         }
-        auto rp = join(self, st.name_fetches, *link);
         auto key = *link;
-        run_fetch(self, read_request("/" + key, key, false),
-                  [=](caf::expected<collection_info> r) {
-                    on_name_fetched(self, key, std::move(r));
-                  });
-        return rp;
+        return start_fetch(self, st.name_fetches, key,
+                           read_request("/" + key, key, false),
+                           [=](uint64_t id, caf::expected<collection_info> r) {
+                             on_name_fetched(self, key, id, std::move(r));
+                           });
       },
       [=](by_rid_atom, const std::string& rid) -> caf::result<collection_info> {
         auto path = rid_collection_path(rid);
@@ -199,22 +284,28 @@ collection_cache_impl(self_ptr self, retry_actor retry,
           ++st.stats.shared_waiters;
           return join(self, st.rid_fetches, rid);
         }
-        auto hit = st.by_rid.find(rid);
-        if (hit != st.by_rid.end()) {
+        if (const auto* hit = st.by_rid.get(rid)) {
           ++st.stats.hits;
-          return hit->second;
+          return *hit;
         }
         ++st.stats.misses;
-        auto rp = join(self, st.rid_fetches, rid);
         auto p = *path;
         // Rid-based: no name whose session tokens the policy could clear.
-        run_fetch(self, read_request(p, std::string{}, true),
-                  [=](caf::expected<collection_info> r) {
-                    on_rid_fetched(self, rid, p, std::move(r));
-                  });
-        return rp;
+        return start_fetch(self, st.rid_fetches, rid,
+                           read_request(p, std::string{}, true),
+                           [=](uint64_t id, caf::expected<collection_info> r) {
+                             on_rid_fetched(self, rid, id, p, std::move(r));
+                           });
       },
       [=](stats_atom) { return self->state.stats; },
+      [=](const engine_wiring& w) {
+        auto& st = self->state;
+        if (!st.supervisor || self->current_sender() != st.supervisor) return;
+        if (w.retry && w.retry != st.retry) {
+          st.retry = w.retry;
+          self->monitor(st.retry);
+        }
+      },
   };
 }
 
@@ -251,9 +342,12 @@ std::optional<std::string> rid_collection_path(std::string_view rid) {
 
 collection_cache_actor spawn_collection_cache(caf::actor_system& sys,
                                               retry_actor retry,
-                                              caf::actor session_sink) {
-  return sys.spawn(collection_cache_impl, std::move(retry),
-                   std::move(session_sink));
+                                              caf::actor session_sink,
+                                              collection_cache_config cfg,
+                                              caf::actor_addr supervisor) {
+  return caf::actor_cast<collection_cache_actor>(
+      sys.spawn(collection_cache_impl, std::move(retry),
+                std::move(session_sink), cfg, std::move(supervisor)));
 }
 
 } // namespace georoute

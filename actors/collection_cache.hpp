@@ -33,10 +33,17 @@
 //   does not decode) go to every waiter and are not cached: the entry of the
 //   key is dropped, as .NET drops a faulted entry, and the next caller
 //   fetches again.
+// - Bounded: each index (by name, by rid) is an LRU of `capacity` entries;
+//   at most `max_waiters` callers wait for one key (more get
+//   `errc::overloaded`).
+// - The cache monitors the retry actor. If it goes down with fetches in
+//   flight, every waiter gets `errc::collaborator_down` at once and the next
+//   request fetches afresh (through the successor the engine re-wires in).
 
 #include "messages/interfaces.hpp"
 
 #include <caf/actor.hpp>
+#include <caf/actor_addr.hpp>
 #include <caf/actor_system.hpp>
 #include <optional>
 #include <string>
@@ -54,11 +61,21 @@ std::optional<std::string> normalize_collection_link(std::string_view link);
 /// 8 bytes.
 std::optional<std::string> rid_collection_path(std::string_view rid);
 
+/// Limits of the collection cache.
+struct collection_cache_config {
+  /// Entries per index (by name, by rid); least recently used go first.
+  size_t capacity = 10000;
+  /// Callers that may wait for one key's fetch.
+  size_t max_waiters = 10000;
+};
+
 /// Spawns the collection cache. `session_sink` receives
 /// `(clear_session_atom, std::string link)` when a collection was
 /// recreated; it may be null.
 collection_cache_actor spawn_collection_cache(caf::actor_system& sys,
                                               retry_actor retry,
-                                              caf::actor session_sink = {});
+                                              caf::actor session_sink = {},
+                                              collection_cache_config cfg = {},
+                                              caf::actor_addr supervisor = {});
 
 } // namespace georoute

@@ -1,5 +1,6 @@
 #include "actors/endpoint_manager.hpp"
 
+#include "actors/internal.hpp"
 #include "actors/policy/account_refresh.hpp"
 #include "messages/error.hpp"
 #include "transport/codecs.hpp"
@@ -13,6 +14,38 @@
 namespace georoute {
 
 namespace {
+
+// Messages only this file can name: the background tick, the 5 s switch to
+// the regional sweep, a delayed ladder step, an HTTP completion.
+struct em_tick {};
+struct em_sweep {
+  uint64_t fetch = 0;
+};
+struct em_attempt {
+  uint64_t id = 0;
+};
+struct em_http_done {
+  uint64_t id = 0;
+  transport::outcome outcome;
+};
+
+} // namespace
+
+} // namespace georoute
+
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(georoute::em_tick)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(georoute::em_sweep)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(georoute::em_attempt)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(georoute::em_http_done)
+
+namespace georoute {
+
+namespace {
+
+using manager_impl_actor = endpoint_manager_actor::extend<
+    caf::reacts_to<engine_wiring>, caf::reacts_to<em_tick>,
+    caf::reacts_to<em_sweep>, caf::reacts_to<em_attempt>,
+    caf::reacts_to<em_http_done>>;
 
 using clock_type = caf::actor_clock::clock_type;
 
@@ -38,17 +71,21 @@ struct manager_state {
   endpoint_manager_config cfg;
   location_cache_actor locations;
   http_port_ptr http;
+  caf::actor_addr supervisor;
   std::optional<database_account> account;
   std::optional<clock_type::time_point> last_fetch_start;
   std::optional<fetch_state> fetch;
   std::map<uint64_t, attempt_state> attempts;
   uint64_t next_id = 1;
-  uint64_t tick_generation = 0;
   endpoint_manager_stats stats;
   static inline const char* name = "georoute.endpoint_manager";
 };
 
-using self_ptr = endpoint_manager_actor::stateful_pointer<manager_state>;
+using self_ptr = manager_impl_actor::stateful_pointer<manager_state>;
+
+ladder_choice account_ladder(const manager_state& st) {
+  return choose_ladder(st.cfg.ladders, request_kind::account_read);
+}
 
 caf::error failure_of(const transport::outcome& o) {
   auto code = classify_outcome(o);
@@ -76,9 +113,13 @@ void start_attempt(self_ptr self, uint64_t attempt_id) {
   req.endpoint = i->second.endpoint;
   req.target = "/";
   req.headers = {{"accept", "application/json"}};
-  req.timeout = st.cfg.control_plane_read[i->second.step].timeout;
+  const auto& ladder = *account_ladder(st).ladder;
+  req.timeout = ladder[std::min(i->second.step, ladder.size() - 1)].timeout;
   ++st.stats.attempts;
-  st.http->send(caf::actor_cast<caf::actor>(self), attempt_id, std::move(req));
+  auto hdl = caf::actor_cast<caf::actor>(self);
+  st.http->send(std::move(req), [hdl, attempt_id](transport::outcome o) {
+    caf::anon_send(hdl, em_http_done{attempt_id, std::move(o)});
+  });
 }
 
 // Starts one walker on the next candidate; false if none is left.
@@ -130,7 +171,7 @@ void start_fetch(self_ptr self) {
                                   st.cfg.preferred_regions);
   st.fetch = std::move(f);
   launch_next(self);
-  self->delayed_send(self, st.cfg.sweep_after, sweep_atom_v, st.fetch->id);
+  self->delayed_send(self, st.cfg.sweep_after, em_sweep{st.fetch->id});
 }
 
 // Routes a request through the refresh gate; returns the promise to answer.
@@ -179,20 +220,20 @@ void on_outcome(self_ptr self, uint64_t attempt_id, transport::outcome& o) {
       finish_fetch(self, f.last_error); // stops the sweep at once
       return;
     }
-    // A timed-out attempt climbs the ladder on the same endpoint.
-    // Account reads: the ControlPlaneRead row of choose_ladder.
-    ladder_choice choice{&st.cfg.control_plane_read, true, true, false};
-    auto ladder = decide_ladder(
-        choice, attempt.step, o.error == transport::failure::timeout, o.status);
+    // A timed-out attempt climbs the account-read ladder on the same
+    // endpoint.
+    auto ladder =
+        decide_ladder(account_ladder(st), attempt.step,
+                      o.error == transport::failure::timeout, o.status);
     if (ladder.climb) {
       auto delay = ladder.delay;
       auto id = st.next_id++;
       st.attempts.emplace(id, attempt_state{attempt.fetch_id, attempt.endpoint,
                                             attempt.step + 1});
       if (delay.count() > 0)
-        self->delayed_send(self, delay, attempt_atom_v, id);
+        self->delayed_send(self, delay, em_attempt{id});
       else
-        self->send(self, attempt_atom_v, id);
+        self->send(self, em_attempt{id});
       return;
     }
   }
@@ -203,17 +244,40 @@ void on_outcome(self_ptr self, uint64_t attempt_id, transport::outcome& o) {
   }
 }
 
-endpoint_manager_actor::behavior_type
+void rewire(self_ptr self, const engine_wiring& w) {
+  auto& st = self->state;
+  if (!st.supervisor || self->current_sender() != st.supervisor) return;
+  if (w.locations == st.locations) return;
+  st.locations = w.locations;
+  // A restarted location cache knows no account: tell it ours.
+  if (st.locations && st.account)
+    self->send(st.locations, account_atom_v, *st.account);
+}
+
+manager_impl_actor::behavior_type
 endpoint_manager_impl(self_ptr self, endpoint_manager_config cfg,
-                      location_cache_actor locations, http_port_ptr http) {
+                      location_cache_actor locations, http_port_ptr http,
+                      caf::actor_addr supervisor) {
   auto& st = self->state;
   st.cfg = std::move(cfg);
   st.locations = std::move(locations);
   st.http = std::move(http);
+  st.supervisor = std::move(supervisor);
+  self->set_exit_handler([=](caf::exit_msg& msg) {
+    if (!msg.reason) return;
+    auto& st = self->state;
+    if (st.fetch) {
+      auto err = stopped_error("the endpoint manager (georoute.endpoint_manager)",
+                               msg.reason);
+      for (auto& w : st.fetch->waiters)
+        w.deliver(err);
+      st.fetch.reset();
+    }
+    self->quit(msg.reason);
+  });
   // Initial read, then the background loop.
   start_fetch(self);
-  self->delayed_send(self, st.cfg.refresh.background_interval, tick_atom_v,
-                     st.tick_generation);
+  self->delayed_send(self, st.cfg.refresh.background_interval, em_tick{});
   return {
       [=](refresh_atom, bool force) -> caf::result<database_account> {
         return request_refresh(self, force);
@@ -224,29 +288,26 @@ endpoint_manager_impl(self_ptr self, endpoint_manager_config cfg,
         return request_refresh(self, true);
       },
       [=](stats_atom) { return self->state.stats; },
-      [=](tick_atom, uint64_t generation) {
+      [=](const engine_wiring& w) { rewire(self, w); },
+      [=](em_tick) {
         auto& st = self->state;
-        if (generation != st.tick_generation) return;
-        // Re-arm first: nothing below may stop the loop.
+        // Re-arm first: nothing below may stop the loop. Only this actor can
+        // send an em_tick, so exactly one tick is ever pending.
         self->delayed_send(self, st.cfg.refresh.background_interval,
-                           tick_atom_v, st.tick_generation);
+                           em_tick{});
         ++st.stats.background_ticks;
         // The tick is the background refresh itself: it fetches unless a fetch
         // is already in flight (the minimum interval gates on-demand requests).
         if (!st.fetch) start_fetch(self);
       },
-      [=](sweep_atom, uint64_t fetch_id) {
+      [=](em_sweep m) {
         auto& st = self->state;
         // The global endpoint is slow: add a second walker.
-        if (st.fetch && st.fetch->id == fetch_id && st.fetch->active < 2)
+        if (st.fetch && st.fetch->id == m.fetch && st.fetch->active < 2)
           launch_next(self);
       },
-      [=](attempt_atom, uint64_t attempt_id) {
-        start_attempt(self, attempt_id);
-      },
-      [=](http_done_atom, uint64_t attempt_id, transport::outcome& o) {
-        on_outcome(self, attempt_id, o);
-      },
+      [=](em_attempt m) { start_attempt(self, m.id); },
+      [=](em_http_done& m) { on_outcome(self, m.id, m.outcome); },
   };
 }
 
@@ -258,16 +319,18 @@ endpoint_manager_config_from(const config::settings& s) {
   cfg.account_endpoint = s.account_endpoint;
   cfg.preferred_regions = s.location.preferred_regions;
   cfg.refresh = s.refresh;
-  cfg.control_plane_read = s.http.ladders.control_plane_read;
+  cfg.ladders = s.http.ladders;
   return cfg;
 }
 
 endpoint_manager_actor spawn_endpoint_manager(caf::actor_system& sys,
                                               endpoint_manager_config cfg,
                                               location_cache_actor locations,
-                                              http_port_ptr http) {
-  return sys.spawn(endpoint_manager_impl, std::move(cfg), std::move(locations),
-                   std::move(http));
+                                              http_port_ptr http,
+                                              caf::actor_addr supervisor) {
+  return caf::actor_cast<endpoint_manager_actor>(
+      sys.spawn(endpoint_manager_impl, std::move(cfg), std::move(locations),
+                std::move(http), std::move(supervisor)));
 }
 
 } // namespace georoute

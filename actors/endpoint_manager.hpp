@@ -38,7 +38,8 @@ struct endpoint_manager_config {
   std::string account_endpoint;
   std::vector<std::string> preferred_regions;
   config::refresh_options refresh;
-  timeout_ladder control_plane_read = timeout_ladders{}.control_plane_read;
+  /// Account reads climb `choose_ladder(ladders, request_kind::account_read)`.
+  timeout_ladders ladders;
   /// How long the global endpoint may take before the sweep starts.
   std::chrono::milliseconds sweep_after = std::chrono::seconds{5};
 };
@@ -51,6 +52,7 @@ endpoint_manager_config endpoint_manager_config_from(const config::settings& s);
 endpoint_manager_actor spawn_endpoint_manager(caf::actor_system& sys,
                                               endpoint_manager_config cfg,
                                               location_cache_actor locations,
-                                              http_port_ptr http);
+                                              http_port_ptr http,
+                                              caf::actor_addr supervisor = {});
 
 } // namespace georoute

@@ -1,10 +1,8 @@
 #include "actors/http_port.hpp"
 
-#include "messages/types.hpp"
 #include "transport/auth.hpp"
 #include "transport/http_client.hpp"
 
-#include <caf/send.hpp>
 #include <chrono>
 
 namespace georoute {
@@ -25,22 +23,19 @@ public:
     }
   }
 
-  void send(const caf::actor& reply_to, uint64_t id,
-            transport::request req) override {
+  void send(transport::request req, completion done) override {
     if (!key_error_.empty()) {
       transport::outcome o;
       o.error = transport::failure::protocol;
       o.error_detail = key_error_;
       o.endpoint = req.endpoint;
-      caf::anon_send(reply_to, http_done_atom_v, id, std::move(o));
+      done(std::move(o));
       return;
     }
     if (key_)
       transport::sign_request(req, *key_, std::chrono::system_clock::now(),
                               req.rid_based);
-    client_->send(std::move(req), [reply_to, id](transport::outcome o) {
-      caf::anon_send(reply_to, http_done_atom_v, id, std::move(o));
-    });
+    client_->send(std::move(req), std::move(done));
   }
 
 private:

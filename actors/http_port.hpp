@@ -1,17 +1,19 @@
 #pragma once
 
-// How actors send HTTP. An actor hands a request to its port with an id; the
-// outcome comes back into its mailbox as `(http_done_atom, id, outcome)`.
-// The real port signs with the master key and uses the Beast client, whose io
-// threads only `anon_send` (they never touch actor state or promises). Tests
-// substitute a port that records requests and answers them by hand, so actor
-// tests run in virtual time without sockets.
+// How actors send HTTP. An actor hands a request to its port with a
+// completion; the port calls it exactly once, on a transport thread, with the
+// outcome. The completion only `anon_send`s a message to the actor, of a type
+// private to that actor's .cpp, so nobody else can inject an HTTP outcome
+// (the completion must never touch actor state or promises). The real port
+// signs with the master key and uses the Beast client. Tests substitute a
+// port that records requests and answers them by hand, so actor tests run in
+// virtual time without sockets.
 
 #include "config/settings.hpp"
 #include "transport/outcome.hpp"
 
-#include <caf/actor.hpp>
 #include <cstdint>
+#include <functional>
 #include <memory>
 
 namespace georoute {
@@ -25,10 +27,11 @@ class http_port {
 public:
   virtual ~http_port() = default;
 
-  /// Signs and sends `req`; `reply_to` later receives
-  /// `(http_done_atom, id, transport::outcome)` exactly once.
-  virtual void send(const caf::actor& reply_to, uint64_t id,
-                    transport::request req) = 0;
+  /// Called exactly once with the outcome, on a transport thread.
+  using completion = std::function<void(transport::outcome)>;
+
+  /// Signs and sends `req`; `done` later gets the outcome.
+  virtual void send(transport::request req, completion done) = 0;
 };
 
 using http_port_ptr = std::shared_ptr<http_port>;

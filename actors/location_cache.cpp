@@ -3,6 +3,7 @@
 #include "config/settings.hpp"
 
 #include <algorithm>
+#include <caf/send.hpp>
 #include <caf/stateful_actor.hpp>
 #include <caf/typed_event_based_actor.hpp>
 #include <memory>
@@ -30,8 +31,10 @@ void publish(self_ptr self, location_table next) {
   st.table = std::make_shared<const location_table>(std::move(next));
   ++st.version;
   location_snapshot snap{st.table, st.version};
+  // Sent under our own identity, not anonymously: subscribers accept
+  // snapshots from this actor only.
   for (const auto& sub : st.subscribers)
-    caf::anon_send(sub, snapshot_atom_v, snap);
+    caf::unsafe_send_as(self, sub, snapshot_atom_v, snap);
 }
 
 location_cache_actor::behavior_type
@@ -56,6 +59,7 @@ location_cache_impl(self_ptr self, location_table_options options) {
       [=](mark_atom, const region_mark& m) {
         publish(self, self->state.table->with_mark(m.endpoint, m.read, m.write,
                                                    now_of(self)));
+        return self->state.version;
       },
       [=](subscribe_atom, caf::actor& sub) {
         auto& st = self->state;

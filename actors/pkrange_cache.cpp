@@ -1,6 +1,9 @@
 #include "actors/pkrange_cache.hpp"
 
 #include "actors/collection_cache.hpp"
+#include "actors/internal.hpp"
+#include "actors/policy/lru_cache.hpp"
+#include "actors/policy/metadata_rules.hpp"
 #include "actors/policy/routing_map.hpp"
 #include "messages/error.hpp"
 #include "transport/codecs.hpp"
@@ -16,6 +19,27 @@
 namespace georoute {
 
 namespace {
+
+// The hard deadline of one load; only this file can name it.
+struct pk_load_deadline {
+  std::string rid;
+  uint64_t load = 0;
+};
+
+} // namespace
+
+} // namespace georoute
+
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(georoute::pk_load_deadline)
+
+namespace georoute {
+
+namespace {
+
+constexpr const char* who = "the partition-range cache (georoute.pkrange_cache)";
+
+using cache_impl_actor = pkrange_cache_actor::extend<
+    caf::reacts_to<engine_wiring>, caf::reacts_to<pk_load_deadline>>;
 
 using map_ptr = std::shared_ptr<const routing_map>;
 using range_list = std::vector<partition_key_range>;
@@ -38,21 +62,18 @@ struct load {
   std::vector<waiter> waiters;
 };
 
-struct entry {
-  map_ptr map;
-  std::optional<load> loading;
-};
-
 struct cache_state {
   pkrange_cache_config cfg;
   retry_actor retry;
-  std::map<std::string, entry> entries; // by collection rid
+  caf::actor_addr supervisor;
+  lru_cache<std::string, map_ptr> maps{1}; // by collection rid
+  std::map<std::string, load> loads;       // by collection rid
   uint64_t next_load = 1;
   pkrange_cache_stats stats;
   static inline const char* name = "georoute.pkrange_cache";
 };
 
-using self_ptr = pkrange_cache_actor::stateful_pointer<cache_state>;
+using self_ptr = cache_impl_actor::stateful_pointer<cache_state>;
 
 caf::error not_a_rid(const std::string& rid) {
   return make_error(errc::validation_error,
@@ -77,11 +98,14 @@ metadata_request page_request(const std::string& path,
 
 // The load of `rid` with this id, or nullptr if it is over.
 load* current_load(self_ptr self, const std::string& rid, uint64_t id) {
-  auto i = self->state.entries.find(rid);
-  if (i == self->state.entries.end() || !i->second.loading ||
-      i->second.loading->id != id)
-    return nullptr;
-  return &*i->second.loading;
+  auto i = self->state.loads.find(rid);
+  if (i == self->state.loads.end() || i->second.id != id) return nullptr;
+  return &i->second;
+}
+
+map_ptr current_map(self_ptr self, const std::string& rid) {
+  const auto* m = self->state.maps.get(rid);
+  return m ? *m : map_ptr{};
 }
 
 void answer(waiter& w, const std::string& rid, const map_ptr& map) {
@@ -102,23 +126,20 @@ void finish(self_ptr self, const std::string& rid, uint64_t id,
             caf::expected<map_ptr> r) {
   auto& st = self->state;
   if (!current_load(self, rid, id)) return;
-  auto i = st.entries.find(rid);
-  auto waiters = std::move(i->second.loading->waiters);
-  i->second.loading.reset();
+  auto i = st.loads.find(rid);
+  auto waiters = std::move(i->second.waiters);
+  st.loads.erase(i);
   if (!r) {
     ++st.stats.failures;
     // A collection that is gone takes its map with it (.NET removes the
     // entry on a 404 refresh); any other failure keeps the old map.
-    if (code_of(r.error()) == errc::not_found && i->second.map) {
+    if (code_of(r.error()) == errc::not_found && st.maps.erase(rid))
       ++st.stats.dropped;
-      i->second.map.reset();
-    }
-    if (!i->second.map) st.entries.erase(i);
     for (auto& w : waiters)
       answer(w, r.error());
     return;
   }
-  i->second.map = *r;
+  if (st.maps.put(rid, *r)) ++st.stats.evictions;
   for (auto& w : waiters)
     answer(w, rid, *r);
 }
@@ -192,8 +213,8 @@ void request_page(self_ptr self, const std::string& rid,
   auto* l = current_load(self, rid, id);
   ++l->pages;
   ++self->state.stats.pages;
-  // `caf::infinite`: no caller's timeout reaches the load; the retry actor's
-  // hard deadline bounds each page.
+  // `caf::infinite`: no caller's timeout reaches the load; the load's own
+  // deadline bounds all its pages together.
   self->request(self->state.retry, caf::infinite, execute_atom_v,
                 page_request(path, l->etag))
       .then([=](transport::outcome& o) { on_page(self, rid, path, id, o); },
@@ -201,54 +222,110 @@ void request_page(self_ptr self, const std::string& rid,
 }
 
 // Adds `w` to the load of `rid`, starting one from the current map if none
-// is running.
-void enqueue(self_ptr self, const std::string& rid, const std::string& path,
-             waiter w) {
+// is running. Returns an error instead when too many already wait.
+std::optional<caf::error> enqueue(self_ptr self, const std::string& rid,
+                                  const std::string& path, waiter w) {
   auto& st = self->state;
-  auto& e = st.entries[rid];
-  if (e.loading) {
+  auto running = st.loads.find(rid);
+  if (running != st.loads.end()) {
+    auto& l = running->second;
+    if (l.waiters.size() >= st.cfg.max_waiters) {
+      ++st.stats.overloaded;
+      return make_error(errc::overloaded,
+                        std::to_string(l.waiters.size()) +
+                            " callers already wait for the pkranges of "
+                            "collection " +
+                            rid +
+                            " (georoute.cache-max-waiters); retry "
+                            "later");
+    }
     ++st.stats.shared_waiters;
-    e.loading->waiters.push_back(std::move(w));
-    return;
+    l.waiters.push_back(std::move(w));
+    return std::nullopt;
   }
-  ++(e.map ? st.stats.refreshes : st.stats.misses);
+  auto base = current_map(self, rid);
+  ++(base ? st.stats.refreshes : st.stats.misses);
   load l;
   l.id = st.next_load++;
-  l.base = e.map;
-  l.etag = e.map ? e.map->etag() : std::string{};
+  l.base = base;
+  l.etag = base ? base->etag() : std::string{};
   l.waiters.push_back(std::move(w));
   auto id = l.id;
-  e.loading = std::move(l);
+  st.loads.emplace(rid, std::move(l));
+  self->delayed_send(self, st.cfg.load_deadline, pk_load_deadline{rid, id});
   request_page(self, rid, path + "/pkranges", id);
+  return std::nullopt;
 }
 
-pkrange_cache_actor::behavior_type
-pkrange_cache_impl(self_ptr self, retry_actor retry, pkrange_cache_config cfg) {
-  self->state.retry = std::move(retry);
-  self->state.cfg = cfg;
+void on_load_deadline(self_ptr self, const pk_load_deadline& m) {
+  auto* l = current_load(self, m.rid, m.load);
+  if (!l) return;
+  ++self->state.stats.deadline_trips;
+  auto pages = l->pages;
+  finish(self, m.rid, m.load,
+         make_error(errc::deadline_exceeded,
+                    "loading the pkranges of collection " + m.rid +
+                        " did not finish within the hard deadline of " +
+                        format_duration(self->state.cfg.load_deadline) +
+                        " (" + std::to_string(pages) +
+                        (pages == 1 ? " page" : " pages") + " requested)"));
+}
+
+// Fails every load in flight and forgets it.
+void fail_loads(self_ptr self, const caf::error& err) {
+  auto loads = std::move(self->state.loads);
+  self->state.loads.clear();
+  for (auto& [rid, l] : loads)
+    for (auto& w : l.waiters)
+      answer(w, err);
+}
+
+cache_impl_actor::behavior_type
+pkrange_cache_impl(self_ptr self, retry_actor retry, pkrange_cache_config cfg,
+                   caf::actor_addr supervisor) {
+  auto& st = self->state;
+  st.retry = std::move(retry);
+  st.cfg = cfg;
+  st.maps = lru_cache<std::string, map_ptr>{cfg.capacity};
+  st.supervisor = std::move(supervisor);
+  if (st.retry) self->monitor(st.retry);
+  self->set_down_handler([=](caf::down_msg& dm) {
+    auto& st = self->state;
+    if (!st.retry || dm.source != st.retry.address()) return;
+    for (auto& [rid, l] : st.loads)
+      st.stats.collaborator_failures += l.waiters.size();
+    fail_loads(self, collaborator_down("the retry actor (georoute.retry)",
+                                       dm.reason, "a pkranges load"));
+  });
+  self->set_exit_handler([=](caf::exit_msg& msg) {
+    if (!msg.reason) return;
+    fail_loads(self, stopped_error(who, msg.reason));
+    self->quit(msg.reason);
+  });
   return {
       [=](pkranges_atom, const std::string& rid,
           const std::string& known_etag) -> caf::result<routing_snapshot> {
         auto path = rid_collection_path(rid);
         if (!path) return not_a_rid(rid);
         auto& st = self->state;
-        auto i = st.entries.find(rid);
-        if (i != st.entries.end() && i->second.map) {
-          const auto& map = i->second.map;
-          if (known_etag.empty()) {
-            ++st.stats.hits;
-            return routing_snapshot{map, rid};
-          }
-          if (known_etag != map->etag()) {
-            ++st.stats.hits;
-            ++st.stats.refresh_skipped;
-            return routing_snapshot{map, rid};
-          }
+        auto map = current_map(self, rid);
+        switch (decide_pkrange_lookup(
+            map != nullptr, map ? std::string_view{map->etag()} : "",
+            known_etag)) {
+        case pkrange_lookup::hit:
+          ++st.stats.hits;
+          return routing_snapshot{map, rid};
+        case pkrange_lookup::refresh_skipped:
+          ++st.stats.hits;
+          ++st.stats.refresh_skipped;
+          return routing_snapshot{map, rid};
+        case pkrange_lookup::load:
+          break;
         }
         waiter w;
         w.snapshot = self->make_response_promise<routing_snapshot>();
         auto rp = w.snapshot;
-        enqueue(self, rid, *path, std::move(w));
+        if (auto err = enqueue(self, rid, *path, std::move(w))) return *err;
         return rp;
       },
       [=](overlap_atom, const std::string& rid, const epk_range& range,
@@ -256,19 +333,29 @@ pkrange_cache_impl(self_ptr self, retry_actor retry, pkrange_cache_config cfg) {
         auto path = rid_collection_path(rid);
         if (!path) return not_a_rid(rid);
         auto& st = self->state;
-        auto i = st.entries.find(rid);
-        if (!force && i != st.entries.end() && i->second.map) {
+        auto map = current_map(self, rid);
+        if (decide_overlap_lookup(map != nullptr, force) ==
+            pkrange_lookup::hit) {
           ++st.stats.hits;
-          return i->second.map->overlapping(range);
+          return map->overlapping(range);
         }
         waiter w;
         w.ranges = self->make_response_promise<range_list>();
         w.overlap = range;
         auto rp = w.ranges;
-        enqueue(self, rid, *path, std::move(w));
+        if (auto err = enqueue(self, rid, *path, std::move(w))) return *err;
         return rp;
       },
       [=](stats_atom) { return self->state.stats; },
+      [=](const engine_wiring& w) {
+        auto& st = self->state;
+        if (!st.supervisor || self->current_sender() != st.supervisor) return;
+        if (w.retry && w.retry != st.retry) {
+          st.retry = w.retry;
+          self->monitor(st.retry);
+        }
+      },
+      [=](const pk_load_deadline& m) { on_load_deadline(self, m); },
   };
 }
 
@@ -276,8 +363,11 @@ pkrange_cache_impl(self_ptr self, retry_actor retry, pkrange_cache_config cfg) {
 
 pkrange_cache_actor spawn_pkrange_cache(caf::actor_system& sys,
                                         retry_actor retry,
-                                        pkrange_cache_config cfg) {
-  return sys.spawn(pkrange_cache_impl, std::move(retry), cfg);
+                                        pkrange_cache_config cfg,
+                                        caf::actor_addr supervisor) {
+  return caf::actor_cast<pkrange_cache_actor>(
+      sys.spawn(pkrange_cache_impl, std::move(retry), cfg,
+                std::move(supervisor)));
 }
 
 } // namespace georoute

@@ -36,10 +36,18 @@
 //   else: the cache asks the retry actor with `caf::infinite`, a caller that
 //   gave up is simply gone, and the load goes on and fills the cache. (The
 //   reference SDKs make such a caller wait; georoute does not.)
+// - Bounded: one load, all its pages together, ends by `load_deadline`
+//   (`errc::deadline_exceeded`); at most `capacity` maps are kept (LRU); at
+//   most `max_waiters` callers wait for one load (`errc::overloaded`).
+// - The cache monitors the retry actor: if it goes down mid-load, every
+//   waiter gets `errc::collaborator_down` at once and the next request
+//   starts a fresh load.
 
 #include "messages/interfaces.hpp"
 
+#include <caf/actor_addr.hpp>
 #include <caf/actor_system.hpp>
+#include <chrono>
 #include <cstdint>
 
 namespace georoute {
@@ -49,11 +57,18 @@ struct pkrange_cache_config {
   /// Pages one load may take before it is abandoned as a protocol violation
   /// (a server that never answers 304 would otherwise loop forever).
   uint32_t max_pages = 100;
+  /// One load, all its pages together, ends by this deadline.
+  std::chrono::milliseconds load_deadline = std::chrono::seconds{300};
+  /// Routing maps kept (one per collection); least recently used go first.
+  size_t capacity = 10000;
+  /// Callers that may wait for one collection's load.
+  size_t max_waiters = 10000;
 };
 
 /// Spawns the partition-range cache; it starts empty.
 pkrange_cache_actor spawn_pkrange_cache(caf::actor_system& sys,
                                         retry_actor retry,
-                                        pkrange_cache_config cfg = {});
+                                        pkrange_cache_config cfg = {},
+                                        caf::actor_addr supervisor = {});
 
 } // namespace georoute

@@ -1,5 +1,6 @@
 #include "actors/query_plan.hpp"
 
+#include "actors/internal.hpp"
 #include "actors/policy/lru_cache.hpp"
 #include "messages/error.hpp"
 #include "transport/codecs.hpp"
@@ -15,59 +16,101 @@ namespace georoute {
 
 namespace {
 
+constexpr const char* who = "the query-plan actor (georoute.query_plan)";
+
+using plan_impl_actor = query_plan_actor::extend<caf::reacts_to<engine_wiring>>;
+
 using plan_promise = caf::typed_response_promise<query_plan>;
+
+// The callers waiting for one plan's fetch; `id` tells its answer from that
+// of an abandoned earlier fetch (retry actor down).
+struct plan_fetch {
+  uint64_t id = 0;
+  std::vector<plan_promise> waiters;
+};
 
 struct plan_state {
   retry_actor retry;
+  caf::actor_addr supervisor;
+  size_t max_waiters = 10000;
   lru_cache<std::string, query_plan> cache{1024};
-  std::map<std::string, std::vector<plan_promise>> waiting;
+  std::map<std::string, plan_fetch> waiting;
+  uint64_t next_fetch = 1;
   query_plan_stats counters;
   static inline const char* name = "georoute.query_plan";
 };
 
-using self_ptr = query_plan_actor::stateful_pointer<plan_state>;
+using self_ptr = plan_impl_actor::stateful_pointer<plan_state>;
 
-std::string key_of(const query_plan_request& r) {
-  // Unambiguous: lengths first, then the three parts.
-  return std::to_string(r.collection_rid.size()) + ":" + r.collection_rid +
-         "|" + std::to_string(r.query.size()) + ":" + r.query + "|" +
-         r.parameters_json + "|" + r.partition_key_json;
-}
-
-void fail_all(self_ptr self, const std::string& key, const caf::error& err) {
+void fail_all(self_ptr self, const std::string& key, uint64_t id,
+              const caf::error& err) {
   auto i = self->state.waiting.find(key);
-  if (i == self->state.waiting.end()) return;
-  for (auto& rp : i->second)
+  if (i == self->state.waiting.end() || i->second.id != id) return;
+  for (auto& rp : i->second.waiters)
     rp.deliver(err);
   self->state.waiting.erase(i);
 }
 
-void land(self_ptr self, const std::string& key, const transport::outcome& o) {
+void land(self_ptr self, const std::string& key, uint64_t id,
+          const transport::outcome& o) {
   auto& st = self->state;
+  auto i = st.waiting.find(key);
+  if (i == st.waiting.end() || i->second.id != id) return; // abandoned
   auto plan = transport::decode_query_plan(o.body);
   if (!plan) {
     ++st.counters.failures;
     fail_all(
-        self, key,
+        self, key, id,
         make_error(errc::protocol_violation,
                    "query plan from " + o.endpoint + ": " + plan.error().what));
     return;
   }
   if (st.cache.put(key, *plan)) ++st.counters.evictions;
-  auto i = st.waiting.find(key);
-  if (i == st.waiting.end()) return;
-  for (auto& rp : i->second)
+  for (auto& rp : i->second.waiters)
     rp.deliver(*plan);
   st.waiting.erase(i);
 }
 
-query_plan_actor::behavior_type
-query_plan_impl(self_ptr self, retry_actor retry, size_t cache_size) {
-  self->state.retry = std::move(retry);
-  self->state.cache = lru_cache<std::string, query_plan>{cache_size};
+void fail_everything(self_ptr self, const caf::error& err) {
+  auto waiting = std::move(self->state.waiting);
+  self->state.waiting.clear();
+  for (auto& [key, f] : waiting)
+    for (auto& rp : f.waiters)
+      rp.deliver(err);
+}
+
+plan_impl_actor::behavior_type query_plan_impl(self_ptr self, retry_actor retry,
+                                               size_t cache_size,
+                                               size_t max_waiters,
+                                               caf::actor_addr supervisor) {
+  auto& st = self->state;
+  st.retry = std::move(retry);
+  st.cache = lru_cache<std::string, query_plan>{cache_size};
+  st.max_waiters = max_waiters;
+  st.supervisor = std::move(supervisor);
+  if (st.retry) self->monitor(st.retry);
+  self->set_down_handler([=](caf::down_msg& dm) {
+    auto& st = self->state;
+    if (!st.retry || dm.source != st.retry.address()) return;
+    for (auto& [key, f] : st.waiting)
+      st.counters.collaborator_failures += f.waiters.size();
+    fail_everything(self,
+                    collaborator_down("the retry actor (georoute.retry)",
+                                      dm.reason, "a query-plan fetch"));
+  });
+  self->set_exit_handler([=](caf::exit_msg& msg) {
+    if (!msg.reason) return;
+    fail_everything(self, stopped_error(who, msg.reason));
+    self->quit(msg.reason);
+  });
   return {
       [=](plan_atom, const query_plan_request& req) -> caf::result<query_plan> {
         auto& st = self->state;
+        if (req.collection_rid.empty())
+          return make_error(errc::validation_error,
+                            "a query plan needs the collection rid (plans are "
+                            "cached per collection); got an empty rid for '" +
+                                req.collection_link + "'");
         auto params = nlohmann::json::parse(req.parameters_json.empty()
                                                 ? std::string{"[]"}
                                                 : req.parameters_json,
@@ -77,28 +120,58 @@ query_plan_impl(self_ptr self, retry_actor retry, size_t cache_size) {
                             "query parameters must be a JSON array of "
                             "{\"name\": \"@p\", \"value\": ...}, got: " +
                                 req.parameters_json.substr(0, 80));
-        auto key = key_of(req);
+        auto key = query_plan_key(req);
         if (auto hit = st.cache.get(key)) {
           ++st.counters.hits;
           return *hit;
         }
+        auto running = st.waiting.find(key);
+        if (running != st.waiting.end()) {
+          auto& waiters = running->second.waiters;
+          if (waiters.size() >= st.max_waiters) {
+            ++st.counters.overloaded;
+            return make_error(errc::overloaded,
+                              std::to_string(waiters.size()) +
+                                  " callers already wait for this query "
+                                  "plan of collection " +
+                                  req.collection_rid +
+                                  " (georoute.cache-max-waiters); retry "
+                                  "later");
+          }
+          ++st.counters.misses;
+          waiters.push_back(self->make_response_promise<query_plan>());
+          return waiters.back();
+        }
         ++st.counters.misses;
-        auto rp = self->make_response_promise<query_plan>();
-        auto& waiters = st.waiting[key];
-        waiters.push_back(rp);
-        if (waiters.size() > 1) return rp; // a fetch for this key is in flight
         ++st.counters.fetches;
-        // No timeout here: the retry actor's hard deadline bounds the fetch.
+        auto id = st.next_fetch++;
+        auto& f = st.waiting[key];
+        f.id = id;
+        f.waiters.push_back(self->make_response_promise<query_plan>());
+        auto rp = f.waiters.back();
+        // No timeout here: the retry actor's hard deadline bounds the fetch,
+        // and the monitor catches a retry actor that goes down.
         self->request(st.retry, caf::infinite, detach_atom_v,
                       plan_request_for(req))
-            .then([=](const transport::outcome& o) { land(self, key, o); },
+            .then([=](const transport::outcome& o) { land(self, key, id, o); },
                   [=](const caf::error& e) {
-                    ++self->state.counters.failures;
-                    fail_all(self, key, e);
+                    auto& st = self->state;
+                    auto i = st.waiting.find(key);
+                    if (i == st.waiting.end() || i->second.id != id) return;
+                    ++st.counters.failures;
+                    fail_all(self, key, id, e);
                   });
         return rp;
       },
       [=](stats_atom) { return self->state.counters; },
+      [=](const engine_wiring& w) {
+        auto& st = self->state;
+        if (!st.supervisor || self->current_sender() != st.supervisor) return;
+        if (w.retry && w.retry != st.retry) {
+          st.retry = w.retry;
+          self->monitor(st.retry);
+        }
+      },
   };
 }
 
@@ -129,9 +202,25 @@ document_request plan_request_for(const query_plan_request& req) {
   return d;
 }
 
+std::string query_plan_key(const query_plan_request& r) {
+  // Every part length-prefixed: no two requests share a key unless all
+  // their parts are equal.
+  std::string key;
+  for (const auto* part : {&r.collection_rid, &r.query, &r.parameters_json,
+                           &r.partition_key_json}) {
+    key += std::to_string(part->size());
+    key += ':';
+    key += *part;
+  }
+  return key;
+}
+
 query_plan_actor spawn_query_plan(caf::actor_system& sys, retry_actor retry,
-                                  size_t cache_size) {
-  return sys.spawn(query_plan_impl, std::move(retry), cache_size);
+                                  size_t cache_size, size_t max_waiters,
+                                  caf::actor_addr supervisor) {
+  return caf::actor_cast<query_plan_actor>(
+      sys.spawn(query_plan_impl, std::move(retry), cache_size, max_waiters,
+                std::move(supervisor)));
 }
 
 } // namespace georoute

@@ -18,7 +18,9 @@
 
 #include "messages/interfaces.hpp"
 
+#include <caf/actor_addr.hpp>
 #include <caf/actor_system.hpp>
+#include <string>
 
 namespace georoute {
 
@@ -32,6 +34,12 @@ document_request plan_request_for(const query_plan_request& req);
 
 /// Spawns the query-plan actor with an LRU of `cache_size` plans.
 query_plan_actor spawn_query_plan(caf::actor_system& sys, retry_actor retry,
-                                  size_t cache_size);
+                                  size_t cache_size, size_t max_waiters = 10000,
+                                  caf::actor_addr supervisor = {});
+
+/// The cache key of a plan: collection rid, query, parameters and partition
+/// key, each length-prefixed ("4:rid1" ...), so that two collections or two
+/// parameter lists never share a plan.
+std::string query_plan_key(const query_plan_request& req);
 
 } // namespace georoute

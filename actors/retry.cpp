@@ -1,17 +1,53 @@
 #include "actors/retry.hpp"
 
+#include "actors/internal.hpp"
+#include "actors/policy/metadata_rules.hpp"
 #include "messages/error.hpp"
 
+#include <algorithm>
 #include <caf/stateful_actor.hpp>
 #include <caf/typed_event_based_actor.hpp>
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <variant>
 
 namespace georoute {
 
 namespace {
+
+// Messages only this file can name: the next attempt of an operation, its
+// hard deadline, and an HTTP completion.
+struct retry_attempt {
+  uint64_t op = 0;
+};
+struct retry_deadline {
+  uint64_t op = 0;
+};
+struct retry_http_done {
+  uint64_t id = 0;
+  transport::outcome outcome;
+};
+
+} // namespace
+
+} // namespace georoute
+
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(georoute::retry_attempt)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(georoute::retry_deadline)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(georoute::retry_http_done)
+
+namespace georoute {
+
+namespace {
+
+constexpr const char* who = "the retry actor (georoute.retry)";
+
+using retry_impl_actor = retry_actor::extend<
+    caf::reacts_to<snapshot_atom, location_snapshot>,
+    caf::reacts_to<engine_wiring>, caf::reacts_to<retry_attempt>,
+    caf::reacts_to<retry_deadline>, caf::reacts_to<retry_http_done>>;
 
 using policy_variant =
     std::variant<client_retry_policy, partition_range_retry_policy>;
@@ -31,23 +67,43 @@ struct operation {
   std::string last_region;
 };
 
+// A detach-only operation: the router works, we wait.
+struct detached_op {
+  caf::typed_response_promise<transport::outcome> rp;
+  std::string what; // "POST /dbs/d/colls/c/docs"
+};
+
+// A mark applied locally whose confirmation (the version of the location
+// cache's snapshot that has it) has not come back yet. Re-applied on every
+// newer snapshot until then.
+struct pending_mark {
+  uint64_t seq = 0;
+  region_mark mark;
+  policy_time at;
+};
+
 struct retry_state {
   retry_config cfg;
   retry_collaborators with;
   std::shared_ptr<const location_table> table;
+  uint64_t version = 0;       // of the last snapshot applied
+  bool accept_any = true;     // the next snapshot is applied whatever it says
+  std::vector<pending_mark> pending_marks;
+  uint64_t next_mark = 1;
   std::map<uint64_t, operation> ops;
   std::map<uint64_t, uint64_t> http_to_op;
+  std::set<uint64_t> awaiting_refresh;
+  std::map<uint64_t, detached_op> detached;
   std::vector<uint64_t> waiting_for_snapshot;
   uint64_t next_id = 1;
-  uint64_t detached = 0;
   retry_stats stats;
   static inline const char* name = "georoute.retry";
 };
 
-using self_ptr = retry_actor::stateful_pointer<retry_state>;
+using self_ptr = retry_impl_actor::stateful_pointer<retry_state>;
 
 void update_live(retry_state& st) {
-  st.stats.live = st.ops.size() + st.detached;
+  st.stats.live = st.ops.size() + st.detached.size();
 }
 
 std::string status_text(const transport::outcome& o) {
@@ -83,6 +139,7 @@ void finish(self_ptr self, uint64_t op_id,
   else
     i->second.rp.deliver(r.error());
   st.ops.erase(i);
+  st.awaiting_refresh.erase(op_id);
   update_live(st);
 }
 
@@ -91,9 +148,9 @@ void schedule_attempt(self_ptr self, uint64_t op_id,
   // Even a zero back-off goes through the mailbox: other messages
   // interleave, and the attempt cap bounds the loop.
   if (delay.count() > 0)
-    self->delayed_send(self, delay, attempt_atom_v, op_id);
+    self->delayed_send(self, delay, retry_attempt{op_id});
   else
-    self->send(self, attempt_atom_v, op_id);
+    self->send(self, retry_attempt{op_id});
 }
 
 std::vector<std::string> excluded_for(const retry_state& st,
@@ -158,34 +215,110 @@ void attempt(self_ptr self, uint64_t op_id) {
   ++op.attempts;
   ++st.stats.attempts;
   if (op.attempts > 1) ++st.stats.retries;
-  st.with.http->send(caf::actor_cast<caf::actor>(self), http_id,
-                     std::move(req));
+  auto hdl = caf::actor_cast<caf::actor>(self);
+  st.with.http->send(std::move(req), [hdl, http_id](transport::outcome o) {
+    caf::anon_send(hdl, retry_http_done{http_id, std::move(o)});
+  });
 }
 
-failure_signal signal_of(const transport::outcome& o) {
-  if (o.error == transport::failure::none)
-    return failure_signal::http(o.status, o.substatus, o.retry_after_ms);
-  return failure_signal::connection();
+// Applies a snapshot unless it is older than (or as old as) the one held:
+// a push sent before the location cache applied our mark must not un-mark
+// the region. Marks not yet confirmed are re-applied on top.
+void apply_snapshot(self_ptr self, const location_snapshot& snap) {
+  auto& st = self->state;
+  if (!snap.table) return;
+  if (st.table && !st.accept_any && snap.version <= st.version) {
+    ++st.stats.stale_snapshots;
+    return;
+  }
+  auto table = snap.table;
+  for (const auto& m : st.pending_marks)
+    table = std::make_shared<const location_table>(
+        table->with_mark(m.mark.endpoint, m.mark.read, m.mark.write, m.at));
+  st.table = std::move(table);
+  st.version = snap.version;
+  st.accept_any = false;
+  auto waiting = std::move(st.waiting_for_snapshot);
+  for (auto id : waiting)
+    attempt(self, id);
+}
+
+void subscribe(self_ptr self) {
+  auto& st = self->state;
+  if (!st.with.locations) return;
+  self->monitor(st.with.locations);
+  self->request(st.with.locations, caf::infinite, subscribe_atom_v,
+                caf::actor_cast<caf::actor>(self))
+      .then([=](location_snapshot& snap) { apply_snapshot(self, snap); },
+            [](caf::error&) {
+              // The location cache went down before it answered; the
+              // supervisor re-wires us to its successor.
+            });
+}
+
+void mark(self_ptr self, const std::string& endpoint, bool read, bool write) {
+  auto& st = self->state;
+  ++st.stats.marks;
+  auto now = self->clock().now();
+  region_mark m{endpoint, read, write};
+  auto seq = st.next_mark++;
+  st.pending_marks.push_back(pending_mark{seq, m, now});
+  // Apply locally too: the next attempt must not wait for the snapshot.
+  st.table = std::make_shared<const location_table>(
+      st.table->with_mark(endpoint, read, write, now));
+  auto confirmed = [=] {
+    auto& marks = self->state.pending_marks;
+    marks.erase(std::remove_if(marks.begin(), marks.end(),
+                               [&](const pending_mark& p) {
+                                 return p.seq == seq;
+                               }),
+                marks.end());
+  };
+  if (!st.with.locations) {
+    confirmed();
+    return;
+  }
+  // Every snapshot pushed before this answer arrives (CAF keeps the order
+  // between two actors) got the mark re-applied; from here on the cache's
+  // own snapshots carry it.
+  self->request(st.with.locations, caf::infinite, mark_atom_v, m)
+      .then([=](uint64_t) { confirmed(); },
+            [=](caf::error&) { confirmed(); });
 }
 
 void carry_out(self_ptr self, uint64_t op_id, const retry_decision& d) {
   auto& st = self->state;
   auto& op = st.ops.at(op_id);
-  if (d.mark_read || d.mark_write) {
-    auto ep = d.mark_endpoint.empty() ? op.endpoint : d.mark_endpoint;
-    ++st.stats.marks;
-    self->send(st.with.locations, mark_atom_v,
-               region_mark{ep, d.mark_read, d.mark_write});
-    // Apply locally too: the next attempt must not wait for the snapshot.
-    st.table = std::make_shared<const location_table>(st.table->with_mark(
-        ep, d.mark_read, d.mark_write, self->clock().now()));
-  }
+  if (d.mark_read || d.mark_write)
+    mark(self, d.mark_endpoint.empty() ? op.endpoint : d.mark_endpoint,
+         d.mark_read, d.mark_write);
   if (d.clear_session_token && st.with.session_sink &&
       !op.req.collection_name.empty()) {
     ++st.stats.session_clears;
     caf::anon_send(st.with.session_sink, clear_session_atom_v,
                    op.req.collection_name);
   }
+}
+
+// Waits for the account refresh the decision asked for, then schedules the
+// next attempt. Bounded by the hard deadline, which can still fire; if the
+// endpoint manager goes down meanwhile, the attempt goes ahead without it.
+void refresh_then_attempt(self_ptr self, uint64_t op_id, bool force,
+                          std::chrono::milliseconds delay) {
+  auto& st = self->state;
+  ++st.stats.refreshes;
+  if (!st.with.endpoints) {
+    schedule_attempt(self, op_id, delay);
+    return;
+  }
+  st.awaiting_refresh.insert(op_id);
+  auto go_on = [=] {
+    if (self->state.awaiting_refresh.erase(op_id) > 0)
+      schedule_attempt(self, op_id, delay);
+  };
+  self->request(st.with.endpoints, caf::infinite, refresh_atom_v, force)
+      .then([=](const database_account&) { go_on(); },
+            [=](const caf::error&) { go_on(); });
 }
 
 void on_outcome(self_ptr self, uint64_t http_id, transport::outcome& o) {
@@ -220,13 +353,13 @@ void on_outcome(self_ptr self, uint64_t http_id, transport::outcome& o) {
   }
   op.ladder_step = 0;
   op.pinned = false;
-  // A region that stays silent through the whole ladder is unavailable:
-  // the failure counts as a connection failure (mark it, refresh, fail
-  // over), not as a 503 that the reference retries once without marking.
-  auto signal = signal_of(o);
-  if (timed_out)
-    signal = ladder.region_silent ? failure_signal::connection()
-                                  : failure_signal::timed_out();
+  attempt_failure failed;
+  failed.transport_failure = o.error != transport::failure::none;
+  failed.timed_out = timed_out;
+  failed.status = o.status;
+  failed.substatus = o.substatus;
+  failed.retry_after_ms = o.retry_after_ms;
+  auto signal = signal_for(failed, ladder);
   auto now = self->clock().now();
   auto decision = std::visit(
       [&](auto& p) {
@@ -240,10 +373,9 @@ void on_outcome(self_ptr self, uint64_t http_id, transport::outcome& o) {
         }
       },
       *op.policy);
-  // The clearing-session decorator: never changes the decision; when the
-  // policy gives up on a name-based 404/1002 the tokens of the name go.
-  if (op.req.policy == retry_policy_kind::clearing_session && !decision.retry &&
-      o.status == 404 && o.substatus == 1002)
+  if (op.req.policy == retry_policy_kind::clearing_session &&
+      clearing_session_clears(decision.retry, !op.req.collection_name.empty(),
+                              o.status, o.substatus))
     decision.clear_session_token = true;
   carry_out(self, op_id, decision);
   if (!decision.retry) {
@@ -252,17 +384,7 @@ void on_outcome(self_ptr self, uint64_t http_id, transport::outcome& o) {
     return;
   }
   if (decision.refresh_account) {
-    ++st.stats.refreshes;
-    auto delay = decision.delay;
-    // Wait for the refresh (the failover decision includes it), bounded by
-    // the hard deadline, which can still fire meanwhile.
-    self->request(st.with.endpoints, caf::infinite, refresh_atom_v,
-                  decision.force_refresh)
-        .then(
-            [=](const database_account&) {
-              schedule_attempt(self, op_id, delay);
-            },
-            [=](const caf::error&) { schedule_attempt(self, op_id, delay); });
+    refresh_then_attempt(self, op_id, decision.force_refresh, decision.delay);
     return;
   }
   schedule_attempt(self, op_id, decision.delay);
@@ -285,20 +407,117 @@ void on_deadline(self_ptr self, uint64_t op_id) {
                           " finished within the hard deadline of " + limit));
 }
 
-retry_actor::behavior_type retry_impl(self_ptr self, retry_config cfg,
-                                      retry_collaborators with) {
+void end_detached(self_ptr self, uint64_t id,
+                  caf::expected<transport::outcome> r) {
+  auto& st = self->state;
+  auto i = st.detached.find(id);
+  if (i == st.detached.end()) return; // already failed (router down)
+  if (r)
+    i->second.rp.deliver(std::move(*r));
+  else
+    i->second.rp.deliver(r.error());
+  st.detached.erase(i);
+  update_live(st);
+}
+
+caf::result<transport::outcome> detach(self_ptr self, document_request& req) {
+  auto& st = self->state;
+  if (!st.with.router)
+    return make_error(errc::validation_error,
+                      "detach-only mode needs a request router");
+  auto id = st.next_id++;
+  auto rp = self->make_response_promise<transport::outcome>();
+  st.detached.emplace(id, detached_op{rp, req.method + " " + req.path});
+  ++st.stats.operations;
+  update_live(st);
+  // The router's pipeline runs under the same hard deadline and answers the
+  // last underlying failure when it trips; our own timeout only catches a
+  // router that never answers.
+  auto limit = st.cfg.hard_deadline;
+  auto what = req.method + " " + req.path;
+  self->request(st.with.router, limit + st.cfg.detach_grace, route_atom_v,
+                std::move(req))
+      .then([=](transport::outcome& o) { end_detached(self, id, std::move(o)); },
+            [=](caf::error& e) {
+              if (e == caf::sec::request_timeout) {
+                ++self->state.stats.deadline_trips;
+                e = make_error(errc::deadline_exceeded,
+                               "the request router did not answer " + what +
+                                   " within the hard deadline of " +
+                                   format_duration(limit));
+              }
+              end_detached(self, id, std::move(e));
+            });
+  return rp;
+}
+
+void on_down(self_ptr self, const caf::down_msg& dm) {
+  auto& st = self->state;
+  if (st.with.endpoints && dm.source == st.with.endpoints.address()) {
+    // Refreshes asked of it will never be answered: go on without them.
+    auto waiting = std::move(st.awaiting_refresh);
+    st.awaiting_refresh.clear();
+    for (auto id : waiting)
+      schedule_attempt(self, id, std::chrono::milliseconds{0});
+    return;
+  }
+  if (st.with.router && dm.source == st.with.router.address()) {
+    auto detached = std::move(st.detached);
+    st.detached.clear();
+    update_live(st);
+    for (auto& [id, d] : detached)
+      d.rp.deliver(collaborator_down("the request router (georoute.router)",
+                                     dm.reason, d.what));
+  }
+  // The location cache: our snapshot stays usable until the supervisor
+  // re-wires us to its successor.
+}
+
+void rewire(self_ptr self, const engine_wiring& w) {
+  auto& st = self->state;
+  if (!st.with.supervisor || self->current_sender() != st.with.supervisor)
+    return;
+  if (w.endpoints != st.with.endpoints) {
+    st.with.endpoints = w.endpoints;
+    if (st.with.endpoints) self->monitor(st.with.endpoints);
+  }
+  // The router's own pipeline is wired without a router (it never detaches).
+  if (st.with.router && w.router != st.with.router) {
+    st.with.router = w.router;
+    if (st.with.router) self->monitor(st.with.router);
+  }
+  if (w.locations != st.with.locations) {
+    st.with.locations = w.locations;
+    st.accept_any = true; // a new cache counts its versions from scratch
+    subscribe(self);
+  }
+}
+
+void stop(self_ptr self, const caf::exit_msg& msg) {
+  auto& st = self->state;
+  auto err = stopped_error(who, msg.reason);
+  for (auto& [id, op] : st.ops)
+    op.rp.deliver(err);
+  for (auto& [id, d] : st.detached)
+    d.rp.deliver(err);
+  st.ops.clear();
+  st.detached.clear();
+  update_live(st);
+  self->quit(msg.reason);
+}
+
+retry_impl_actor::behavior_type retry_impl(self_ptr self, retry_config cfg,
+                                           retry_collaborators with) {
   auto& st = self->state;
   st.cfg = std::move(cfg);
   st.with = std::move(with);
-  self->request(st.with.locations, caf::infinite, subscribe_atom_v,
-                caf::actor_cast<caf::actor>(self))
-      .then([=](location_snapshot& snap) {
-        auto& st = self->state;
-        if (!st.table) st.table = snap.table;
-        auto waiting = std::move(st.waiting_for_snapshot);
-        for (auto id : waiting)
-          attempt(self, id);
-      });
+  self->set_down_handler([=](caf::down_msg& dm) { on_down(self, dm); });
+  self->set_exit_handler([=](caf::exit_msg& msg) {
+    if (msg.reason) stop(self, msg);
+  });
+  if (st.with.endpoints) self->monitor(st.with.endpoints);
+  if (st.with.router) self->monitor(st.with.router);
+  subscribe(self);
   return {
       [=](execute_atom,
           metadata_request& req) -> caf::result<transport::outcome> {
@@ -311,54 +530,26 @@ retry_actor::behavior_type retry_impl(self_ptr self, retry_config cfg,
         st.ops.emplace(id, std::move(op));
         ++st.stats.operations;
         update_live(st);
-        self->delayed_send(self, st.cfg.hard_deadline, deadline_atom_v, id);
+        self->delayed_send(self, st.cfg.hard_deadline, retry_deadline{id});
         schedule_attempt(self, id, std::chrono::milliseconds{0});
         return rp;
       },
       [=](detach_atom,
           document_request& req) -> caf::result<transport::outcome> {
-        auto& st = self->state;
-        if (!st.with.router)
-          return make_error(errc::validation_error,
-                            "detach-only mode needs a request router");
-        auto rp = self->make_response_promise<transport::outcome>();
-        ++st.detached;
-        ++st.stats.operations;
-        update_live(st);
-        auto limit = st.cfg.hard_deadline;
-        self->request(st.with.router, limit, route_atom_v, std::move(req))
-            .then(
-                [=](transport::outcome& o) mutable {
-                  --self->state.detached;
-                  update_live(self->state);
-                  rp.deliver(std::move(o));
-                },
-                [=](caf::error& e) mutable {
-                  auto& st = self->state;
-                  --st.detached;
-                  update_live(st);
-                  if (e == caf::sec::request_timeout) {
-                    ++st.stats.deadline_trips;
-                    rp.deliver(
-                        make_error(errc::deadline_exceeded,
-                                   "the request pipeline did not finish within "
-                                   "the hard deadline of " +
-                                       format_duration(limit)));
-                  } else {
-                    rp.deliver(std::move(e));
-                  }
-                });
-        return rp;
+        return detach(self, req);
       },
       [=](stats_atom) { return self->state.stats; },
       [=](snapshot_atom, location_snapshot& snap) {
-        if (snap.table) self->state.table = snap.table;
+        auto& st = self->state;
+        if (!st.with.locations ||
+            self->current_sender() != st.with.locations.address())
+          return; // only the location cache publishes tables
+        apply_snapshot(self, snap);
       },
-      [=](http_done_atom, uint64_t http_id, transport::outcome& o) {
-        on_outcome(self, http_id, o);
-      },
-      [=](attempt_atom, uint64_t op_id) { attempt(self, op_id); },
-      [=](deadline_atom, uint64_t op_id) { on_deadline(self, op_id); },
+      [=](const engine_wiring& w) { rewire(self, w); },
+      [=](retry_attempt m) { attempt(self, m.op); },
+      [=](retry_deadline m) { on_deadline(self, m.op); },
+      [=](retry_http_done& m) { on_outcome(self, m.id, m.outcome); },
   };
 }
 
@@ -379,7 +570,8 @@ retry_config retry_config_from(const config::settings& s) {
 
 retry_actor spawn_retry(caf::actor_system& sys, retry_config cfg,
                         retry_collaborators with) {
-  return sys.spawn(retry_impl, std::move(cfg), std::move(with));
+  return caf::actor_cast<retry_actor>(
+      sys.spawn(retry_impl, std::move(cfg), std::move(with)));
 }
 
 } // namespace georoute

@@ -52,6 +52,11 @@ struct retry_config {
   timeout_ladders ladders;
   /// Regions excluded for every request (settings).
   std::vector<std::string> excluded_regions;
+  /// Detach-only mode waits this much longer than the hard deadline for the
+  /// router's answer: the router's own pipeline trips the deadline first and
+  /// answers the last underlying failure; this only catches a router that
+  /// never answers.
+  std::chrono::milliseconds detach_grace = std::chrono::seconds{5};
 };
 
 /// Builds the slice from validated settings.
@@ -66,10 +71,15 @@ struct retry_collaborators {
   router_actor router;
   /// Receives `(clear_session_atom, collection_name)`; may be null.
   caf::actor session_sink;
+  /// The only sender whose `engine_wiring` the actor accepts; null: none.
+  caf::actor_addr supervisor;
 };
 
 /// Spawns the retry actor. It subscribes to the location cache and holds
-/// operations until the first snapshot arrives.
+/// operations until the first snapshot arrives. It monitors its
+/// collaborators: when the endpoint manager goes down, operations waiting
+/// for a refresh go on without it; when the router goes down, detached
+/// operations fail at once with `errc::collaborator_down`.
 retry_actor spawn_retry(caf::actor_system& sys, retry_config cfg,
                         retry_collaborators with);
 

@@ -1,5 +1,8 @@
 #include "actors/router.hpp"
 
+#include "actors/internal.hpp"
+
+#include <caf/send.hpp>
 #include <caf/stateful_actor.hpp>
 #include <caf/typed_event_based_actor.hpp>
 
@@ -7,17 +10,24 @@ namespace georoute {
 
 namespace {
 
+using router_impl_actor = router_actor::extend<caf::reacts_to<engine_wiring>>;
+
 struct router_state {
   retry_actor pipeline;
+  caf::actor_addr supervisor;
   static inline const char* name = "georoute.router";
 };
 
-using self_ptr = router_actor::stateful_pointer<router_state>;
+using self_ptr = router_impl_actor::stateful_pointer<router_state>;
 
-router_actor::behavior_type router_impl(self_ptr self, retry_config pipeline,
-                                        retry_collaborators with) {
+router_impl_actor::behavior_type router_impl(self_ptr self,
+                                             retry_config pipeline,
+                                             retry_collaborators with) {
+  self->state.supervisor = with.supervisor;
   with.router = router_actor{}; // the pipeline never detaches
-  // Linked: the pipeline lives and dies with the router.
+  with.supervisor = self->address(); // it takes re-wiring from us only
+  // Linked: the pipeline lives and dies with the router, and its exit
+  // handler answers every operation in flight when it goes.
   self->state.pipeline =
       spawn_retry(self->system(), std::move(pipeline), std::move(with));
   self->link_to(self->state.pipeline);
@@ -27,8 +37,10 @@ router_actor::behavior_type router_impl(self_ptr self, retry_config pipeline,
         return self->delegate(self->state.pipeline, execute_atom_v,
                               to_pipeline_request(req));
       },
-      [=](http_done_atom, uint64_t, transport::outcome&) {
-        // The pipeline owns every HTTP exchange; nothing arrives here.
+      [=](const engine_wiring& w) {
+        auto& st = self->state;
+        if (!st.supervisor || self->current_sender() != st.supervisor) return;
+        caf::unsafe_send_as(self, caf::actor_cast<caf::actor>(st.pipeline), w);
       },
   };
 }
@@ -53,7 +65,8 @@ metadata_request to_pipeline_request(const document_request& req) {
 
 router_actor spawn_router(caf::actor_system& sys, retry_config pipeline,
                           retry_collaborators with) {
-  return sys.spawn(router_impl, std::move(pipeline), std::move(with));
+  return caf::actor_cast<router_actor>(
+      sys.spawn(router_impl, std::move(pipeline), std::move(with)));
 }
 
 } // namespace georoute

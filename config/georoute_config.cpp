@@ -253,7 +253,13 @@ georoute_config::georoute_config() {
       .add<timespan>("throttle-max-wait", "cumulative 429 back-off (30s)")
       .add<int64_t>("scheduler-threads",
                     "CAF worker threads; 0 = one per core (0)")
-      .add<int64_t>("query-plan-cache-size", "query plans kept (1024)");
+      .add<int64_t>("query-plan-cache-size", "query plans kept (1024)")
+      .add<int64_t>("collection-cache-size",
+                    "collections kept per index (10000)")
+      .add<int64_t>("pkrange-cache-size",
+                    "routing maps kept, one per collection (10000)")
+      .add<int64_t>("cache-max-waiters",
+                    "callers that may wait for one metadata fetch (10000)");
   auto grp = opt_group{custom_options_, http};
   grp.add<int64_t>("max-connections-per-endpoint",
                    "keep-alive connections per endpoint (16)")
@@ -479,6 +485,15 @@ load_result georoute_config::load(std::vector<std::string> args,
   s.query_plan_cache_size = static_cast<size_t>(
       rd.integer(g + ".query-plan-cache-size",
                  static_cast<int64_t>(s.query_plan_cache_size), 1, 1'000'000));
+  s.collection_cache_size = static_cast<size_t>(
+      rd.integer(g + ".collection-cache-size",
+                 static_cast<int64_t>(s.collection_cache_size), 1, 10'000'000));
+  s.pkrange_cache_size = static_cast<size_t>(
+      rd.integer(g + ".pkrange-cache-size",
+                 static_cast<int64_t>(s.pkrange_cache_size), 1, 10'000'000));
+  s.cache_max_waiters = static_cast<size_t>(
+      rd.integer(g + ".cache-max-waiters",
+                 static_cast<int64_t>(s.cache_max_waiters), 1, 10'000'000));
 
   auto& hp = s.http;
   hp.max_connections_per_endpoint = static_cast<size_t>(rd.integer(

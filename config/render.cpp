@@ -56,6 +56,9 @@ std::string render(const settings& s) {
     << "\n"
     << "scheduler-threads=" << s.scheduler_threads << "\n"
     << "query-plan-cache-size=" << s.query_plan_cache_size << "\n"
+    << "collection-cache-size=" << s.collection_cache_size << "\n"
+    << "pkrange-cache-size=" << s.pkrange_cache_size << "\n"
+    << "cache-max-waiters=" << s.cache_max_waiters << "\n"
     << "\n[georoute.http]\n"
     << "max-connections-per-endpoint=" << s.http.max_connections_per_endpoint
     << "\n"

@@ -117,6 +117,12 @@ struct settings {
   size_t scheduler_threads = 0;
   /// Entries of the query-plan LRU cache.
   size_t query_plan_cache_size = 1024;
+  /// Collections kept by the collection cache, per index (by name, by rid).
+  size_t collection_cache_size = 10000;
+  /// Routing maps (one per collection) kept by the partition-range cache.
+  size_t pkrange_cache_size = 10000;
+  /// Callers that may wait for one key's fetch in any metadata cache.
+  size_t cache_max_waiters = 10000;
 };
 
 /// Bounds of the metadata hard deadline.

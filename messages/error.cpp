@@ -69,6 +69,10 @@ const char* to_string(errc x) {
     return "attempts_exhausted";
   case errc::shutting_down:
     return "shutting_down";
+  case errc::collaborator_down:
+    return "collaborator_down";
+  case errc::overloaded:
+    return "overloaded";
   }
   return "unknown";
 }

@@ -55,7 +55,9 @@ enum class errc : uint8_t {
   validation_error = 51,   ///< bad input: configuration, arguments
   protocol_violation = 52, ///< a response that does not match the protocol
   attempts_exhausted = 53, ///< the attempt cap was reached
-  shutting_down = 54,
+  shutting_down = 54,       ///< the engine was stopped with work in flight
+  collaborator_down = 55,   ///< an actor the work waited on exited
+  overloaded = 56,          ///< a waiter list is full; retry later
 };
 
 /// Name of the category as CAF sees it (at most 10 characters).

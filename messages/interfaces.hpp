@@ -17,6 +17,16 @@
 //       +------------------------- mark ---------------------------+
 //   collection cache --execute--> retry actor      pkrange cache --execute-->
 //   retry actor
+//
+// Only the public protocol is listed here. What an actor sends itself (timers,
+// ladder steps, the 5 s sweep switch), what the transport hands back (HTTP
+// completions) and what the location cache pushes to its subscribers are not:
+// they are messages of types private to each actor's .cpp (nobody else can
+// construct them, so no handle holder can end an operation early or inject a
+// fake HTTP outcome), or, for snapshot pushes and the engine's re-wiring
+// (actors/internal.hpp), accepted only from the one sender allowed to send
+// them. Each actor runs an interface that extends the public one with those
+// messages; its spawn function hands out the public handle.
 
 #include "messages/types.hpp"
 
@@ -35,17 +45,20 @@ namespace georoute {
 /// - `(resolve_atom, resolve_input)` → `resolution`: the endpoint for one
 ///   attempt. Never fails; before the first account read it answers the
 ///   account endpoint.
-/// - `(mark_atom, region_mark)`: demote an endpoint for reads and/or writes
-///   until the configured expiry; pushes a new snapshot.
+/// - `(mark_atom, region_mark)` → `uint64_t`: demote an endpoint for reads
+///   and/or writes until the configured expiry; pushes a new snapshot and
+///   answers its version (every snapshot from that version on has the mark).
 /// - `(subscribe_atom, caf::actor)` → `location_snapshot`: the current
-///   snapshot now; every later one is pushed as `(snapshot_atom, ...)`. The
-///   subscriber is dropped when it terminates.
+///   snapshot now; every later one is pushed as `(snapshot_atom, ...)`, sent
+///   by the location cache itself (subscribers accept snapshots from it
+///   only), with a version that only grows. The subscriber is dropped when
+///   it terminates.
 /// - `(refresh_atom)` → `bool`: `should_refresh_endpoints` (§1.7) on the
 ///   current snapshot.
 using location_cache_actor = caf::typed_actor<
     caf::reacts_to<account_atom, database_account>,
     caf::replies_to<resolve_atom, resolve_input>::with<resolution>,
-    caf::reacts_to<mark_atom, region_mark>,
+    caf::replies_to<mark_atom, region_mark>::with<uint64_t>,
     caf::replies_to<subscribe_atom, caf::actor>::with<location_snapshot>,
     caf::replies_to<refresh_atom>::with<bool>>;
 
@@ -63,16 +76,11 @@ using location_cache_actor = caf::typed_actor<
 /// - `(account_atom)` → `database_account`: the current account, fetched
 ///   first if none was read yet.
 /// - `(stats_atom)` → `endpoint_manager_stats`.
-/// - internal: `(tick_atom, generation)` background timer; `(sweep_atom,
-///   fetch)` the 5 s switch to the regional sweep; `(attempt_atom, id)` a
-///   delayed ladder step; `(http_done_atom, id, outcome)` a completion.
+/// Waiters of a fetch get `errc::shutting_down` when the engine stops.
 using endpoint_manager_actor = caf::typed_actor<
     caf::replies_to<refresh_atom, bool>::with<database_account>,
     caf::replies_to<account_atom>::with<database_account>,
-    caf::replies_to<stats_atom>::with<endpoint_manager_stats>,
-    caf::reacts_to<tick_atom, uint64_t>, caf::reacts_to<sweep_atom, uint64_t>,
-    caf::reacts_to<attempt_atom, uint64_t>,
-    caf::reacts_to<http_done_atom, uint64_t, transport::outcome>>;
+    caf::replies_to<stats_atom>::with<endpoint_manager_stats>>;
 
 /// Retry actor: the detached executor (routing reference §8 and issue 4).
 /// Bounded only by its own hard deadline and, in loop mode, the attempt cap.
@@ -86,19 +94,16 @@ using endpoint_manager_actor = caf::typed_actor<
 ///   attempts"); `errc::deadline_exceeded` before any attempt finished.
 /// - `(detach_atom, document_request)` → `transport::outcome` (detach-only):
 ///   hand the request to the request router, which retries inside its own
-///   pipeline; no outer retry.
+///   pipeline under the same hard deadline and reports the last underlying
+///   failure when it trips; no outer retry. `errc::collaborator_down` if the
+///   router exits meanwhile.
 /// - `(stats_atom)` → `retry_stats`.
-/// - internal: `(snapshot_atom, snapshot)` from the location cache;
-///   `(attempt_atom, op)` the next attempt; `(deadline_atom, op)` the hard
-///   deadline; `(http_done_atom, id, outcome)` a completion.
+/// Every operation in flight gets `errc::shutting_down` when the engine
+/// stops.
 using retry_actor = caf::typed_actor<
     caf::replies_to<execute_atom, metadata_request>::with<transport::outcome>,
     caf::replies_to<detach_atom, document_request>::with<transport::outcome>,
-    caf::replies_to<stats_atom>::with<retry_stats>,
-    caf::reacts_to<snapshot_atom, location_snapshot>,
-    caf::reacts_to<http_done_atom, uint64_t, transport::outcome>,
-    caf::reacts_to<attempt_atom, uint64_t>,
-    caf::reacts_to<deadline_atom, uint64_t>>;
+    caf::replies_to<stats_atom>::with<retry_stats>>;
 
 /// Collection cache (routing reference §5.3-5.4).
 ///
@@ -111,7 +116,10 @@ using retry_actor = caf::typed_actor<
 /// - `(stats_atom)` → `collection_cache_stats`.
 /// Errors: the retry actor's error (e.g. `errc::not_found`), never cached;
 /// `errc::protocol_violation` for a body that does not decode;
-/// `errc::validation_error` for a malformed link or rid.
+/// `errc::validation_error` for a malformed link or rid;
+/// `errc::collaborator_down` at once for every waiter when the retry actor
+/// exits with the fetch in flight (the next request fetches afresh);
+/// `errc::overloaded` when too many callers already wait for one key.
 using collection_cache_actor = caf::typed_actor<
     caf::replies_to<by_name_atom, std::string, bool,
                     std::string>::with<collection_info>,
@@ -127,7 +135,9 @@ using collection_cache_actor = caf::typed_actor<
 ///   `std::vector<partition_key_range>`.
 /// - `(stats_atom)` → `pkrange_cache_stats`.
 /// Errors: `errc::not_found` for an unknown collection, the fetch's error
-/// otherwise; never a half map.
+/// otherwise; never a half map. `errc::deadline_exceeded` when one load (all
+/// its pages) outlives the hard deadline; `errc::collaborator_down` and
+/// `errc::overloaded` as for the collection cache.
 using pkrange_cache_actor = caf::typed_actor<
     caf::replies_to<pkranges_atom, std::string,
                     std::string>::with<routing_snapshot>,
@@ -136,12 +146,13 @@ using pkrange_cache_actor = caf::typed_actor<
     caf::replies_to<stats_atom>::with<pkrange_cache_stats>>;
 
 /// Query plan (routing reference §7). `(plan_atom, query_plan_request)` →
-/// `query_plan`, cached by (collection rid, query, parameters) in a bounded
-/// LRU. The POST runs through the request router, wrapped in the retry
-/// actor's detach-only mode.
+/// `query_plan`, cached by (collection rid, query, parameters, partition
+/// key) in a bounded LRU. The POST runs through the request router, wrapped
+/// in the retry actor's detach-only mode.
 /// `(stats_atom)` → `query_plan_stats`. Errors: `errc::validation_error`
-/// for parameters that are not a JSON array; the fetch's error otherwise
-/// (not cached).
+/// for an empty collection rid or parameters that are not a JSON array; the
+/// fetch's error otherwise (not cached); `errc::collaborator_down` and
+/// `errc::overloaded` as for the collection cache.
 using query_plan_actor = caf::typed_actor<
     caf::replies_to<plan_atom, query_plan_request>::with<query_plan>,
     caf::replies_to<stats_atom>::with<query_plan_stats>>;
@@ -151,7 +162,6 @@ using query_plan_actor = caf::typed_actor<
 /// endpoint, sends, and applies the client retry policy (§3) inside its own
 /// pipeline.
 using router_actor = caf::typed_actor<
-    caf::replies_to<route_atom, document_request>::with<transport::outcome>,
-    caf::reacts_to<http_done_atom, uint64_t, transport::outcome>>;
+    caf::replies_to<route_atom, document_request>::with<transport::outcome>>;
 
 } // namespace georoute

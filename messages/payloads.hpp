@@ -114,6 +114,9 @@ struct query_plan_stats {
   uint64_t fetches = 0;
   uint64_t evictions = 0;
   uint64_t failures = 0;
+  uint64_t overloaded = 0; ///< callers refused: too many waiting for one plan
+  /// Waiters failed at once because the retry actor went down.
+  uint64_t collaborator_failures = 0;
 };
 
 /// Counters of the retry actor.
@@ -128,6 +131,9 @@ struct retry_stats {
   uint64_t session_clears = 0;
   uint64_t late_completions = 0; ///< HTTP answers after the operation ended
   uint64_t live = 0;             ///< detached operations still running
+  /// Pushed snapshots not applied because they were no newer than the held
+  /// one (a push that raced a local mark).
+  uint64_t stale_snapshots = 0;
 };
 
 /// Counters of the collection cache. Every request counts once in exactly
@@ -144,6 +150,10 @@ struct collection_cache_stats {
   uint64_t refetch_skipped = 0;
   /// Refetches by name that found a new rid (collection recreated).
   uint64_t recreated = 0;
+  uint64_t evictions = 0; ///< entries dropped by the LRU bound (either index)
+  uint64_t overloaded = 0; ///< callers refused: too many waiting for one key
+  /// Waiters failed at once because the retry actor went down.
+  uint64_t collaborator_failures = 0;
 };
 
 /// Counters of the partition-range cache. Every request counts once in
@@ -159,6 +169,11 @@ struct pkrange_cache_stats {
   uint64_t pages = 0;    ///< pkranges pages requested
   uint64_t failures = 0; ///< loads that ended in an error (old map kept)
   uint64_t dropped = 0;  ///< maps dropped because the collection is gone
+  uint64_t evictions = 0;  ///< maps dropped by the LRU bound
+  uint64_t overloaded = 0; ///< callers refused: too many waiting for one load
+  uint64_t deadline_trips = 0; ///< loads cut off by the hard deadline
+  /// Waiters failed at once because the retry actor went down.
+  uint64_t collaborator_failures = 0;
 };
 
 template <class Inspector>
@@ -206,27 +221,30 @@ typename Inspector::result_type inspect(Inspector& f,
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, query_plan_stats& x) {
-  return f(x.hits, x.misses, x.fetches, x.evictions, x.failures);
+  return f(x.hits, x.misses, x.fetches, x.evictions, x.failures, x.overloaded,
+           x.collaborator_failures);
 }
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, retry_stats& x) {
   return f(x.operations, x.attempts, x.retries, x.deadline_trips,
            x.policy_refusals, x.marks, x.refreshes, x.session_clears,
-           x.late_completions, x.live);
+           x.late_completions, x.live, x.stale_snapshots);
 }
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f,
                                         collection_cache_stats& x) {
   return f(x.hits, x.misses, x.refreshes, x.shared_waiters, x.fetches,
-           x.failures, x.refetch_skipped, x.recreated);
+           x.failures, x.refetch_skipped, x.recreated, x.evictions,
+           x.overloaded, x.collaborator_failures);
 }
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, pkrange_cache_stats& x) {
   return f(x.hits, x.misses, x.refreshes, x.shared_waiters, x.refresh_skipped,
-           x.pages, x.failures, x.dropped);
+           x.pages, x.failures, x.dropped, x.evictions, x.overloaded,
+           x.deadline_trips, x.collaborator_failures);
 }
 
 } // namespace georoute

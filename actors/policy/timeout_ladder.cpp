@@ -11,21 +11,21 @@ ladder_choice choose_ladder(const timeout_ladders& ladders, request_kind kind,
                             bool per_partition_failover) {
   switch (kind) {
   case request_kind::account_read:
-    return {&ladders.control_plane_read, true, true, false};
+    return {&ladders.control_plane_read, true, false};
   case request_kind::query_plan:
   case request_kind::pkranges_read:
   case request_kind::metadata_read:
-    return {&ladders.hot_path, true, true, true};
+    return {&ladders.hot_path, true, true};
   case request_kind::document_read:
     if (per_partition_failover)
-      return {&ladders.partition_failover, true, true, false};
-    return {&ladders.default_ladder, true, true, false};
+      return {&ladders.partition_failover, true, false};
+    return {&ladders.default_ladder, true, false};
   case request_kind::probe:
-    return {&ladders.no_retry, false, false, false};
+    return {&ladders.no_retry, false, false};
   case request_kind::write:
     break;
   }
-  return {&ladders.default_ladder, false, false, false};
+  return {&ladders.default_ladder, false, false};
 }
 
 ladder_decision decide_ladder(const ladder_choice& choice, size_t step,

@@ -67,8 +67,6 @@ struct ladder_choice {
   /// Whether a timed-out attempt may be sent again (reads only: a write may
   /// have been applied).
   bool retry_timeouts;
-  /// Whether the final timeout surfaces as 503/20003 (true) or as a timeout.
-  bool timeout_as_503;
   /// Whether a 408 response is retried on the next step.
   bool retry_408;
 };

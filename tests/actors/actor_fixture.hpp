@@ -5,6 +5,7 @@
 // requests and is answered by hand, and canned outcomes.
 
 #include "actors/http_port.hpp"
+#include "messages/interfaces.hpp"
 #include "messages/types.hpp"
 
 #include <caf/all.hpp>
@@ -17,6 +18,16 @@
 
 namespace georoute::test {
 
+/// The trigger with which a test makes a fake actor answer request `i`
+/// (a promise is only ever delivered by its own actor, never from the test
+/// thread). Fakes extend the public interface with it.
+using answer_atom = caf::atom_constant<caf::atom("answer")>;
+constexpr answer_atom answer_atom_v = answer_atom{};
+
+/// A fake retry actor: the public interface plus the test's trigger.
+using fake_retry_actor = retry_actor::extend<
+    caf::reacts_to<answer_atom, uint64_t, transport::outcome>>;
+
 struct test_config : caf::actor_system_config {
   test_config() {
     register_types(*this);
@@ -28,16 +39,14 @@ struct test_config : caf::actor_system_config {
 class fake_http_port : public http_port {
 public:
   struct sent {
-    caf::actor reply_to;
-    uint64_t id;
     transport::request request;
+    completion done;
     bool answered = false;
   };
 
-  void send(const caf::actor& reply_to, uint64_t id,
-            transport::request req) override {
+  void send(transport::request req, completion done) override {
     std::lock_guard<std::mutex> guard{mtx_};
-    log_.push_back(sent{reply_to, id, std::move(req)});
+    log_.push_back(sent{std::move(req), std::move(done)});
   }
 
   size_t count() const {
@@ -68,7 +77,7 @@ public:
       s = log_.at(i);
     }
     o.endpoint = s.request.endpoint;
-    caf::anon_send(s.reply_to, http_done_atom_v, s.id, std::move(o));
+    s.done(std::move(o)); // the actor's own completion: an anon_send
   }
 
 private:
@@ -103,6 +112,19 @@ inline transport::outcome transport_failure(transport::failure f) {
   o.error = f;
   o.error_detail = std::string{"injected "} + transport::to_string(f);
   return o;
+}
+
+/// Receives the reply to `h` if one arrived, else fails the test at once:
+/// under the test coordinator a blocking receive with no reply would wait
+/// until ctest kills the binary.
+template <class Handle, class OnValue, class OnError>
+void receive_now(caf::scoped_actor& self, Handle& h, OnValue on_value,
+                 OnError on_error) {
+  if (self->mailbox().empty()) {
+    ADD_FAILURE() << "no reply arrived";
+    return;
+  }
+  h.receive(std::move(on_value), std::move(on_error));
 }
 
 /// Fixture base: the system, a hidden scoped actor, the coordinator.

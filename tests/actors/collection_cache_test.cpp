@@ -57,7 +57,7 @@ protected:
   std::shared_ptr<recording_retry_log> fetches =
       std::make_shared<recording_retry_log>();
   std::shared_ptr<sink_log> sunk = std::make_shared<sink_log>();
-  retry_actor retry;
+  fake_retry_actor retry;
   caf::actor sink;
   collection_cache_actor cache;
   std::vector<caf::actor> callers;
@@ -86,7 +86,7 @@ protected:
 
   // The retry actor answers fetch `i` (the fake delivers, not this thread).
   void answer(uint64_t i, transport::outcome o) {
-    caf::anon_send(retry, http_done_atom_v, i, std::move(o));
+    caf::anon_send(retry, answer_atom_v, i, std::move(o));
     run();
   }
 

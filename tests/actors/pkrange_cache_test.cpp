@@ -82,7 +82,7 @@ class PkRangeCache : public actor_test {
 protected:
   std::shared_ptr<recording_retry_log> fetches =
       std::make_shared<recording_retry_log>();
-  retry_actor retry;
+  fake_retry_actor retry;
   pkrange_cache_actor cache;
   std::vector<caf::actor> callers;
 
@@ -114,7 +114,7 @@ protected:
   void answer(transport::outcome o) {
     auto p = fetches->pending();
     ASSERT_FALSE(p.empty()) << "no page request pending";
-    caf::anon_send(retry, http_done_atom_v, p.back(), std::move(o));
+    caf::anon_send(retry, answer_atom_v, p.back(), std::move(o));
     run();
   }
 

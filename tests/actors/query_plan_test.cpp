@@ -13,13 +13,13 @@ using namespace georoute::test;
 using namespace std::chrono_literals;
 
 // A retry actor that records detach requests; the test makes it answer
-// request i with `(http_done_atom, i, outcome)` (status >= 400: an error).
+// request i with `(answer_atom, i, outcome)` (status >= 400: an error).
 struct detach_log {
   std::vector<document_request> requests;
   std::vector<caf::typed_response_promise<transport::outcome>> promises;
 };
 
-retry_actor::behavior_type fake_retry(retry_actor::pointer self,
+fake_retry_actor::behavior_type fake_retry(fake_retry_actor::pointer self,
                                       std::shared_ptr<detach_log> log) {
   return {
       [](execute_atom, metadata_request&) -> caf::result<transport::outcome> {
@@ -32,16 +32,13 @@ retry_actor::behavior_type fake_retry(retry_actor::pointer self,
         return log->promises.back();
       },
       [](stats_atom) { return retry_stats{}; },
-      [](snapshot_atom, location_snapshot&) {},
-      [=](http_done_atom, uint64_t i, transport::outcome& o) {
+      [=](answer_atom, uint64_t i, transport::outcome& o) {
         if (o.status >= 400)
           log->promises.at(i).deliver(
               make_error(classify_status(o.status, o.substatus), "injected"));
         else
           log->promises.at(i).deliver(o);
       },
-      [](attempt_atom, uint64_t) {},
-      [](deadline_atom, uint64_t) {},
   };
 }
 
@@ -82,7 +79,7 @@ caf::behavior caller(caf::event_based_actor* self, query_plan_actor plans,
 class QueryPlan : public actor_test {
 protected:
   std::shared_ptr<detach_log> log = std::make_shared<detach_log>();
-  retry_actor retry;
+  fake_retry_actor retry;
   query_plan_actor plans;
 
   void start(size_t cache_size = 1024) {
@@ -98,7 +95,7 @@ protected:
   }
 
   void answer(size_t i, transport::outcome o) {
-    caf::anon_send(retry, http_done_atom_v, uint64_t{i}, std::move(o));
+    caf::anon_send(retry, answer_atom_v, uint64_t{i}, std::move(o));
     run();
   }
 

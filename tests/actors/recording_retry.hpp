@@ -2,7 +2,7 @@
 
 // A fake retry actor for the cache tests: it records every metadata request
 // and keeps its response promise. The test answers request `i` by sending
-// the fake `(http_done_atom, i, outcome)`; the fake itself delivers (a
+// the fake `(answer_atom, i, outcome)`; the fake itself delivers (a
 // promise is only ever delivered by its own actor, never from the test
 // thread). A 2xx or 304 outcome is delivered as the outcome; a status >= 400
 // or a transport failure as the error the real retry actor would give.
@@ -38,8 +38,8 @@ struct recording_retry_log {
   }
 };
 
-inline retry_actor::behavior_type
-recording_retry(retry_actor::pointer self,
+inline fake_retry_actor::behavior_type
+recording_retry(fake_retry_actor::pointer self,
                 std::shared_ptr<recording_retry_log> log) {
   return {
       [=](execute_atom,
@@ -54,8 +54,7 @@ recording_retry(retry_actor::pointer self,
         return make_error(errc::validation_error, "not used by the caches");
       },
       [](stats_atom) { return retry_stats{}; },
-      [](snapshot_atom, location_snapshot&) {},
-      [=](http_done_atom, uint64_t i, transport::outcome& o) {
+      [=](answer_atom, uint64_t i, transport::outcome& o) {
         auto& rp = log->promises.at(i);
         log->answered.at(i) = true;
         if (o.error != transport::failure::none)
@@ -70,8 +69,6 @@ recording_retry(retry_actor::pointer self,
         else
           rp.deliver(std::move(o));
       },
-      [](attempt_atom, uint64_t) {},
-      [](deadline_atom, uint64_t) {},
   };
 }
 
@@ -79,18 +76,6 @@ recording_retry(retry_actor::pointer self,
 struct reply_log {
   std::vector<std::string> got;
 };
-
-/// Receives the reply to `h` if one arrived, else fails the test: under the
-/// test coordinator a blocking receive with no reply would wait forever.
-template <class Handle, class OnValue, class OnError>
-void receive_now(caf::scoped_actor& self, Handle& h, OnValue on_value,
-                 OnError on_error) {
-  if (self->mailbox().empty()) {
-    ADD_FAILURE() << "no reply arrived";
-    return;
-  }
-  h.receive(std::move(on_value), std::move(on_error));
-}
 
 inline std::string describe_error(const caf::error& e) {
   if (e == caf::sec::request_timeout) return "timeout";

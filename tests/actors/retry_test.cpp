@@ -37,10 +37,6 @@ fake_endpoint_manager(endpoint_manager_actor::pointer,
       },
       [](account_atom) { return account(); },
       [](stats_atom) { return endpoint_manager_stats{}; },
-      [](tick_atom, uint64_t) {},
-      [](sweep_atom, uint64_t) {},
-      [](attempt_atom, uint64_t) {},
-      [](http_done_atom, uint64_t, transport::outcome&) {},
   };
 }
 
@@ -50,8 +46,11 @@ struct router_log {
   caf::typed_response_promise<transport::outcome> pending;
 };
 
-router_actor::behavior_type fake_router(router_actor::pointer self,
-                                        std::shared_ptr<router_log> log) {
+using fake_router_actor = router_actor::extend<
+    caf::reacts_to<answer_atom, uint64_t, transport::outcome>>;
+
+fake_router_actor::behavior_type fake_router(fake_router_actor::pointer self,
+                                             std::shared_ptr<router_log> log) {
   return {
       [=](route_atom, document_request&) -> caf::result<transport::outcome> {
         ++log->requests;
@@ -60,7 +59,7 @@ router_actor::behavior_type fake_router(router_actor::pointer self,
       },
       // The test's trigger to answer the pending request (a promise must be
       // delivered by its own actor): 503 answers an error, else the outcome.
-      [=](http_done_atom, uint64_t, transport::outcome& o) {
+      [=](answer_atom, uint64_t, transport::outcome& o) {
         if (o.status == 503)
           log->pending.deliver(
               make_error(errc::service_unavailable, "503 from East US"));
@@ -85,7 +84,7 @@ protected:
   std::shared_ptr<router_log> routed = std::make_shared<router_log>();
   location_cache_actor locations;
   endpoint_manager_actor endpoints;
-  router_actor router;
+  fake_router_actor router;
   retry_actor retry;
 
   void start(retry_config cfg = {}) {
@@ -96,7 +95,7 @@ protected:
     self->send(locations, account_atom_v, account());
     endpoints = sys.spawn(fake_endpoint_manager, refreshes);
     router = sys.spawn(fake_router, routed);
-    retry = spawn_retry(sys, cfg, {locations, endpoints, http, router, {}});
+    retry = spawn_retry(sys, cfg, {locations, endpoints, http, router, {}, {}});
     run();
   }
 
@@ -113,8 +112,9 @@ protected:
     retry_stats result;
     auto h = self->request(retry, caf::infinite, stats_atom_v);
     run();
-    h.receive([&](retry_stats s) { result = s; },
-              [](caf::error&) { ADD_FAILURE() << "stats failed"; });
+    receive_now(
+        self, h, [&](retry_stats s) { result = s; },
+        [](caf::error&) { ADD_FAILURE() << "stats failed"; });
     return result;
   }
 
@@ -158,7 +158,7 @@ TEST_F(Retry, SucceedsFirstAttempt) {
   EXPECT_EQ(last_endpoint(), west_ep);
   EXPECT_EQ(http->at(0).request.timeout, 1s); // HotPath ladder, step 1
   answer(ok_response(R"({"id":"c"})"));
-  h.receive([](transport::outcome& o) { EXPECT_EQ(o.status, 200); },
+  receive_now(self, h,[](transport::outcome& o) { EXPECT_EQ(o.status, 200); },
             [](caf::error& e) { ADD_FAILURE() << caf::to_string(e); });
   auto s = stats();
   EXPECT_EQ(s.attempts, 1u);
@@ -174,7 +174,7 @@ TEST_F(Retry, RetriesOnTransient_InTheNextRegion) {
   ASSERT_EQ(http->count(), 2u);
   EXPECT_EQ(last_endpoint(), east_ep); // UE: index 1
   answer(ok_response("{}"));
-  h.receive([](transport::outcome& o) { EXPECT_EQ(o.endpoint, east_ep); },
+  receive_now(self, h,[](transport::outcome& o) { EXPECT_EQ(o.endpoint, east_ep); },
             [](caf::error& e) { ADD_FAILURE() << caf::to_string(e); });
   EXPECT_EQ(stats().retries, 1u);
 }
@@ -222,7 +222,7 @@ TEST_F(Retry, CallerTimesOut_WorkKeepsRunning_AndWaitingRequesterGetsResult) {
   for (auto i : http->pending())
     http->respond(i, ok_response(R"({"id":"c"})"));
   run();
-  h.receive([](transport::outcome& o) { EXPECT_EQ(o.body, R"({"id":"c"})"); },
+  receive_now(self, h,[](transport::outcome& o) { EXPECT_EQ(o.body, R"({"id":"c"})"); },
             [](caf::error& e) { ADD_FAILURE() << caf::to_string(e); });
   EXPECT_EQ(stats().live, 0u);
   self->send_exit(c, caf::exit_reason::user_shutdown);
@@ -235,7 +235,7 @@ TEST_F(Retry, PolicyDeniesRetry_SurfacesOriginalFailure) {
   run();
   answer(status_response(404));
   EXPECT_EQ(http->count(), 1u);
-  h.receive(
+  receive_now(self, h,
       [](transport::outcome&) { ADD_FAILURE() << "expected an error"; },
       [](caf::error& e) {
         EXPECT_EQ(code_of(e), errc::not_found);
@@ -253,7 +253,7 @@ TEST_F(Retry, DeadlineTripsDuringAttempt_BeforeAnyFinished_IsADeadlineError) {
       self->request(retry, caf::infinite, execute_atom_v, read_collection());
   run();
   advance(30s); // the region hangs: nothing ever answers
-  h.receive([](transport::outcome&) { ADD_FAILURE() << "expected an error"; },
+  receive_now(self, h,[](transport::outcome&) { ADD_FAILURE() << "expected an error"; },
             [](caf::error& e) {
               EXPECT_EQ(code_of(e), errc::deadline_exceeded);
               EXPECT_NE(context_of(e).find("30s"), std::string::npos);
@@ -267,29 +267,42 @@ TEST_F(Retry, DeadlineTripsDuringAttempt_BeforeAnyFinished_IsADeadlineError) {
 }
 
 TEST_F(Retry, DeadlineTripsDuringBackoff_ReportsLastUnderlyingFailure) {
+  // Connection failures fail over with a pause of 20 s (reads): attempt 1 at
+  // 0 s, attempt 2 at 20 s, the deadline at 30 s falls into the second
+  // pause. Nothing refuses: the policy would retry 120 times.
   retry_config cfg;
   cfg.hard_deadline = 30s;
+  cfg.client.failover_retry_interval = 20s;
   start(cfg);
   auto h =
       self->request(retry, caf::infinite, execute_atom_v, read_collection());
   run();
-  // 429 with a 20 s retry-after: the back-off outlives the deadline.
-  auto throttled = status_response(429, 3200);
-  throttled.retry_after_ms = 20000;
-  answer(throttled);
+  answer(transport_failure(transport::failure::refused));
   advance(20s);
-  answer(throttled);
-  advance(10s);
-  h.receive([](transport::outcome&) { ADD_FAILURE() << "expected an error"; },
-            [](caf::error& e) {
-              EXPECT_EQ(code_of(e), errc::throttled);
-              EXPECT_NE(context_of(e).find("429/3200 from West US"),
-                        std::string::npos)
-                  << context_of(e);
-              EXPECT_NE(context_of(e).find("after 2 attempts"),
-                        std::string::npos);
-            });
+  ASSERT_EQ(http->count(), 2u);
+  EXPECT_EQ(last_endpoint(), east_ep); // West is marked
+  answer(transport_failure(transport::failure::refused));
+  advance(9s);
+  EXPECT_TRUE(self->mailbox().empty()) << "answered before the deadline";
+  advance(1s); // t = 30 s, in the middle of the second pause
+  receive_now(
+      self, h, [](transport::outcome&) { ADD_FAILURE() << "expected an error"; },
+      [](caf::error& e) {
+        EXPECT_EQ(code_of(e), errc::connection_refused);
+        auto text = context_of(e);
+        EXPECT_NE(text.find("refused (injected refused) from East US"),
+                  std::string::npos)
+            << text;
+        EXPECT_NE(text.find("after 2 attempts"), std::string::npos) << text;
+        EXPECT_NE(text.find("hard deadline of 30s reached"), std::string::npos)
+            << text;
+      });
+  auto s = stats();
+  EXPECT_EQ(s.deadline_trips, 1u);
+  EXPECT_EQ(s.policy_refusals, 0u); // the deadline ended it, not the policy
+  advance(20s); // the pending attempt finds the operation gone
   EXPECT_EQ(http->count(), 2u);
+  EXPECT_EQ(stats().live, 0u);
 }
 
 TEST_F(Retry, ZeroBackoff_GoesThroughTheMailbox_OtherMessagesInterleave) {
@@ -300,16 +313,22 @@ TEST_F(Retry, ZeroBackoff_GoesThroughTheMailbox_OtherMessagesInterleave) {
   req.policy = retry_policy_kind::partition_range;
   auto h = self->request(retry, caf::infinite, execute_atom_v, req);
   run();
-  answer(status_response(503)); // a zero-delay hop to the next region
-  // The hop is a message: a stats request sent now is answered while the
-  // operation is still live.
-  auto s = stats();
-  EXPECT_EQ(s.live, 1u);
+  ASSERT_EQ(http->count(), 1u);
+  // A 503 is a zero-delay hop to the next region. Step the coordinator one
+  // message at a time: handling the completion must only enqueue the next
+  // attempt, not send it.
+  http->respond(0, status_response(503));
+  ASSERT_TRUE(sched.try_run_once()); // the retry actor handles the completion
+  EXPECT_EQ(http->count(), 1u)
+      << "the zero back-off attempt ran inside the completion handler";
+  ASSERT_TRUE(sched.try_run_once()); // now the attempt message
   EXPECT_EQ(http->count(), 2u);
+  EXPECT_EQ(last_endpoint(), east_ep);
   answer(ok_response("{}"));
   EXPECT_EQ(stats().live, 0u);
-  h.receive([](transport::outcome& o) { EXPECT_EQ(o.endpoint, east_ep); },
-            [](caf::error& e) { ADD_FAILURE() << caf::to_string(e); });
+  receive_now(
+      self, h, [](transport::outcome& o) { EXPECT_EQ(o.endpoint, east_ep); },
+      [](caf::error& e) { ADD_FAILURE() << caf::to_string(e); });
 }
 
 TEST_F(Retry, AttemptCap_BoundsTheLoop) {
@@ -326,7 +345,7 @@ TEST_F(Retry, AttemptCap_BoundsTheLoop) {
     advance(10ms);
   }
   EXPECT_EQ(http->count(), 3u);
-  h.receive([](transport::outcome&) { ADD_FAILURE() << "expected an error"; },
+  receive_now(self, h,[](transport::outcome&) { ADD_FAILURE() << "expected an error"; },
             [](caf::error& e) {
               EXPECT_EQ(code_of(e), errc::throttled);
               EXPECT_NE(context_of(e).find("attempt cap of 3"),
@@ -357,7 +376,7 @@ TEST_F(Retry, TimeoutClimbsTheHotPathLadder_OnTheSameEndpoint) {
   ASSERT_EQ(http->count(), 4u);
   EXPECT_EQ(last_endpoint(), east_ep);
   answer(ok_response("{}"));
-  h.receive([](transport::outcome& o) { EXPECT_EQ(o.status, 200); },
+  receive_now(self, h,[](transport::outcome& o) { EXPECT_EQ(o.status, 200); },
             [](caf::error& e) { ADD_FAILURE() << caf::to_string(e); });
 }
 
@@ -370,26 +389,31 @@ TEST_F(Retry, DetachOnly_HasNoOuterRetry) {
   auto h = self->request(retry, caf::infinite, detach_atom_v, d);
   run();
   EXPECT_EQ(routed->requests, 1);
-  caf::anon_send(router, http_done_atom_v, uint64_t{0}, status_response(503));
+  caf::anon_send(router, answer_atom_v, uint64_t{0}, status_response(503));
   run();
-  h.receive(
+  receive_now(self, h,
       [](transport::outcome&) { ADD_FAILURE() << "expected an error"; },
       [](caf::error& e) { EXPECT_EQ(code_of(e), errc::service_unavailable); });
   EXPECT_EQ(routed->requests, 1); // no outer retry
   EXPECT_EQ(http->count(), 0u);
 }
 
-TEST_F(Retry, DetachOnly_IsBoundedByTheHardDeadline) {
+TEST_F(Retry, DetachOnly_RouterThatNeverAnswers_IsCutOffAfterTheGrace) {
+  // The router's own pipeline trips the hard deadline and answers the last
+  // failure; only a router that never answers meets the detach timeout.
   retry_config cfg;
   cfg.hard_deadline = 30s;
+  cfg.detach_grace = 5s;
   start(cfg);
   document_request d;
   auto h = self->request(retry, caf::infinite, detach_atom_v, d);
   run();
   EXPECT_EQ(stats().live, 1u);
   advance(30s);
-  h.receive(
-      [](transport::outcome&) { ADD_FAILURE() << "expected an error"; },
+  EXPECT_TRUE(self->mailbox().empty()) << "the detach path raced the router";
+  advance(5s);
+  receive_now(
+      self, h, [](transport::outcome&) { ADD_FAILURE() << "expected an error"; },
       [](caf::error& e) { EXPECT_EQ(code_of(e), errc::deadline_exceeded); });
   EXPECT_EQ(stats().live, 0u);
 }
@@ -409,7 +433,7 @@ TEST_F(Retry, LiveGauge_ReturnsToZeroWhenWorkEnds) {
   run();
   EXPECT_EQ(stats().live, 0u);
   for (auto& h : handles)
-    h.receive([](transport::outcome&) {}, [](caf::error&) {});
+    receive_now(self, h,[](transport::outcome&) {}, [](caf::error&) {});
 }
 
 } // namespace

@@ -91,9 +91,9 @@ protected:
     endpoints = spawn_endpoint_manager(*sys, em_cfg, locations, http);
     router = spawn_router(
         *sys, retry_config_from(settings),
-        {locations, endpoints, http, router_actor{}, caf::actor{}});
+        {locations, endpoints, http, router_actor{}, caf::actor{}, {}});
     retry = spawn_retry(*sys, retry_config_from(settings),
-                        {locations, endpoints, http, router, caf::actor{}});
+                        {locations, endpoints, http, router, caf::actor{}, {}});
     for (auto a : {caf::actor_cast<caf::actor>(locations),
                    caf::actor_cast<caf::actor>(endpoints),
                    caf::actor_cast<caf::actor>(retry),

@@ -33,36 +33,36 @@ TEST(TimeoutLadder, ChooseLadder_EveryKind_ReferenceSelection) {
     bool ppaf;
     const timeout_ladder* ladder;
     bool retry_timeouts;
-    bool timeout_as_503;
     bool retry_408;
   };
   const std::vector<row> rows = {
-      {"account read", request_kind::account_read, false, &l.control_plane_read,
-       true, true, false},
-      {"query plan", request_kind::query_plan, false, &l.hot_path, true, true,
-       true},
-      {"pkranges", request_kind::pkranges_read, false, &l.hot_path, true, true,
-       true},
-      {"metadata read", request_kind::metadata_read, false, &l.hot_path, true,
-       true, true},
-      {"document read", request_kind::document_read, false, &l.default_ladder,
-       true, true, false},
-      {"document read ppaf", request_kind::document_read, true,
-       &l.partition_failover, true, true, false},
-      {"write", request_kind::write, false, &l.default_ladder, false, false,
-       false},
-      {"write ppaf", request_kind::write, true, &l.default_ladder, false, false,
-       false},
-      {"probe", request_kind::probe, false, &l.no_retry, false, false, false},
-      {"metadata read ppaf", request_kind::metadata_read, true, &l.hot_path,
-       true, true, true},
+      // §4: "Account reads use ControlPlaneRead".
+      {"AccountRead_Default_ControlPlaneReadTimeoutsNot408",
+       request_kind::account_read, false, &l.control_plane_read, true, false},
+      {"QueryPlan_Default_HotPathTimeoutsAnd408", request_kind::query_plan,
+       false, &l.hot_path, true, true},
+      {"PkrangesRead_Default_HotPathTimeoutsAnd408",
+       request_kind::pkranges_read, false, &l.hot_path, true, true},
+      {"MetadataRead_Default_HotPathTimeoutsAnd408",
+       request_kind::metadata_read, false, &l.hot_path, true, true},
+      {"MetadataRead_Ppaf_HotPathTimeoutsAnd408", request_kind::metadata_read,
+       true, &l.hot_path, true, true},
+      {"DocumentRead_Default_DefaultLadderTimeoutsNot408",
+       request_kind::document_read, false, &l.default_ladder, true, false},
+      {"DocumentRead_Ppaf_PartitionFailoverTimeoutsNot408",
+       request_kind::document_read, true, &l.partition_failover, true, false},
+      {"Write_Default_DefaultLadderNoRetries", request_kind::write, false,
+       &l.default_ladder, false, false},
+      {"Write_Ppaf_DefaultLadderNoRetries", request_kind::write, true,
+       &l.default_ladder, false, false},
+      {"Probe_Default_NoRetryLadderNoRetries", request_kind::probe, false,
+       &l.no_retry, false, false},
   };
   for (const auto& r : rows) {
     SCOPED_TRACE(r.name);
     auto c = choose_ladder(l, r.kind, r.ppaf);
     EXPECT_EQ(c.ladder, r.ladder);
     EXPECT_EQ(c.retry_timeouts, r.retry_timeouts);
-    EXPECT_EQ(c.timeout_as_503, r.timeout_as_503);
     EXPECT_EQ(c.retry_408, r.retry_408);
   }
 }

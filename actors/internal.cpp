@@ -1,0 +1,39 @@
+#include "actors/internal.hpp"
+
+#include <caf/exit_reason.hpp>
+#include <caf/sec.hpp>
+
+namespace georoute {
+
+std::string describe_reason(const caf::error& reason) {
+  if (!reason) return "normal";
+  if (reason.category() == caf::atom("exit"))
+    return caf::to_string(static_cast<caf::exit_reason>(reason.code()));
+  if (reason.category() == caf::atom("system"))
+    return caf::to_string(static_cast<caf::sec>(reason.code()));
+  if (reason.category() == error_category) {
+    auto ctx = context_of(reason);
+    auto name = std::string{to_string(static_cast<errc>(reason.code()))};
+    return ctx.empty() ? name : name + ": " + ctx;
+  }
+  return "error " + std::to_string(reason.code());
+}
+
+caf::error collaborator_down(const std::string& who, const caf::error& reason,
+                             const std::string& what) {
+  return make_error(errc::collaborator_down,
+                    who + " exited (" + describe_reason(reason) + ") while " +
+                        what +
+                        " was in flight; the next request starts afresh");
+}
+
+caf::error stopped_error(const std::string& who, const caf::error& reason) {
+  if (reason == caf::exit_reason::user_shutdown)
+    return make_error(errc::shutting_down,
+                      "engine stopped: " + who + " ended with work in flight");
+  return make_error(errc::shutting_down,
+                    who + " exited (" + describe_reason(reason) +
+                        ") with work in flight");
+}
+
+} // namespace georoute
