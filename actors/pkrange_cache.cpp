@@ -221,27 +221,33 @@ void request_page(self_ptr self, const std::string& rid,
             [=](caf::error& e) { finish(self, rid, id, std::move(e)); });
 }
 
+// The error for a caller who would exceed the waiter cap of the load of
+// `rid` in flight; checked before a promise exists (a promise made and then
+// dropped would answer nothing).
+std::optional<caf::error> over_capacity(self_ptr self, const std::string& rid) {
+  auto& st = self->state;
+  auto running = st.loads.find(rid);
+  if (running == st.loads.end() ||
+      running->second.waiters.size() < st.cfg.max_waiters)
+    return std::nullopt;
+  ++st.stats.overloaded;
+  return make_error(errc::overloaded,
+                    std::to_string(running->second.waiters.size()) +
+                        " callers already wait for the pkranges of "
+                        "collection " +
+                        rid + " (georoute.cache-max-waiters); retry later");
+}
+
 // Adds `w` to the load of `rid`, starting one from the current map if none
-// is running. Returns an error instead when too many already wait.
-std::optional<caf::error> enqueue(self_ptr self, const std::string& rid,
-                                  const std::string& path, waiter w) {
+// is running.
+void enqueue(self_ptr self, const std::string& rid, const std::string& path,
+             waiter w) {
   auto& st = self->state;
   auto running = st.loads.find(rid);
   if (running != st.loads.end()) {
-    auto& l = running->second;
-    if (l.waiters.size() >= st.cfg.max_waiters) {
-      ++st.stats.overloaded;
-      return make_error(errc::overloaded,
-                        std::to_string(l.waiters.size()) +
-                            " callers already wait for the pkranges of "
-                            "collection " +
-                            rid +
-                            " (georoute.cache-max-waiters); retry "
-                            "later");
-    }
     ++st.stats.shared_waiters;
-    l.waiters.push_back(std::move(w));
-    return std::nullopt;
+    running->second.waiters.push_back(std::move(w));
+    return;
   }
   auto base = current_map(self, rid);
   ++(base ? st.stats.refreshes : st.stats.misses);
@@ -254,7 +260,6 @@ std::optional<caf::error> enqueue(self_ptr self, const std::string& rid,
   st.loads.emplace(rid, std::move(l));
   self->delayed_send(self, st.cfg.load_deadline, pk_load_deadline{rid, id});
   request_page(self, rid, path + "/pkranges", id);
-  return std::nullopt;
 }
 
 void on_load_deadline(self_ptr self, const pk_load_deadline& m) {
@@ -322,10 +327,11 @@ pkrange_cache_impl(self_ptr self, retry_actor retry, pkrange_cache_config cfg,
         case pkrange_lookup::load:
           break;
         }
+        if (auto err = over_capacity(self, rid)) return *err;
         waiter w;
         w.snapshot = self->make_response_promise<routing_snapshot>();
         auto rp = w.snapshot;
-        if (auto err = enqueue(self, rid, *path, std::move(w))) return *err;
+        enqueue(self, rid, *path, std::move(w));
         return rp;
       },
       [=](overlap_atom, const std::string& rid, const epk_range& range,
@@ -339,11 +345,12 @@ pkrange_cache_impl(self_ptr self, retry_actor retry, pkrange_cache_config cfg,
           ++st.stats.hits;
           return map->overlapping(range);
         }
+        if (auto err = over_capacity(self, rid)) return *err;
         waiter w;
         w.ranges = self->make_response_promise<range_list>();
         w.overlap = range;
         auto rp = w.ranges;
-        if (auto err = enqueue(self, rid, *path, std::move(w))) return *err;
+        enqueue(self, rid, *path, std::move(w));
         return rp;
       },
       [=](stats_atom) { return self->state.stats; },

@@ -50,8 +50,20 @@ recording_retry(fake_retry_actor::pointer self,
         log->answered.push_back(false);
         return log->promises.back();
       },
-      [](detach_atom, document_request&) -> caf::result<transport::outcome> {
-        return make_error(errc::validation_error, "not used by the caches");
+      [=](detach_atom,
+          document_request& d) -> caf::result<transport::outcome> {
+        // Recorded like a metadata request (the query-plan actor's path).
+        metadata_request m;
+        m.method = d.method;
+        m.path = d.path;
+        m.headers = d.headers;
+        m.body = d.body;
+        m.kind = d.kind;
+        log->requests.push_back(std::move(m));
+        log->promises.push_back(
+            self->make_response_promise<transport::outcome>());
+        log->answered.push_back(false);
+        return log->promises.back();
       },
       [](stats_atom) { return retry_stats{}; },
       [=](answer_atom, uint64_t i, transport::outcome& o) {
