@@ -357,11 +357,12 @@ TEST(QueryPlanKey, EveryPartIsLengthPrefixed) {
   y.query = "q";
   y.parameters_json = "|p[]";
   EXPECT_NE(query_plan_key(x), query_plan_key(y));
+  // A separator alone is not enough: "a|b" + "c" and "a" + "b|c".
   query_plan_request u = x, v = x;
-  u.parameters_json = "[]";
-  u.partition_key_json = "[1]";
-  v.parameters_json = "[][1]";
-  v.partition_key_json = "";
+  u.parameters_json = "[\"a|b\"]";
+  u.partition_key_json = "[\"c\"]";
+  v.parameters_json = "[\"a";
+  v.partition_key_json = "b\"]|[\"c\"]";
   EXPECT_NE(query_plan_key(u), query_plan_key(v));
   EXPECT_EQ(query_plan_key(a), query_plan_key(plan_for("rid1", "SELECT 1")));
 }

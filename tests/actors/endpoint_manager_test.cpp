@@ -2,6 +2,7 @@
 // background loop that never stops. Virtual time; HTTP answered by hand.
 
 #include "actors/endpoint_manager.hpp"
+#include "actors/internal.hpp"
 #include "messages/error.hpp"
 #include "tests/actors/actor_fixture.hpp"
 #include "transport/codecs.hpp"
@@ -63,7 +64,7 @@ protected:
     c.refresh.background_interval =
         std::chrono::duration_cast<std::chrono::milliseconds>(interval);
     c.refresh.min_interval = 15s;
-    em = spawn_endpoint_manager(sys, c, cache, http);
+    em = spawn_endpoint_manager(sys, c, cache, http, self->address());
     run();
   }
 
@@ -77,7 +78,7 @@ protected:
     endpoint_manager_stats result;
     auto h = self->request(em, caf::infinite, stats_atom_v);
     run();
-    h.receive([&](endpoint_manager_stats s) { result = s; },
+    receive_now(self, h,[&](endpoint_manager_stats s) { result = s; },
               [](caf::error&) { ADD_FAILURE() << "stats failed"; });
     return result;
   }
@@ -172,7 +173,7 @@ TEST_F(EndpointManager, NonForcedRefresh_WithinMinInterval_IsSkipped) {
   warm(make_account(false));
   auto h = self->request(em, caf::infinite, refresh_atom_v, false);
   run();
-  h.receive([](database_account& a) { EXPECT_EQ(a.id, "acct"); },
+  receive_now(self, h,[](database_account& a) { EXPECT_EQ(a.id, "acct"); },
             [](caf::error& e) { ADD_FAILURE() << caf::to_string(e); });
   EXPECT_EQ(http->count(), 1u);
   EXPECT_EQ(stats().refreshes_skipped, 1u);
@@ -244,12 +245,79 @@ TEST_F(EndpointManager, Unauthorized_StopsTheSweepAtOnce) {
   http->respond(1, status_response(401));
   run();
   EXPECT_EQ(http->count(), 2u); // no regional attempt
-  h.receive([](database_account&) { ADD_FAILURE() << "expected an error"; },
+  receive_now(self, h,[](database_account&) { ADD_FAILURE() << "expected an error"; },
             [](caf::error& e) {
               EXPECT_EQ(code_of(e), errc::unauthorized);
               EXPECT_NE(context_of(e).find("GEOROUTE_ACCOUNT_KEY"),
                         std::string::npos);
             });
+}
+
+TEST_F(EndpointManager, PlainForbidden_StopsTheSweepAtOnce) {
+  start({"East US"});
+  warm(make_account(false));
+  auto h = self->request(em, caf::infinite, refresh_atom_v, true);
+  run();
+  http->respond(1, status_response(403));
+  run();
+  EXPECT_EQ(http->count(), 2u); // no regional attempt
+  receive_now(
+      self, h, [](database_account&) { ADD_FAILURE() << "expected an error"; },
+      [](caf::error& e) {
+        EXPECT_EQ(code_of(e), errc::forbidden);
+        EXPECT_NE(context_of(e).find("clock"), std::string::npos)
+            << context_of(e);
+      });
+}
+
+TEST_F(EndpointManager, RegionRemoved_403_1008_SweepsOn) {
+  start({"East US"});
+  warm(make_account(false));
+  auto h = self->request(em, caf::infinite, refresh_atom_v, true);
+  run();
+  http->respond(1, status_response(403, 1008)); // not a plain 403
+  run();
+  ASSERT_EQ(http->count(), 3u);
+  EXPECT_EQ(http->at(2).request.endpoint, east_ep);
+  http->respond(2, ok_response(body_of(make_account(false))));
+  run();
+  receive_now(
+      self, h, [](database_account&) {},
+      [](caf::error& e) { ADD_FAILURE() << caf::to_string(e); });
+}
+
+TEST_F(EndpointManager, Stopped_WaitersOfTheFetchGetEngineStopped) {
+  start();
+  warm(make_account(false));
+  auto h = self->request(em, caf::infinite, refresh_atom_v, true);
+  run();
+  self->send_exit(em, caf::exit_reason::user_shutdown);
+  run();
+  receive_now(
+      self, h, [](database_account&) { ADD_FAILURE() << "expected an error"; },
+      [](caf::error& e) {
+        EXPECT_EQ(code_of(e), errc::shutting_down);
+        EXPECT_NE(context_of(e).find("engine stopped"), std::string::npos);
+      });
+}
+
+TEST_F(EndpointManager, RewiredToANewLocationCache_TellsItTheAccount) {
+  start();
+  warm(make_account(false));
+  auto rec2 = std::make_shared<recorded>();
+  auto cache2 = sys.spawn(recording_cache, rec2);
+  engine_wiring w;
+  w.locations = cache2;
+  // From a stranger: ignored.
+  caf::anon_send(caf::actor_cast<caf::actor>(em), w);
+  run();
+  EXPECT_TRUE(rec2->accounts.empty());
+  // From the supervisor: the new cache learns the current account at once.
+  self->send(caf::actor_cast<caf::actor>(em), w);
+  run();
+  ASSERT_EQ(rec2->accounts.size(), 1u);
+  EXPECT_EQ(rec2->accounts[0].writable[0].name, "West US");
+  self->send_exit(cache2, caf::exit_reason::user_shutdown);
 }
 
 TEST_F(EndpointManager, AllCandidatesFail_ReportsTheLastFailure) {
@@ -262,7 +330,7 @@ TEST_F(EndpointManager, AllCandidatesFail_ReportsTheLastFailure) {
     run();
   }
   EXPECT_EQ(http->count(), 5u); // initial + global + 3 regions
-  h.receive([](database_account&) { ADD_FAILURE() << "expected an error"; },
+  receive_now(self, h,[](database_account&) { ADD_FAILURE() << "expected an error"; },
             [](caf::error& e) {
               EXPECT_EQ(code_of(e), errc::service_unavailable);
               EXPECT_NE(context_of(e).find(north_ep), std::string::npos);
