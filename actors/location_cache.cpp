@@ -1,5 +1,6 @@
 #include "actors/location_cache.hpp"
 
+#include "actors/internal.hpp"
 #include "config/settings.hpp"
 
 #include <algorithm>
@@ -20,7 +21,11 @@ struct cache_state {
   static inline const char* name = "georoute.location_cache";
 };
 
-using self_ptr = location_cache_actor::stateful_pointer<cache_state>;
+// The cache depends on nobody, but the supervisor tells everyone about a
+// restart: the wiring is accepted and ignored.
+using cache_impl_actor = location_cache_actor::extend<caf::reacts_to<engine_wiring>>;
+
+using self_ptr = cache_impl_actor::stateful_pointer<cache_state>;
 
 policy_time now_of(self_ptr self) {
   return self->clock().now();
@@ -37,7 +42,7 @@ void publish(self_ptr self, location_table next) {
     caf::unsafe_send_as(self, sub, snapshot_atom_v, snap);
 }
 
-location_cache_actor::behavior_type
+cache_impl_actor::behavior_type
 location_cache_impl(self_ptr self, location_table_options options) {
   self->state.table =
       std::make_shared<const location_table>(std::move(options));
@@ -74,6 +79,7 @@ location_cache_impl(self_ptr self, location_table_options options) {
         return self->state.table->should_refresh_endpoints(now_of(self))
             .refresh;
       },
+      [](const engine_wiring&) {},
   };
 }
 
@@ -91,7 +97,8 @@ location_table_options location_options_from(const config::settings& s) {
 
 location_cache_actor spawn_location_cache(caf::actor_system& sys,
                                           location_table_options options) {
-  return sys.spawn(location_cache_impl, std::move(options));
+  return caf::actor_cast<location_cache_actor>(
+      sys.spawn(location_cache_impl, std::move(options)));
 }
 
 } // namespace georoute

@@ -71,12 +71,29 @@ TEST_F(CacheRace,
       ask<collection_info>(colls, 5s, by_name_atom_v,
                            std::string{"dbs/d/colls/c"}, false, std::string{});
   ASSERT_TRUE(coll) << sys->render(coll.error());
+  // A map is cached: what follows is a refresh, not a cold load.
+  auto cold = ask<routing_snapshot>(ranges, 5s, pkranges_atom_v, coll->rid,
+                                    std::string{});
+  ASSERT_TRUE(cold) << sys->render(cold.error());
+  ASSERT_EQ(cold->map->ranges().size(), 2u); // the emulator's initial ranges
+  auto old_etag = cold->map->etag();
+  auto split = emu->control().split_range("d", "c", cold->map->ranges()[0].id);
+  ASSERT_TRUE(split) << split.error().what;
   ASSERT_TRUE(emu->set_region_state("West US", emulator::region_state::hang));
+  emu->control().reset_counters();
+  auto before = ask<pkrange_cache_stats>(ranges, 5s, stats_atom_v);
+  ASSERT_TRUE(before);
+  // The caller doubts the map it holds (a 410/1002 would make it) and gives
+  // up after 300 ms; the refresh goes on.
   auto first = ask<routing_snapshot>(ranges, 300ms, pkranges_atom_v, coll->rid,
-                                     std::string{});
+                                     old_etag);
   ASSERT_FALSE(first);
   EXPECT_EQ(first.error(), caf::sec::request_timeout);
-  wait_for([&] { return retry_stats_now().live == 0; }, "the map fetch to end");
+  wait_for([&] { return retry_stats_now().live == 0; }, "the refresh to end");
+  auto after = ask<pkrange_cache_stats>(ranges, 5s, stats_atom_v);
+  ASSERT_TRUE(after);
+  EXPECT_EQ(after->refreshes, before->refreshes + 1) << "not a refresh";
+  EXPECT_EQ(after->misses, before->misses) << "a cold load, not a refresh";
   // The partition-range policy hops regions without marking or refreshing
   // (reference §3.7): West stays first in the table, the map came from East.
   auto rs = retry_stats_now();
@@ -88,9 +105,10 @@ TEST_F(CacheRace,
                                       std::string{});
   ASSERT_TRUE(second) << sys->render(second.error());
   ASSERT_TRUE(second->map);
-  EXPECT_EQ(second->map->ranges().size(), 2u); // the emulator's initial ranges
+  EXPECT_NE(second->map->etag(), old_etag);
+  EXPECT_EQ(second->map->ranges().size(), 3u); // the split's children merged
   EXPECT_EQ(served_by("West US"), 0u);
-  EXPECT_EQ(served_by("East US"), 0u);
+  EXPECT_EQ(served_by("East US"), 0u); // from the cache
   ASSERT_TRUE(emu->set_region_state("West US", emulator::region_state::online));
 }
 

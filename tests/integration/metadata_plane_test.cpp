@@ -44,6 +44,12 @@ TEST_F(MetadataPlane,
       ask<resolution>(locations, 5s, resolve_atom_v, read_excluding({}));
   ASSERT_TRUE(where);
   EXPECT_EQ(where->region, "East US"); // West is demoted
+  // The failover refreshed the account: a second fetch after the initial
+  // read.
+  auto em = ask<endpoint_manager_stats>(endpoints, 5s, stats_atom_v);
+  ASSERT_TRUE(em);
+  EXPECT_GE(em->fetches_started, 2u) << "the account was not refreshed";
+  EXPECT_GE(em->fetches_succeeded, 2u);
   emu->control().reset_counters();
   auto second = ask<query_plan>(plans, 5s, plan_atom_v, req);
   ASSERT_TRUE(second) << sys->render(second.error());
