@@ -2,6 +2,7 @@
 
 #include "actors/internal.hpp"
 #include "actors/policy/metadata_rules.hpp"
+#include "actors/policy/snapshot_holder.hpp"
 #include "messages/error.hpp"
 
 #include <algorithm>
@@ -73,23 +74,10 @@ struct detached_op {
   std::string what; // "POST /dbs/d/colls/c/docs"
 };
 
-// A mark applied locally whose confirmation (the version of the location
-// cache's snapshot that has it) has not come back yet. Re-applied on every
-// newer snapshot until then.
-struct pending_mark {
-  uint64_t seq = 0;
-  region_mark mark;
-  policy_time at;
-};
-
 struct retry_state {
   retry_config cfg;
   retry_collaborators with;
-  std::shared_ptr<const location_table> table;
-  uint64_t version = 0;       // of the last snapshot applied
-  bool accept_any = true;     // the next snapshot is applied whatever it says
-  std::vector<pending_mark> pending_marks;
-  uint64_t next_mark = 1;
+  snapshot_holder snap; // the table, never older than what we marked
   std::map<uint64_t, operation> ops;
   std::map<uint64_t, uint64_t> http_to_op;
   std::set<uint64_t> awaiting_refresh;
@@ -163,7 +151,7 @@ std::vector<std::string> excluded_for(const retry_state& st,
 
 policy_variant make_policy(const retry_state& st, const metadata_request& req) {
   if (req.policy == retry_policy_kind::partition_range)
-    return partition_range_retry_policy{st.table->preferred_location_count(),
+    return partition_range_retry_policy{st.snap.table()->preferred_location_count(),
                                         st.cfg.client.throttle};
   return client_retry_policy{st.cfg.client};
 }
@@ -173,7 +161,7 @@ void attempt(self_ptr self, uint64_t op_id) {
   auto i = st.ops.find(op_id);
   if (i == st.ops.end() || i->second.in_flight) return;
   auto& op = i->second;
-  if (!st.table) {
+  if (!st.snap.table()) {
     st.waiting_for_snapshot.push_back(op_id);
     return;
   }
@@ -196,7 +184,7 @@ void attempt(self_ptr self, uint64_t op_id) {
   in = std::visit([&](const auto& p) { return p.route(in); }, *op.policy);
   if (op.pinned) in.pinned_endpoint = op.endpoint;
   auto now = self->clock().now();
-  auto where = st.table->resolve(in, now);
+  auto where = st.snap.table()->resolve(in, now);
   op.endpoint = where.endpoint;
   op.region = where.region;
   auto choice = choose_ladder(st.cfg.ladders, op.req.kind);
@@ -221,23 +209,14 @@ void attempt(self_ptr self, uint64_t op_id) {
   });
 }
 
-// Applies a snapshot unless it is older than (or as old as) the one held:
-// a push sent before the location cache applied our mark must not un-mark
-// the region. Marks not yet confirmed are re-applied on top.
+// Applies a pushed snapshot unless it is no newer than the one held (see
+// snapshot_holder), then starts what waited for a first table.
 void apply_snapshot(self_ptr self, const location_snapshot& snap) {
   auto& st = self->state;
-  if (!snap.table) return;
-  if (st.table && !st.accept_any && snap.version <= st.version) {
-    ++st.stats.stale_snapshots;
+  if (!st.snap.apply(snap.table, snap.version)) {
+    st.stats.stale_snapshots = st.snap.stale();
     return;
   }
-  auto table = snap.table;
-  for (const auto& m : st.pending_marks)
-    table = std::make_shared<const location_table>(
-        table->with_mark(m.mark.endpoint, m.mark.read, m.mark.write, m.at));
-  st.table = std::move(table);
-  st.version = snap.version;
-  st.accept_any = false;
   auto waiting = std::move(st.waiting_for_snapshot);
   for (auto id : waiting)
     attempt(self, id);
@@ -259,31 +238,19 @@ void subscribe(self_ptr self) {
 void mark(self_ptr self, const std::string& endpoint, bool read, bool write) {
   auto& st = self->state;
   ++st.stats.marks;
-  auto now = self->clock().now();
-  region_mark m{endpoint, read, write};
-  auto seq = st.next_mark++;
-  st.pending_marks.push_back(pending_mark{seq, m, now});
-  // Apply locally too: the next attempt must not wait for the snapshot.
-  st.table = std::make_shared<const location_table>(
-      st.table->with_mark(endpoint, read, write, now));
-  auto confirmed = [=] {
-    auto& marks = self->state.pending_marks;
-    marks.erase(std::remove_if(marks.begin(), marks.end(),
-                               [&](const pending_mark& p) {
-                                 return p.seq == seq;
-                               }),
-                marks.end());
-  };
+  // Applied locally at once: the next attempt must not wait for the cache.
+  auto seq = st.snap.mark(endpoint, read, write, self->clock().now());
   if (!st.with.locations) {
-    confirmed();
+    st.snap.confirm(seq);
     return;
   }
   // Every snapshot pushed before this answer arrives (CAF keeps the order
-  // between two actors) got the mark re-applied; from here on the cache's
+  // between two actors) gets the mark re-applied; from here on the cache's
   // own snapshots carry it.
-  self->request(st.with.locations, caf::infinite, mark_atom_v, m)
-      .then([=](uint64_t) { confirmed(); },
-            [=](caf::error&) { confirmed(); });
+  self->request(st.with.locations, caf::infinite, mark_atom_v,
+                region_mark{endpoint, read, write})
+      .then([=](uint64_t) { self->state.snap.confirm(seq); },
+            [=](caf::error&) { self->state.snap.confirm(seq); });
 }
 
 void carry_out(self_ptr self, uint64_t op_id, const retry_decision& d) {
@@ -365,7 +332,7 @@ void on_outcome(self_ptr self, uint64_t http_id, transport::outcome& o) {
       [&](auto& p) {
         if constexpr (std::is_same_v<std::decay_t<decltype(p)>,
                                      client_retry_policy>) {
-          auto facts = facts_for(*st.table, op.req.op == op_kind::read, false,
+          auto facts = facts_for(*st.snap.table(), op.req.op == op_kind::read, false,
                                  excluded_for(st, op.req), op.endpoint, now);
           return p.on_failure(signal, facts);
         } else {
@@ -488,7 +455,7 @@ void rewire(self_ptr self, const engine_wiring& w) {
   }
   if (w.locations != st.with.locations) {
     st.with.locations = w.locations;
-    st.accept_any = true; // a new cache counts its versions from scratch
+    st.snap.reset_source(); // a new cache counts its versions from scratch
     subscribe(self);
   }
 }

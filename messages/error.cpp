@@ -1,5 +1,6 @@
 #include "messages/error.hpp"
 
+#include "messages/types.hpp"
 #include "transport/outcome.hpp"
 
 #include <caf/make_message.hpp>
@@ -82,6 +83,19 @@ caf::error make_error(errc x, std::string context) {
                     caf::make_message(std::move(context))};
 }
 
+caf::error make_error(errc x, std::string context, const diagnostics& diag) {
+  return caf::error{static_cast<uint8_t>(x), error_category,
+                    caf::make_message(std::move(context), diag)};
+}
+
+const diagnostics* diagnostics_of(const caf::error& err) {
+  if (code_of(err) == errc::none) return nullptr;
+  const auto& ctx = err.context();
+  if (ctx.size() == 2 && ctx.match_element<diagnostics>(1))
+    return &ctx.get_as<diagnostics>(1);
+  return nullptr;
+}
+
 caf::error make_error(errc x) {
   return caf::error{static_cast<uint8_t>(x), error_category};
 }
@@ -150,7 +164,7 @@ errc code_of(const caf::error& err) {
 std::string context_of(const caf::error& err) {
   if (code_of(err) == errc::none) return {};
   const auto& ctx = err.context();
-  if (ctx.size() == 1 && ctx.match_element<std::string>(0))
+  if (ctx.size() >= 1 && ctx.match_element<std::string>(0))
     return ctx.get_as<std::string>(0);
   return {};
 }
@@ -159,7 +173,7 @@ std::string render_error(uint8_t code, caf::atom_value,
                          const caf::message& context) {
   std::string result = "georoute.";
   result += to_string(static_cast<errc>(code));
-  if (context.size() == 1 && context.match_element<std::string>(0)) {
+  if (context.size() >= 1 && context.match_element<std::string>(0)) {
     result += ": ";
     result += context.get_as<std::string>(0);
   }

@@ -20,6 +20,8 @@ namespace transport {
 struct outcome;
 } // namespace transport
 
+struct diagnostics; // messages/payloads.hpp
+
 /// Error codes of the `georoute` CAF error category. Values are stable: they
 /// cross CAF's wire format.
 enum class errc : uint8_t {
@@ -69,6 +71,14 @@ const char* to_string(errc x);
 /// Builds a `caf::error` of the georoute category. `context` is free text that
 /// says where the error came from and what to do about it.
 caf::error make_error(errc x, std::string context);
+
+/// Like `make_error(x, context)`, with the operation's diagnostics attached
+/// (every attempt with its region and status); read them back with
+/// `diagnostics_of`.
+caf::error make_error(errc x, std::string context, const diagnostics& diag);
+
+/// The diagnostics attached to a georoute error, or nullptr.
+const diagnostics* diagnostics_of(const caf::error& err);
 
 /// Found by CAF through ADL when an `errc` is converted to `caf::error`.
 caf::error make_error(errc x);

@@ -9,6 +9,7 @@
 #include "actors/policy/timeout_ladder.hpp"
 #include "transport/outcome.hpp"
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -81,6 +82,88 @@ struct document_request {
   op_kind op = op_kind::read;
   std::string partition_key_json; ///< "[\"p0\"]"; empty for cross-partition
   std::vector<std::string> excluded_regions;
+};
+
+/// A data-plane operation.
+enum class data_op : uint8_t {
+  create = 0,  ///< POST .../docs
+  upsert = 1,  ///< POST .../docs with x-ms-documentdb-is-upsert
+  read = 2,    ///< GET .../docs/{id}
+  replace = 3, ///< PUT .../docs/{id}
+  remove = 4,  ///< DELETE .../docs/{id}
+  query = 5,   ///< POST .../docs with a query (one logical partition)
+};
+
+/// Per-request options of a data-plane operation. Every field has a
+/// default that means "as configured".
+struct request_options {
+  /// The partition key as JSON array text, `["p0"]` or `["a","b"]`
+  /// (hierarchical). Required for point operations.
+  std::string partition_key_json;
+  /// Regions not to use for this request, on top of the configured ones.
+  std::vector<std::string> excluded_regions;
+  /// "Strong", "BoundedStaleness", "Session", "Eventual",
+  /// "ConsistentPrefix"; empty: the account's default.
+  std::string consistency_level;
+  /// A session token to send instead of the engine's own (reads).
+  std::string session_token;
+  /// Page size of a query; -1: the server decides.
+  int32_t max_item_count = -1;
+  /// Resume a query from this continuation.
+  std::string continuation;
+  /// Conditional writes (replace, remove, upsert) and reads.
+  std::string if_match;
+  std::string if_none_match;
+  /// The operation budget: once spent, no new attempt starts (an attempt in
+  /// flight finishes, and a failover it triggered completes). 0: the
+  /// configured `georoute.operation-budget`.
+  std::chrono::milliseconds budget{0};
+};
+
+/// A data-plane request for the request router.
+struct data_request {
+  data_op op = data_op::read;
+  std::string collection_link; ///< "dbs/d/colls/c"
+  std::string id;              ///< the document id (read, replace, remove)
+  /// The document JSON (create, upsert, replace), or the query spec
+  /// `{"query": ..., "parameters": [...]}` (query).
+  std::string body;
+  request_options options;
+};
+
+/// One attempt of an operation, for diagnostics.
+struct attempt_record {
+  std::string region;
+  std::string endpoint;
+  int status = 0; ///< 0 when no response arrived
+  int substatus = 0;
+  std::string failure;      ///< transport failure kind, "" when a response came
+  std::string retry_reason; ///< why the next attempt happened, "" for the last
+  int64_t started_us = 0;   ///< since the operation started
+  int64_t elapsed_us = 0;
+  double request_charge = 0;
+};
+
+/// What happened to one operation: every attempt in order.
+struct diagnostics {
+  std::vector<attempt_record> attempts;
+  double request_charge = 0;
+  int64_t total_us = 0;
+  std::string collection_rid;
+  std::string range_id;
+  uint32_t metadata_refreshes = 0; ///< collection or routing-map refreshes
+};
+
+/// The answer to a data request.
+struct data_response {
+  int status = 0;
+  std::string body;
+  std::string etag;
+  /// The session token the response carried ("rangeId:token").
+  std::string session_token;
+  std::string continuation; ///< queries: more pages when non-empty
+  double request_charge = 0;
+  diagnostics diag;
 };
 
 /// A query plan request.
@@ -202,6 +285,36 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, document_request& x) {
   return f(x.method, x.path, x.headers, x.body, x.kind, x.op,
            x.partition_key_json, x.excluded_regions);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, request_options& x) {
+  return f(x.partition_key_json, x.excluded_regions, x.consistency_level,
+           x.session_token, x.max_item_count, x.continuation, x.if_match,
+           x.if_none_match, x.budget);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, data_request& x) {
+  return f(x.op, x.collection_link, x.id, x.body, x.options);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, attempt_record& x) {
+  return f(x.region, x.endpoint, x.status, x.substatus, x.failure,
+           x.retry_reason, x.started_us, x.elapsed_us, x.request_charge);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, diagnostics& x) {
+  return f(x.attempts, x.request_charge, x.total_us, x.collection_rid,
+           x.range_id, x.metadata_refreshes);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, data_response& x) {
+  return f(x.status, x.body, x.etag, x.session_token, x.continuation,
+           x.request_charge, x.diag);
 }
 
 template <class Inspector>

@@ -1,0 +1,179 @@
+#include "actors/router_wire.hpp"
+
+#include "actors/policy/epk.hpp"
+
+#include <nlohmann/json.hpp>
+
+namespace georoute {
+
+request_kind kind_of(data_op op) {
+  return is_write(op) ? request_kind::write : request_kind::document_read;
+}
+
+bool is_write(data_op op) {
+  switch (op) {
+  case data_op::create:
+  case data_op::upsert:
+  case data_op::replace:
+  case data_op::remove:
+    return true;
+  case data_op::read:
+  case data_op::query:
+    return false;
+  }
+  return true;
+}
+
+const char* to_string(data_op op) {
+  switch (op) {
+  case data_op::create:
+    return "create";
+  case data_op::upsert:
+    return "upsert";
+  case data_op::read:
+    return "read";
+  case data_op::replace:
+    return "replace";
+  case data_op::remove:
+    return "remove";
+  case data_op::query:
+    return "query";
+  }
+  return "?";
+}
+
+namespace {
+
+bool needs_id(data_op op) {
+  return op == data_op::read || op == data_op::replace || op == data_op::remove;
+}
+
+bool needs_document(data_op op) {
+  return op == data_op::create || op == data_op::upsert ||
+         op == data_op::replace;
+}
+
+// Document ids go into the path: '/', '\\', '?' and '#' cannot.
+bool valid_id(const std::string& id) {
+  if (id.empty() || id.size() > 1023) return false;
+  for (char c : id)
+    if (c == '/' || c == '\\' || c == '?' || c == '#') return false;
+  return true;
+}
+
+} // namespace
+
+std::optional<std::string> validate(const data_request& req) {
+  auto what = std::string{to_string(req.op)} + " on '" + req.collection_link +
+              "': ";
+  if (req.options.budget.count() < 0)
+    return what + "the operation budget may not be negative";
+  if (req.op != data_op::query || !req.options.partition_key_json.empty()) {
+    if (req.options.partition_key_json.empty())
+      return what + "a partition key is required (options.partition_key_json, "
+                    "e.g. [\"p0\"])";
+    auto pk = parse_partition_key_json(req.options.partition_key_json);
+    if (!pk)
+      return what + "the partition key " + req.options.partition_key_json +
+             " is not valid: " + pk.error().what;
+  }
+  if (needs_id(req.op) && !valid_id(req.id))
+    return what + "'" + req.id +
+           "' is not a document id (1 to 1023 characters, none of / \\ ? #)";
+  if (needs_document(req.op)) {
+    auto doc = nlohmann::json::parse(req.body, nullptr, false);
+    if (doc.is_discarded() || !doc.is_object())
+      return what + "the document must be a JSON object";
+    auto id = doc.find("id");
+    if (id == doc.end() || !id->is_string() ||
+        !valid_id(id->get<std::string>()))
+      return what + "the document needs a string \"id\" (1 to 1023 "
+                    "characters, none of / \\ ? #)";
+    if (req.op == data_op::replace && id->get<std::string>() != req.id)
+      return what + "the document's id \"" + id->get<std::string>() +
+             "\" differs from the id replaced, \"" + req.id + "\"";
+  }
+  if (req.op == data_op::query) {
+    auto spec = nlohmann::json::parse(req.body, nullptr, false);
+    if (spec.is_discarded() || !spec.is_object() || !spec.contains("query") ||
+        !spec["query"].is_string())
+      return what + "a query needs the body {\"query\": \"SELECT ...\", "
+                    "\"parameters\": [...]}";
+    if (spec.contains("parameters") && !spec["parameters"].is_array())
+      return what + "query parameters must be a JSON array";
+  }
+  return std::nullopt;
+}
+
+transport::request to_wire(const data_request& req, const wire_target& t) {
+  transport::request r;
+  r.endpoint = t.endpoint;
+  r.timeout = t.timeout;
+  auto docs = "/" + t.collection_link + "/docs";
+  switch (req.op) {
+  case data_op::create:
+  case data_op::upsert:
+    r.method = "POST";
+    r.target = docs;
+    r.body = req.body;
+    r.headers.emplace_back("content-type", "application/json");
+    if (req.op == data_op::upsert)
+      r.headers.emplace_back("x-ms-documentdb-is-upsert", "True");
+    break;
+  case data_op::read:
+    r.method = "GET";
+    r.target = docs + "/" + req.id;
+    break;
+  case data_op::replace:
+    r.method = "PUT";
+    r.target = docs + "/" + req.id;
+    r.body = req.body;
+    r.headers.emplace_back("content-type", "application/json");
+    break;
+  case data_op::remove:
+    r.method = "DELETE";
+    r.target = docs + "/" + req.id;
+    break;
+  case data_op::query:
+    r.method = "POST";
+    r.target = docs;
+    r.body = req.body;
+    r.headers.emplace_back("content-type", "application/query+json");
+    r.headers.emplace_back("x-ms-documentdb-isquery", "True");
+    if (req.options.max_item_count != -1)
+      r.headers.emplace_back("x-ms-max-item-count",
+                             std::to_string(req.options.max_item_count));
+    if (!req.options.continuation.empty())
+      r.headers.emplace_back("x-ms-continuation", req.options.continuation);
+    break;
+  }
+  r.headers.emplace_back("accept", "application/json");
+  if (!req.options.partition_key_json.empty())
+    r.headers.emplace_back("x-ms-documentdb-partitionkey",
+                           req.options.partition_key_json);
+  if (!req.options.consistency_level.empty())
+    r.headers.emplace_back("x-ms-consistency-level",
+                           req.options.consistency_level);
+  if (!t.session_token.empty())
+    r.headers.emplace_back("x-ms-session-token", t.session_token);
+  if (!req.options.if_match.empty())
+    r.headers.emplace_back("if-match", req.options.if_match);
+  if (!req.options.if_none_match.empty())
+    r.headers.emplace_back("if-none-match", req.options.if_none_match);
+  if (t.hub_header)
+    r.headers.emplace_back("x-ms-cosmos-hub-region-processing-only", "True");
+  return r;
+}
+
+data_response to_response(const transport::outcome& o) {
+  data_response r;
+  r.status = o.status;
+  r.body = o.body;
+  r.etag = o.etag;
+  r.session_token = o.session_token;
+  r.continuation = o.continuation;
+  r.request_charge = o.request_charge;
+  return r;
+}
+
+} // namespace georoute

@@ -1,0 +1,49 @@
+#pragma once
+
+// What the request router sends for a data-plane operation and how it reads
+// the answer (gateway protocol A6, A7, A10). No actor state: the router
+// calls these with what it resolved (collection, range, endpoint, session
+// token) and acts on the result.
+
+#include "actors/policy/model.hpp"
+#include "actors/policy/timeout_ladder.hpp"
+#include "messages/payloads.hpp"
+#include "transport/outcome.hpp"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace georoute {
+
+/// The request kind of an operation (for the ladder and the retry policy).
+request_kind kind_of(data_op op);
+
+/// True for operations that change data.
+bool is_write(data_op op);
+
+/// "create", "read", ...
+const char* to_string(data_op op);
+
+/// Checks a request before anything is resolved; returns the problem, or
+/// nothing. Point operations need a partition key; read, replace and
+/// remove need an id; create, upsert and replace need a JSON object body;
+/// a query needs `{"query": "..."}`; the budget may not be negative.
+std::optional<std::string> validate(const data_request& req);
+
+/// What the router resolved for one attempt.
+struct wire_target {
+  std::string collection_link; ///< "dbs/d/colls/c" (normalized)
+  std::string endpoint;
+  std::string session_token; ///< "" = send none
+  bool hub_header = false;   ///< the hub-region-only header (§3.5)
+  std::chrono::milliseconds timeout{65000};
+};
+
+/// The HTTP request of one attempt.
+transport::request to_wire(const data_request& req, const wire_target& t);
+
+/// The response of a successful attempt (2xx, or 304 on a conditional read).
+data_response to_response(const transport::outcome& o);
+
+} // namespace georoute
