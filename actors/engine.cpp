@@ -137,9 +137,11 @@ void spawn_part(sup_ptr self, part p) {
     break;
   }
   case part::router:
-    w.router = spawn_router(sys, retry_config_from(s),
-                            {w.locations, w.endpoints, http, router_actor{},
-                             caf::actor{}, me});
+    // On the first start the caches do not exist yet: the wiring sent once
+    // everything is spawned fills them in.
+    w.router = spawn_router(sys, router_config_from(s),
+                            {w.locations, w.endpoints, w.collections,
+                             w.pkranges, http, me});
     break;
   case part::retry:
     w.retry = spawn_retry(sys, retry_config_from(s),
@@ -227,6 +229,8 @@ caf::behavior supervisor_impl(sup_ptr self,
   for (auto p : all_parts)
     spawn_part(self, p);
   publish(self);
+  for (auto p : all_parts)
+    self->send(handle_of(st.wiring, p), st.wiring);
   self->set_down_handler([=](caf::down_msg& dm) { on_down(self, dm); });
   self->set_exit_handler([=](caf::exit_msg& msg) {
     auto& st = self->state;

@@ -1,47 +1,725 @@
 #include "actors/router.hpp"
 
+#include "actors/collection_cache.hpp"
 #include "actors/internal.hpp"
+#include "actors/policy/epk.hpp"
+#include "actors/policy/lru_cache.hpp"
+#include "actors/policy/metadata_rules.hpp"
+#include "actors/policy/routing_map.hpp"
+#include "actors/policy/session_token.hpp"
+#include "actors/policy/snapshot_holder.hpp"
+#include "actors/router_wire.hpp"
+#include "messages/error.hpp"
 
 #include <caf/send.hpp>
 #include <caf/stateful_actor.hpp>
 #include <caf/typed_event_based_actor.hpp>
+#include <map>
+#include <optional>
 
 namespace georoute {
 
 namespace {
 
-using router_impl_actor = router_actor::extend<caf::reacts_to<engine_wiring>>;
+// Messages only this file can name: the next attempt, the budget's end, an
+// HTTP completion.
+struct rt_attempt {
+  uint64_t op = 0;
+};
+struct rt_budget {
+  uint64_t op = 0;
+};
+struct rt_http_done {
+  uint64_t op = 0;
+  transport::outcome outcome;
+};
+
+} // namespace
+
+} // namespace georoute
+
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(georoute::rt_attempt)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(georoute::rt_budget)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(georoute::rt_http_done)
+
+namespace georoute {
+
+namespace {
+
+using clock_type = caf::actor_clock::clock_type;
+
+using router_impl_actor = router_actor::extend<
+    caf::reacts_to<snapshot_atom, location_snapshot>,
+    caf::reacts_to<engine_wiring>, caf::reacts_to<rt_attempt>,
+    caf::reacts_to<rt_budget>, caf::reacts_to<rt_http_done>>;
+
+using map_ptr = std::shared_ptr<const routing_map>;
+
+// What an operation waits for between attempts.
+enum class waiting_for { nothing, snapshot, collection, ranges, refresh,
+                         backoff, response };
+
+// One data-plane operation.
+struct data_operation {
+  data_request req;
+  std::string link; // normalized collection link
+  caf::typed_response_promise<data_response> rp;
+  clock_type::time_point started;
+  std::chrono::milliseconds budget{0};
+  bool budget_spent = false;
+  waiting_for waiting = waiting_for::nothing;
+  std::optional<collection_info> coll;
+  std::string epk;
+  const partition_key_range* range = nullptr; // in `map`
+  map_ptr map;
+  client_retry_policy policy;
+  size_t ladder_step = 0;
+  bool pinned = false;
+  std::string endpoint;
+  std::string region;
+  uint32_t attempts = 0;
+  uint32_t metadata_refreshes = 0;
+  std::optional<transport::outcome> last_failure;
+  std::string last_region;
+  diagnostics diag;
+  clock_type::time_point attempt_started;
+};
 
 struct router_state {
+  router_config cfg;
+  router_collaborators with;
   retry_actor pipeline;
-  caf::actor_addr supervisor;
+  snapshot_holder snap;
+  lru_cache<std::string, collection_info> collections{1}; // by link
+  lru_cache<std::string, map_ptr> maps{1};                 // by rid
+  std::map<std::string, session_token_set> sessions;      // by rid
+  std::map<uint64_t, data_operation> ops;
+  uint64_t next_id = 1;
   static inline const char* name = "georoute.router";
 };
 
 using self_ptr = router_impl_actor::stateful_pointer<router_state>;
 
-router_impl_actor::behavior_type router_impl(self_ptr self,
-                                             retry_config pipeline,
-                                             retry_collaborators with) {
-  self->state.supervisor = with.supervisor;
-  with.router = router_actor{}; // the pipeline never detaches
-  with.supervisor = self->address(); // it takes re-wiring from us only
-  // Linked: the pipeline lives and dies with the router, and its exit
-  // handler answers every operation in flight when it goes.
-  self->state.pipeline =
-      spawn_retry(self->system(), std::move(pipeline), std::move(with));
-  self->link_to(self->state.pipeline);
+constexpr const char* who = "the request router (georoute.router)";
+
+int64_t micros(clock_type::duration d) {
+  return std::chrono::duration_cast<std::chrono::microseconds>(d).count();
+}
+
+std::string status_text(const transport::outcome& o) {
+  if (o.error != transport::failure::none)
+    return std::string{transport::to_string(o.error)} + " (" + o.error_detail +
+           ")";
+  auto s = std::to_string(o.status);
+  if (o.substatus != 0) s += "/" + std::to_string(o.substatus);
+  return s;
+}
+
+std::string describe(const data_operation& op) {
+  auto what = std::string{to_string(op.req.op)} + " of ";
+  if (op.req.op == data_op::query || op.req.op == data_op::create ||
+      op.req.op == data_op::upsert)
+    return what + op.link;
+  return what + op.link + "/docs/" + op.req.id;
+}
+
+void finish_ok(self_ptr self, uint64_t id, const transport::outcome& o) {
+  auto& st = self->state;
+  auto i = st.ops.find(id);
+  if (i == st.ops.end()) return;
+  auto& op = i->second;
+  auto r = to_response(o);
+  op.diag.total_us = micros(self->clock().now() - op.started);
+  op.diag.metadata_refreshes = op.metadata_refreshes;
+  r.diag = std::move(op.diag);
+  r.request_charge = r.diag.request_charge;
+  op.rp.deliver(std::move(r));
+  st.ops.erase(i);
+}
+
+void finish_error(self_ptr self, uint64_t id, errc code, std::string text) {
+  auto& st = self->state;
+  auto i = st.ops.find(id);
+  if (i == st.ops.end()) return;
+  auto& op = i->second;
+  op.diag.total_us = micros(self->clock().now() - op.started);
+  op.diag.metadata_refreshes = op.metadata_refreshes;
+  op.rp.deliver(make_error(code, std::move(text), op.diag));
+  st.ops.erase(i);
+}
+
+// The last underlying failure, said so that people can act on it.
+void finish_failure(self_ptr self, uint64_t id, const std::string& why) {
+  auto& op = self->state.ops.at(id);
+  if (!op.last_failure) {
+    finish_error(self, id, errc::deadline_exceeded,
+                 describe(op) + ": no attempt finished; " + why);
+    return;
+  }
+  const auto& o = *op.last_failure;
+  std::string where = op.last_region.empty()
+                          ? o.endpoint
+                          : op.last_region + " (" + o.endpoint + ")";
+  auto text = status_text(o) + " from " + where + " after " +
+              std::to_string(op.attempts) +
+              (op.attempts == 1 ? " attempt" : " attempts") + " for " +
+              describe(op);
+  if (!why.empty()) text += "; " + why;
+  finish_error(self, id, classify_outcome(o), std::move(text));
+}
+
+std::vector<std::string> excluded_for(const router_state& st,
+                                      const data_operation& op) {
+  auto all = st.cfg.excluded_regions;
+  all.insert(all.end(), op.req.options.excluded_regions.begin(),
+             op.req.options.excluded_regions.end());
+  return all;
+}
+
+op_kind op_of(const data_operation& op) {
+  return is_write(op.req.op) ? op_kind::write : op_kind::read;
+}
+
+void resolve_collection(self_ptr self, uint64_t id, bool force);
+void resolve_range(self_ptr self, uint64_t id, bool refresh);
+void attempt(self_ptr self, uint64_t id);
+
+void schedule_attempt(self_ptr self, uint64_t id,
+                      std::chrono::milliseconds delay) {
+  auto& op = self->state.ops.at(id);
+  op.waiting = waiting_for::backoff;
+  if (delay.count() > 0)
+    self->delayed_send(self, delay, rt_attempt{id});
+  else
+    self->send(self, rt_attempt{id});
+}
+
+// -- metadata ---------------------------------------------------------------
+
+void resolve_collection(self_ptr self, uint64_t id, bool force) {
+  auto& st = self->state;
+  auto& op = st.ops.at(id);
+  if (!force) {
+    if (const auto* hit = st.collections.get(op.link)) {
+      op.coll = *hit;
+      resolve_range(self, id, false);
+      return;
+    }
+  }
+  if (!st.with.collections) {
+    finish_error(self, id, errc::validation_error,
+                 describe(op) + ": the router has no collection cache");
+    return;
+  }
+  auto obsolete = force && op.coll ? op.coll->rid : std::string{};
+  op.waiting = waiting_for::collection;
+  self->request(st.with.collections, caf::infinite, by_name_atom_v, op.link,
+                force, obsolete)
+      .then(
+          [=](collection_info& c) {
+            auto& st = self->state;
+            auto i = st.ops.find(id);
+            if (i == st.ops.end()) return;
+            auto& op = i->second;
+            if (op.coll && op.coll->rid != c.rid) {
+              // Recreated under the same name: its session tokens are dead.
+              st.sessions.erase(op.coll->rid);
+              st.maps.erase(op.coll->rid);
+            }
+            st.collections.put(op.link, c);
+            op.coll = std::move(c);
+            op.diag.collection_rid = op.coll->rid;
+            resolve_range(self, id, false);
+          },
+          [=](caf::error& e) {
+            auto& st = self->state;
+            auto i = st.ops.find(id);
+            if (i == st.ops.end()) return;
+            finish_error(self, id, code_of(e) == errc::none
+                                       ? errc::collaborator_down
+                                       : code_of(e),
+                         "resolving the collection of " + describe(i->second) +
+                             ": " + context_of(e));
+          });
+}
+
+// The EPK of the request's partition key under the collection's definition.
+std::optional<std::string> epk_of(const data_operation& op,
+                                  std::string& problem) {
+  auto key = parse_partition_key_json(op.req.options.partition_key_json);
+  if (!key) {
+    problem = key.error().what;
+    return std::nullopt;
+  }
+  const auto& def = op.coll->partition_key;
+  if (def.kind == "MultiHash") return epk_v2_multihash(*key);
+  if (def.version != 2) {
+    problem = "the collection uses hash version " +
+              std::to_string(def.version) + "; georoute supports version 2";
+    return std::nullopt;
+  }
+  return epk_v2(*key);
+}
+
+void locate(self_ptr self, uint64_t id) {
+  auto& op = self->state.ops.at(id);
+  op.range = op.map->range_by_epk(op.epk);
+  if (!op.range) {
+    finish_error(self, id, errc::protocol_violation,
+                 describe(op) + ": no partition-key range of collection " +
+                     op.coll->rid + " holds EPK " + op.epk);
+    return;
+  }
+  op.diag.range_id = op.range->id;
+  attempt(self, id);
+}
+
+void resolve_range(self_ptr self, uint64_t id, bool refresh) {
+  auto& st = self->state;
+  auto& op = st.ops.at(id);
+  if (op.epk.empty()) {
+    std::string problem;
+    auto epk = epk_of(op, problem);
+    if (!epk) {
+      finish_error(self, id, errc::validation_error,
+                   describe(op) + ": " + problem);
+      return;
+    }
+    op.epk = *epk;
+  }
+  const auto& rid = op.coll->rid;
+  if (!refresh) {
+    if (const auto* hit = st.maps.get(rid)) {
+      op.map = *hit;
+      locate(self, id);
+      return;
+    }
+  }
+  if (!st.with.pkranges) {
+    finish_error(self, id, errc::validation_error,
+                 describe(op) + ": the router has no partition-range cache");
+    return;
+  }
+  // A refresh names the map we hold: the cache refetches only if nobody
+  // refreshed since.
+  auto known = refresh && op.map ? op.map->etag() : std::string{};
+  op.waiting = waiting_for::ranges;
+  self->request(st.with.pkranges, caf::infinite, pkranges_atom_v, rid, known)
+      .then(
+          [=](routing_snapshot& snap) {
+            auto& st = self->state;
+            auto i = st.ops.find(id);
+            if (i == st.ops.end()) return;
+            st.maps.put(snap.collection_rid, snap.map);
+            i->second.map = snap.map;
+            locate(self, id);
+          },
+          [=](caf::error& e) {
+            auto& st = self->state;
+            auto i = st.ops.find(id);
+            if (i == st.ops.end()) return;
+            finish_error(self, id, code_of(e) == errc::none
+                                       ? errc::collaborator_down
+                                       : code_of(e),
+                         "resolving the partition range of " +
+                             describe(i->second) + ": " + context_of(e));
+          });
+}
+
+// -- attempts ---------------------------------------------------------------
+
+// The endpoint of the next attempt of `op`: the one place where endpoint
+// choice happens (a per-partition override slots in here).
+resolution choose_endpoint(self_ptr self, const data_operation& op) {
+  auto& st = self->state;
+  resolve_input in;
+  in.op = op_of(op);
+  in.is_document = true;
+  in.excluded_regions = excluded_for(st, op);
+  in = op.policy.route(in);
+  if (op.pinned) in.pinned_endpoint = op.endpoint;
+  return st.snap.table()->resolve(in, self->clock().now());
+}
+
+// The session token a read of `op`'s range sends: the caller's own, or the
+// merged token of the range (after a split, the parent's serves a child).
+std::string session_token_for(const router_state& st,
+                              const data_operation& op) {
+  if (is_write(op.req.op)) return {};
+  const auto& level = op.req.options.consistency_level;
+  if (!level.empty() && level != "Session") return {};
+  if (!op.req.options.session_token.empty())
+    return op.req.options.session_token;
+  auto c = st.sessions.find(op.coll->rid);
+  if (c == st.sessions.end() || !op.range) return {};
+  std::optional<vector_session_token> token;
+  auto take = [&](const std::string& range_id) {
+    auto t = c->second.find(range_id);
+    if (t == c->second.end()) return;
+    token = token ? merge(*token, t->second) : t->second;
+  };
+  take(op.range->id);
+  if (!token)
+    for (const auto& parent : op.range->parents)
+      take(parent);
+  if (!token) return {};
+  return op.range->id + ":" + render(*token);
+}
+
+void capture_session(router_state& st, const data_operation& op,
+                     const transport::outcome& o) {
+  if (o.session_token.empty() || !op.coll) return;
+  auto parsed = parse_session_header(o.session_token);
+  if (!parsed) return; // a malformed header never fails a request
+  merge_into(st.sessions[op.coll->rid], *parsed);
+}
+
+void attempt(self_ptr self, uint64_t id) {
+  auto& st = self->state;
+  auto i = st.ops.find(id);
+  if (i == st.ops.end()) return;
+  auto& op = i->second;
+  if (op.budget_spent) {
+    finish_failure(self, id,
+                   "operation budget of " + format_duration(op.budget) +
+                       " spent");
+    return;
+  }
+  if (!st.snap.table()) {
+    op.waiting = waiting_for::snapshot;
+    return;
+  }
+  if (op.attempts >= st.cfg.attempt_cap) {
+    finish_failure(self, id,
+                   "attempt cap of " + std::to_string(st.cfg.attempt_cap) +
+                       " reached");
+    return;
+  }
+  auto where = choose_endpoint(self, op);
+  op.endpoint = where.endpoint;
+  op.region = where.region;
+  auto choice = choose_ladder(st.cfg.ladders, kind_of(op.req.op), true);
+  const auto& ladder = *choice.ladder;
+  wire_target t;
+  t.collection_link = op.link;
+  t.endpoint = op.endpoint;
+  t.session_token = session_token_for(st, op);
+  t.hub_header = op.policy.hub_header(!is_write(op.req.op));
+  t.timeout = ladder[std::min(op.ladder_step, ladder.size() - 1)].timeout;
+  auto req = to_wire(op.req, t);
+  ++op.attempts;
+  op.waiting = waiting_for::response;
+  op.attempt_started = self->clock().now();
+  attempt_record rec;
+  rec.region = op.region;
+  rec.endpoint = op.endpoint;
+  rec.started_us = micros(op.attempt_started - op.started);
+  op.diag.attempts.push_back(std::move(rec));
+  auto hdl = caf::actor_cast<caf::actor>(self);
+  st.with.http->send(std::move(req), [hdl, id](transport::outcome o) {
+    caf::anon_send(hdl, rt_http_done{id, std::move(o)});
+  });
+}
+
+void mark(self_ptr self, const std::string& endpoint, bool read, bool write) {
+  auto& st = self->state;
+  auto seq = st.snap.mark(endpoint, read, write, self->clock().now());
+  if (!st.with.locations) {
+    st.snap.confirm(seq);
+    return;
+  }
+  self->request(st.with.locations, caf::infinite, mark_atom_v,
+                region_mark{endpoint, read, write})
+      .then([=](uint64_t) { self->state.snap.confirm(seq); },
+            [=](caf::error&) { self->state.snap.confirm(seq); });
+}
+
+// Carries out a failover decision: its side effects always run, whether the
+// operation goes on or not (its budget may be spent, its caller gone).
+void carry_out(self_ptr self, uint64_t id, const retry_decision& d) {
+  auto& st = self->state;
+  auto& op = st.ops.at(id);
+  if (d.mark_read || d.mark_write)
+    mark(self, d.mark_endpoint.empty() ? op.endpoint : d.mark_endpoint,
+         d.mark_read, d.mark_write);
+  if (!d.retry || !d.refresh_account) return;
+  if (!st.with.endpoints) return;
+  if (op.budget_spent) {
+    // Nobody waits for it, but the refresh happens.
+    caf::anon_send(st.with.endpoints, refresh_atom_v, d.force_refresh);
+    return;
+  }
+  op.waiting = waiting_for::refresh;
+  auto delay = d.delay;
+  auto go_on = [=] {
+    auto& st = self->state;
+    auto i = st.ops.find(id);
+    if (i == st.ops.end() || i->second.waiting != waiting_for::refresh) return;
+    schedule_attempt(self, id, delay);
+  };
+  self->request(st.with.endpoints, caf::infinite, refresh_atom_v,
+                d.force_refresh)
+      .then([=](const database_account&) { go_on(); },
+            [=](const caf::error&) { go_on(); });
+}
+
+bool range_gone(const transport::outcome& o) {
+  return o.error == transport::failure::none && o.status == 410 &&
+         (o.substatus == 1002 || o.substatus == 1007);
+}
+
+bool collection_gone(const transport::outcome& o) {
+  return o.error == transport::failure::none && o.status == 410 &&
+         o.substatus == 1000;
+}
+
+void on_outcome(self_ptr self, uint64_t id, transport::outcome& o) {
+  auto& st = self->state;
+  auto i = st.ops.find(id);
+  if (i == st.ops.end()) return; // the budget ended it meanwhile
+  auto& op = i->second;
+  op.waiting = waiting_for::nothing;
+  auto& rec = op.diag.attempts.back();
+  rec.status = o.status;
+  rec.substatus = o.substatus;
+  rec.failure = o.error == transport::failure::none
+                    ? std::string{}
+                    : std::string{transport::to_string(o.error)};
+  rec.elapsed_us = micros(self->clock().now() - op.attempt_started);
+  rec.request_charge = o.request_charge;
+  op.diag.request_charge += o.request_charge;
+  capture_session(st, op, o);
+  if (o.success()) {
+    finish_ok(self, id, o);
+    return;
+  }
+  op.last_failure = o;
+  op.last_region = op.region;
+  // Range or collection gone: refresh the metadata and re-route; no region
+  // is at fault. Bounded: a map that keeps moving is a failure.
+  if ((range_gone(o) || collection_gone(o)) && op.metadata_refreshes < 3 &&
+      !op.budget_spent) {
+    ++op.metadata_refreshes;
+    rec.retry_reason = range_gone(o) ? "partition range gone: routing map "
+                                       "refreshed"
+                                     : "collection recreated: collection "
+                                       "refreshed";
+    if (range_gone(o)) {
+      resolve_range(self, id, true);
+    } else {
+      op.epk.clear();
+      resolve_collection(self, id, true);
+    }
+    return;
+  }
+  bool timed_out = o.error == transport::failure::timeout;
+  auto ladder = decide_ladder(
+      choose_ladder(st.cfg.ladders, kind_of(op.req.op), true), op.ladder_step,
+      timed_out, o.status);
+  if (ladder.climb && !op.budget_spent) {
+    ++op.ladder_step;
+    op.pinned = true;
+    rec.retry_reason = "attempt timed out: next ladder step";
+    schedule_attempt(self, id, ladder.delay);
+    return;
+  }
+  op.ladder_step = 0;
+  op.pinned = false;
+  attempt_failure failed;
+  failed.transport_failure = o.error != transport::failure::none;
+  failed.timed_out = timed_out;
+  failed.status = o.status;
+  failed.substatus = o.substatus;
+  failed.retry_after_ms = o.retry_after_ms;
+  auto facts = facts_for(*st.snap.table(), !is_write(op.req.op), true,
+                         excluded_for(st, op), op.endpoint,
+                         self->clock().now());
+  auto decision = op.policy.on_failure(signal_for(failed, ladder), facts);
+  carry_out(self, id, decision);
+  if (!decision.retry) {
+    finish_failure(self, id, decision.reason);
+    return;
+  }
+  rec.retry_reason = decision.reason;
+  if (op.budget_spent) {
+    finish_failure(self, id,
+                   "operation budget of " + format_duration(op.budget) +
+                       " spent");
+    return;
+  }
+  if (op.waiting != waiting_for::refresh)
+    schedule_attempt(self, id, decision.delay);
+}
+
+void on_budget(self_ptr self, uint64_t id) {
+  auto& st = self->state;
+  auto i = st.ops.find(id);
+  if (i == st.ops.end()) return;
+  auto& op = i->second;
+  op.budget_spent = true;
+  // An attempt in flight finishes (its failover decision runs then);
+  // anything else ends now.
+  if (op.waiting == waiting_for::response) return;
+  finish_failure(self, id,
+                 "operation budget of " + format_duration(op.budget) +
+                     " spent");
+}
+
+caf::result<data_response> start(self_ptr self, data_request& req) {
+  auto& st = self->state;
+  if (auto problem = validate(req))
+    return make_error(errc::validation_error, *problem);
+  auto link = normalize_collection_link(req.collection_link);
+  if (!link)
+    return make_error(errc::validation_error,
+                      "'" + req.collection_link +
+                          "' is not a collection link (dbs/{db}/colls/{coll})");
+  if (!st.with.http)
+    return make_error(errc::validation_error, "the router has no HTTP port");
+  auto id = st.next_id++;
+  data_operation op;
+  op.req = std::move(req);
+  op.link = *link;
+  op.rp = self->make_response_promise<data_response>();
+  op.started = self->clock().now();
+  op.budget = op.req.options.budget.count() > 0 ? op.req.options.budget
+                                                : st.cfg.default_budget;
+  op.policy = client_retry_policy{st.cfg.client};
+  auto rp = op.rp;
+  st.ops.emplace(id, std::move(op));
+  self->delayed_send(self, st.ops.at(id).budget, rt_budget{id});
+  resolve_collection(self, id, false);
+  return rp;
+}
+
+// -- collaborators -----------------------------------------------------------
+
+void subscribe(self_ptr self) {
+  auto& st = self->state;
+  if (!st.with.locations) return;
+  self->monitor(st.with.locations);
+  self->request(st.with.locations, caf::infinite, subscribe_atom_v,
+                caf::actor_cast<caf::actor>(self))
+      .then(
+          [=](location_snapshot& snap) {
+            auto& st = self->state;
+            if (!st.snap.apply(snap.table, snap.version)) return;
+            std::vector<uint64_t> waiting;
+            for (auto& [id, op] : st.ops)
+              if (op.waiting == waiting_for::snapshot) waiting.push_back(id);
+            for (auto id : waiting)
+              attempt(self, id);
+          },
+          [](caf::error&) {});
+}
+
+void fail_waiting(self_ptr self, waiting_for what, const caf::error& reason,
+                  const std::string& whom) {
+  std::vector<uint64_t> ids;
+  for (auto& [id, op] : self->state.ops)
+    if (op.waiting == what) ids.push_back(id);
+  for (auto id : ids) {
+    auto err = collaborator_down(whom, reason,
+                                 describe(self->state.ops.at(id)));
+    finish_error(self, id, code_of(err), context_of(err));
+  }
+}
+
+void on_down(self_ptr self, const caf::down_msg& dm) {
+  auto& st = self->state;
+  if (st.with.collections && dm.source == st.with.collections.address())
+    fail_waiting(self, waiting_for::collection, dm.reason,
+                 "the collection cache (georoute.collection_cache)");
+  else if (st.with.pkranges && dm.source == st.with.pkranges.address())
+    fail_waiting(self, waiting_for::ranges, dm.reason,
+                 "the partition-range cache (georoute.pkrange_cache)");
+  else if (st.with.endpoints && dm.source == st.with.endpoints.address()) {
+    // Refreshes asked of it will never be answered: go on without them.
+    std::vector<uint64_t> ids;
+    for (auto& [id, op] : st.ops)
+      if (op.waiting == waiting_for::refresh) ids.push_back(id);
+    for (auto id : ids)
+      schedule_attempt(self, id, std::chrono::milliseconds{0});
+  }
+}
+
+template <class Handle>
+void watch(self_ptr self, Handle& current, const Handle& next) {
+  if (!next || next == current) return;
+  current = next;
+  self->monitor(current);
+}
+
+void rewire(self_ptr self, const engine_wiring& w) {
+  auto& st = self->state;
+  if (!st.with.supervisor || self->current_sender() != st.with.supervisor)
+    return;
+  watch(self, st.with.collections, w.collections);
+  watch(self, st.with.pkranges, w.pkranges);
+  watch(self, st.with.endpoints, w.endpoints);
+  if (w.locations && w.locations != st.with.locations) {
+    st.with.locations = w.locations;
+    st.snap.reset_source();
+    subscribe(self);
+  }
+  caf::unsafe_send_as(self, caf::actor_cast<caf::actor>(st.pipeline), w);
+}
+
+router_impl_actor::behavior_type router_impl(self_ptr self, router_config cfg,
+                                             router_collaborators with) {
+  auto& st = self->state;
+  st.cfg = std::move(cfg);
+  st.with = std::move(with);
+  st.collections =
+      lru_cache<std::string, collection_info>{st.cfg.collection_capacity};
+  st.maps = lru_cache<std::string, map_ptr>{st.cfg.collection_capacity};
+  // The raw path's pipeline: linked, it lives and dies with the router and
+  // takes re-wiring from us only.
+  st.pipeline = spawn_retry(self->system(), st.cfg.pipeline,
+                            {st.with.locations, st.with.endpoints, st.with.http,
+                             router_actor{}, caf::actor{}, self->address()});
+  self->link_to(st.pipeline);
+  for (auto h : {caf::actor_cast<caf::actor>(st.with.collections),
+                 caf::actor_cast<caf::actor>(st.with.pkranges),
+                 caf::actor_cast<caf::actor>(st.with.endpoints)})
+    if (h) self->monitor(h);
+  self->set_down_handler([=](caf::down_msg& dm) { on_down(self, dm); });
+  self->set_exit_handler([=](caf::exit_msg& msg) {
+    if (!msg.reason) return;
+    auto& st = self->state;
+    auto err = stopped_error(who, msg.reason);
+    for (auto& [id, op] : st.ops)
+      op.rp.deliver(err);
+    st.ops.clear();
+    self->quit(msg.reason);
+  });
+  subscribe(self);
   return {
+      [=](route_atom, data_request& req) -> caf::result<data_response> {
+        return start(self, req);
+      },
       [=](route_atom,
           const document_request& req) -> caf::delegated<transport::outcome> {
         return self->delegate(self->state.pipeline, execute_atom_v,
                               to_pipeline_request(req));
       },
-      [=](const engine_wiring& w) {
+      [=](snapshot_atom, location_snapshot& snap) {
         auto& st = self->state;
-        if (!st.supervisor || self->current_sender() != st.supervisor) return;
-        caf::unsafe_send_as(self, caf::actor_cast<caf::actor>(st.pipeline), w);
+        if (!st.with.locations ||
+            self->current_sender() != st.with.locations.address())
+          return; // only the location cache publishes tables
+        st.snap.apply(snap.table, snap.version);
       },
+      [=](const engine_wiring& w) { rewire(self, w); },
+      [=](rt_attempt m) {
+        auto i = self->state.ops.find(m.op);
+        if (i == self->state.ops.end() ||
+            i->second.waiting != waiting_for::backoff)
+          return;
+        attempt(self, m.op);
+      },
+      [=](rt_budget m) { on_budget(self, m.op); },
+      [=](rt_http_done& m) { on_outcome(self, m.op, m.outcome); },
   };
 }
 
@@ -63,10 +741,21 @@ metadata_request to_pipeline_request(const document_request& req) {
   return m;
 }
 
-router_actor spawn_router(caf::actor_system& sys, retry_config pipeline,
-                          retry_collaborators with) {
+router_config router_config_from(const config::settings& s) {
+  router_config c;
+  c.pipeline = retry_config_from(s);
+  c.client = c.pipeline.client;
+  c.ladders = s.http.ladders;
+  c.excluded_regions = s.location.excluded_regions;
+  c.default_budget = s.retry.operation_budget;
+  c.collection_capacity = s.collection_cache_size;
+  return c;
+}
+
+router_actor spawn_router(caf::actor_system& sys, router_config cfg,
+                          router_collaborators with) {
   return caf::actor_cast<router_actor>(
-      sys.spawn(router_impl, std::move(pipeline), std::move(with)));
+      sys.spawn(router_impl, std::move(cfg), std::move(with)));
 }
 
 } // namespace georoute

@@ -1,35 +1,84 @@
 #pragma once
 
-// Request router: the data-plane request pipeline.
+// Request router: the data plane.
 //
-//   application / query plan --(route_atom, document_request)--> router
-//                                                                  |
-//                                       (execute_atom, metadata_request)
-//                                                                  v
-//                                                    pipeline (attempt loop)
+//   application --(route_atom, data_request)--> router --> data_response
+//                                                  |
+//          collection (collection cache, on a miss or a 410/1000)
+//          EPK of the partition key (hash V2, multi-hash)
+//          range (partition-range cache, on a miss or a 410/1002, 410/1007)
+//          endpoint (its own location snapshot; one place: choose_endpoint)
+//          session token (its session container)
+//                                                  v
+//                                       http port --> region
 //
-// Today it runs each document request through the pipeline: the same attempt
-// loop as the retry actor (resolve on the location snapshot, sign, send with
-// the request kind's timeout ladder, client retry policy on every failure),
-// owned by the router and bounded by the policy's own budgets. The router
-// answers with a delegated promise: the pipeline replies to the requester
-// directly. Partition-level routing (partition key → range → session token)
-// is the next layer to add here.
+// - On a cache hit nothing costs a message round trip: the router keeps the
+//   collection infos and routing maps its caches answered, and the location
+//   snapshots the location cache pushes, and resolves locally.
+// - Every failure goes through the client retry policy (routing reference
+//   §3) with `is_document = true`: connection failure or a silent region →
+//   mark, refresh the account, next region; 403/3 → write-region refresh and
+//   redirect; 403/1008; 404/1002 session retries; 503/500/410.1022 one
+//   cross-region retry; 429 back-off. A timed-out read climbs the
+//   partition-failover ladder (6 s, 6 s, 10 s) first. Marks and refreshes
+//   are sent to the location cache and the endpoint manager.
+// - Cancellation, the design rule: a caller gives up only through its own
+//   request timeout, which never reaches the router. An operation is bounded
+//   by its budget (`request_options::budget`, default
+//   `georoute.operation-budget`): once spent, no new attempt starts; an
+//   attempt in flight finishes and the failover decision it triggers runs
+//   with its side effects (the region is marked, the account refreshed).
+//   The caller that left gets nothing; later requests avoid the region.
+// - `(route_atom, document_request)` → `transport::outcome`: the raw path
+//   of the query-plan actor (via the retry actor's detach-only mode): the
+//   same attempt loop as the retry actor, in the router's own pipeline.
+// - Errors carry the diagnostics (`diagnostics_of`): every attempt with its
+//   region, endpoint, status and retry reason.
 
 #include "actors/retry.hpp"
 #include "messages/interfaces.hpp"
 
+#include <caf/actor_addr.hpp>
 #include <caf/actor_system.hpp>
+#include <chrono>
 
 namespace georoute {
 
-/// Spawns the router and its pipeline. The pipeline's deadline and attempt
-/// cap come from `pipeline`; callers bound their own wait with a request
-/// timeout (or, for metadata, the retry actor's detach-only mode).
-router_actor spawn_router(caf::actor_system& sys, retry_config pipeline,
-                          retry_collaborators with);
+/// The slice of settings the router needs.
+struct router_config {
+  /// The raw path's pipeline (the metadata attempt loop).
+  retry_config pipeline;
+  client_retry_options client;
+  timeout_ladders ladders;
+  /// Regions excluded for every request.
+  std::vector<std::string> excluded_regions;
+  /// The operation budget when a request names none.
+  std::chrono::milliseconds default_budget = std::chrono::seconds{60};
+  /// Collection infos and routing maps the router keeps.
+  size_t collection_capacity = 10000;
+  /// Attempts per operation at most (a bound in addition to the budget).
+  uint32_t attempt_cap = 200;
+};
 
-/// The metadata request the pipeline executes for a document request.
+/// Builds the slice from validated settings.
+router_config router_config_from(const config::settings& s);
+
+/// Whom the router talks to.
+struct router_collaborators {
+  location_cache_actor locations;
+  endpoint_manager_actor endpoints;
+  collection_cache_actor collections;
+  pkrange_cache_actor pkranges;
+  http_port_ptr http;
+  /// The only sender whose `engine_wiring` the router accepts.
+  caf::actor_addr supervisor;
+};
+
+/// Spawns the router and its pipeline.
+router_actor spawn_router(caf::actor_system& sys, router_config cfg,
+                          router_collaborators with);
+
+/// The metadata request the pipeline executes for a raw document request.
 metadata_request to_pipeline_request(const document_request& req);
 
 } // namespace georoute

@@ -251,6 +251,8 @@ georoute_config::georoute_config() {
       .add<timespan>("failover-retry-interval", "pause before a failover (1s)")
       .add<int64_t>("throttle-retries", "429 retries (9)")
       .add<timespan>("throttle-max-wait", "cumulative 429 back-off (30s)")
+      .add<timespan>("operation-budget",
+                     "budget of one data-plane operation (60s)")
       .add<int64_t>("scheduler-threads",
                     "CAF worker threads; 0 = one per core (0)")
       .add<int64_t>("query-plan-cache-size", "query plans kept (1024)")
@@ -477,6 +479,9 @@ load_result georoute_config::load(std::vector<std::string> args,
   rt.throttle_max_wait =
       rd.duration(g + ".throttle-max-wait", rt.throttle_max_wait,
                   milliseconds{0}, seconds{3600});
+  rt.operation_budget =
+      rd.duration(g + ".operation-budget", rt.operation_budget,
+                  milliseconds{1}, seconds{86400});
 
   auto threads = rd.integer(g + ".scheduler-threads", 0, 0, 256);
   s.scheduler_threads = threads > 0

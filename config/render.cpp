@@ -54,6 +54,8 @@ std::string render(const settings& s) {
     << "throttle-retries=" << s.retry.throttle_retries << "\n"
     << "throttle-max-wait=" << format_duration(s.retry.throttle_max_wait)
     << "\n"
+    << "operation-budget=" << format_duration(s.retry.operation_budget)
+    << "\n"
     << "scheduler-threads=" << s.scheduler_threads << "\n"
     << "query-plan-cache-size=" << s.query_plan_cache_size << "\n"
     << "collection-cache-size=" << s.collection_cache_size << "\n"

@@ -83,6 +83,9 @@ struct retry_options {
   uint32_t throttle_retries = 9;
   /// Cumulative 429 back-off per operation.
   milliseconds throttle_max_wait = seconds{30};
+  /// Budget of one data-plane operation when the request names none: once
+  /// spent, no new attempt starts (an end-to-end latency policy).
+  milliseconds operation_budget = seconds{60};
 };
 
 /// HTTP transport.

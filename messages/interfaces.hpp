@@ -157,11 +157,23 @@ using query_plan_actor = caf::typed_actor<
     caf::replies_to<plan_atom, query_plan_request>::with<query_plan>,
     caf::replies_to<stats_atom>::with<query_plan_stats>>;
 
-/// Request router: the data-plane pipeline. `(route_atom, document_request)`
-/// → `transport::outcome`: resolves collection, partition range and
-/// endpoint, sends, and applies the client retry policy (§3) inside its own
-/// pipeline.
+/// Request router: the data plane (actors/router.hpp).
+///
+/// - `(route_atom, data_request)` → `data_response`: one point operation
+///   (create, upsert, read, replace, remove) or a single-partition query,
+///   routed to its collection, partition range and region, retried per the
+///   client retry policy within the operation budget. Errors: the last
+///   underlying failure (its code, e.g. `errc::not_found`,
+///   `errc::service_unavailable`, with "... from East US (...) after 3
+///   attempts"), `errc::validation_error` for a malformed request,
+///   `errc::collaborator_down`, `errc::shutting_down`; every error carries
+///   the diagnostics (`diagnostics_of`).
+/// - `(route_atom, document_request)` → `transport::outcome`: the raw path
+///   of the query-plan actor (through the retry actor's detach-only mode).
+/// A caller gives up only through its own request timeout; the router's
+/// failover decisions and their side effects complete regardless.
 using router_actor = caf::typed_actor<
+    caf::replies_to<route_atom, data_request>::with<data_response>,
     caf::replies_to<route_atom, document_request>::with<transport::outcome>>;
 
 } // namespace georoute

@@ -52,6 +52,9 @@ using fake_router_actor = router_actor::extend<
 fake_router_actor::behavior_type fake_router(fake_router_actor::pointer self,
                                              std::shared_ptr<router_log> log) {
   return {
+      [](route_atom, data_request&) -> caf::result<data_response> {
+        return make_error(errc::validation_error, "not used here");
+      },
       [=](route_atom, document_request&) -> caf::result<transport::outcome> {
         ++log->requests;
         log->pending = self->make_response_promise<transport::outcome>();

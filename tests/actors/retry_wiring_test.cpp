@@ -103,6 +103,9 @@ fake_endpoints(endpoint_manager_actor::pointer self,
 // A router that never answers.
 router_actor::behavior_type silent_router(router_actor::pointer self) {
   return {
+      [](route_atom, data_request&) -> caf::result<data_response> {
+        return make_error(errc::validation_error, "not used here");
+      },
       [=](route_atom, document_request&) -> caf::result<transport::outcome> {
         return self->make_response_promise<transport::outcome>();
       },
@@ -320,7 +323,9 @@ TEST_F(DetachDeadline, QueryPlanPath_ReportsTheLastUnderlyingFailure) {
   auto endpoints = sys.spawn(fake_endpoints, eps);
   retry_config cfg;
   cfg.hard_deadline = 30s;
-  auto router = spawn_router(sys, cfg, {locations, endpoints, http, {}, {}, {}});
+  router_config rc;
+  rc.pipeline = cfg;
+  auto router = spawn_router(sys, rc, {locations, endpoints, {}, {}, http, {}});
   auto retry =
       spawn_retry(sys, cfg, {locations, endpoints, http, router, {}, {}});
   auto plans = spawn_query_plan(sys, retry, 16);

@@ -1,0 +1,273 @@
+#pragma once
+
+// The client side of a cross-partition query: merges the pages that every
+// partition-key range returns for the plan's rewritten query into the
+// query's result, the way the SDK pipelines do (JS
+// `pipelinedQueryExecutionContext`: ORDER BY merge or range order, then the
+// aggregate, DISTINCT, OFFSET/LIMIT and TOP stages). Pure: no I/O, no clock.
+//
+// What the ranges send (tests/emulator/sql_plan.cpp builds the rewrites,
+// sql_eval.cpp evaluates them):
+// - ORDER BY: rows {"_rid": r, "orderByItems": [{"item": v}, ...], "payload":
+//   p}, sorted per range; an undefined sort value is an item without "item".
+//   The result is `payload`.
+// - VALUE aggregates: one row per range, an array of one object:
+//   COUNT [{"item": n}], SUM [{"item": s}] (0 over no rows, `{}` when a value
+//   is not a number), AVG [{"item": {"sum": s, "count": n}}] ("sum" missing
+//   when a value is not a number), MIN/MAX [{"item": m, "item2": {"min": m,
+//   "count": n}}] ("min"/"max" missing over no rows or on arrays/objects).
+// - anything else: the rows themselves, emitted in range order.
+//
+// The order of values (ORDER BY, MIN, MAX) is Cosmos DB's: undefined < null <
+// false < true < numbers (numerically) < strings (by UTF-8 bytes) < arrays <
+// objects; two arrays or two objects tie. Ties between ranges go to the range
+// that comes first.
+//
+// Pipeline order after the merge: aggregate, DISTINCT (on the canonical JSON
+// of the result; "Ordered" drops repeats of the previous result, "Unordered"
+// keeps a set), then OFFSET/LIMIT, then TOP: the order the emulator applies
+// to one range (sql_eval.cpp), so that a merge equals a single-range run.
+//
+// A split during the query: `replace_range` puts the children in the
+// parent's place. The rows already received from the parent stay and come
+// first; the children continue from the parent's continuation.
+//
+// Resuming in another process (`continuation()`, `encode_continuation`,
+// `decode_continuation`, `query_merger::resume`): every range restarts at the
+// first page that still holds rows not consumed (or after its last page), and
+// drops again what it already delivered: for ORDER BY every row that sorts
+// before the last consumed sort key, and the rows with that very key whose
+// hashes the token lists; otherwise the rows whose hashes the token lists.
+// The hashes are those of the consumed rows of the restart page(s) only, so
+// the token stays about one page per range. Exact as long as a range sends
+// the same rows for the same continuation. One limit: without ORDER BY, when
+// a range splits before its restart page is read again, two identical rows
+// in different children cannot be told apart (rows carry no key there), so
+// one identical row may be dropped once. An unordered DISTINCT query cannot
+// be resumed (the SDKs refuse it too: the set of values already returned
+// would have to travel).
+
+#include "actors/policy/model.hpp"
+#include "actors/policy/result.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+namespace georoute {
+
+/// One partition-key range a cross-partition query reads.
+struct query_range {
+  std::string id;  ///< pkrange id; may be "" when the caller targets by EPK
+  std::string min; ///< EPK, inclusive ("" for the first range)
+  std::string max; ///< EPK, exclusive ("FF" for the last range)
+};
+
+/// The partial state of a VALUE aggregate, as it travels in a continuation.
+struct aggregate_state {
+  bool undefined = false; ///< a range saw a value the aggregate rejects
+  double sum = 0;         ///< Sum and Average
+  int64_t count = 0;      ///< Count and Average
+  std::optional<nlohmann::json> best; ///< Min and Max
+};
+
+/// Where one range stands in a resumable query.
+struct range_resume {
+  query_range range;
+  /// The `x-ms-continuation` of the next request; nullopt starts the range.
+  std::optional<std::string> token;
+  bool done = false;
+  /// Hashes (`row_hash`) of rows the range will send again that were
+  /// already consumed; each is dropped once.
+  std::vector<uint64_t> skip;
+};
+
+/// Everything a new process needs to continue a cross-partition query.
+struct query_continuation {
+  uint64_t query_hash = 0; ///< `query_fingerprint` of the plan's queryInfo
+  std::vector<range_resume> ranges;
+  /// Results that passed DISTINCT so far: where OFFSET/LIMIT/TOP stand.
+  int64_t position = 0;
+  /// ORDER BY: `orderByItems` of the last consumed row, null before any.
+  nlohmann::json order_by_items;
+  std::string rid; ///< ORDER BY: `_rid` of that row (for diagnostics)
+  /// Ordered DISTINCT: canonical JSON of the last result that passed.
+  std::optional<std::string> last_distinct;
+  aggregate_state aggregate;
+};
+
+/// What the merger did, for the caller's counters.
+struct query_merge_counters {
+  uint64_t rows_received = 0;
+  uint64_t rows_emitted = 0;
+  uint64_t resume_dropped = 0;   ///< rows a resumed range sent again
+  uint64_t distinct_dropped = 0; ///< results DISTINCT removed
+  uint64_t offset_skipped = 0;   ///< results OFFSET skipped
+  uint64_t splits = 0;           ///< replace_range calls
+};
+
+/// Cosmos DB's order of two values; nullptr is undefined. <0, 0 or >0.
+int compare_query_values(const nlohmann::json* a, const nlohmann::json* b);
+
+/// The JSON text that equal values share: object keys sorted, integral
+/// numbers below 2^53 written as integers (1.0 and 1 are the same value),
+/// -0 as 0, invalid UTF-8 replaced.
+std::string canonical_json(const nlohmann::json& value);
+
+/// FNV-1a 64 of `canonical_json(row)`: how a continuation names a row.
+uint64_t row_hash(const nlohmann::json& row);
+
+/// A hash of the queryInfo fields that shape the merge; binds a
+/// continuation to its query.
+uint64_t query_fingerprint(const query_info& info);
+
+/// The continuation as compact ASCII JSON (fit for an HTTP header).
+std::string encode_continuation(const query_continuation& c);
+
+/// Parses `encode_continuation`'s output; the problem names the field.
+result<query_continuation> decode_continuation(std::string_view text);
+
+/// Merges the per-range pages of one cross-partition query. Not thread-safe
+/// (one actor owns it).
+///
+/// Use: while !finished(), fetch a page for each range of ranges_needed()
+/// with continuation_of(i), hand it to add_page, then drain(). The caller may
+/// also fetch ranges ahead of need.
+class query_merger {
+public:
+  /// A merger for a fresh query. Problems: no ranges, an unknown orderBy
+  /// direction, distinct type or aggregate, more than one aggregate,
+  /// aggregates without VALUE or together with ORDER BY.
+  static result<query_merger> create(query_info info,
+                                     std::vector<query_range> ranges);
+
+  /// A merger that continues where `from` stopped. Also a problem: a token
+  /// of another query, an unordered DISTINCT query, sort keys that do not
+  /// match the plan.
+  static result<query_merger> resume(query_info info,
+                                     const query_continuation& from);
+
+  /// Takes one page of `range`. `continuation` is the response's
+  /// x-ms-continuation; nullopt or "" ends the range. Problems (the merger
+  /// is left unchanged): a bad index, a range that already ended, rows of
+  /// the wrong shape.
+  std::optional<problem> add_page(size_t range,
+                                  std::vector<nlohmann::json> rows,
+                                  std::optional<std::string> continuation);
+
+  /// The ranges whose next page blocks progress: for ORDER BY every open
+  /// range without a buffered row, for aggregates every open range, else
+  /// the first range in order that is open and empty. Empty when finished
+  /// or when drain() can make progress.
+  std::vector<size_t> ranges_needed() const;
+
+  /// Up to `max_items` results, in order.
+  std::vector<nlohmann::json> drain(size_t max_items);
+
+  /// True once every result has been drained (or TOP/LIMIT is reached).
+  bool finished() const;
+
+  /// Replaces range `index` (split) by `children`, in EPK order. They take
+  /// its place; the rows it had buffered stay in front; each child continues
+  /// from the parent's continuation. A problem for a bad index or no child.
+  std::optional<problem> replace_range(size_t index,
+                                       std::vector<query_range> children);
+
+  size_t range_count() const { return streams_.size(); }
+  const query_range& range(size_t index) const {
+    return streams_[index].range;
+  }
+  /// The x-ms-continuation to send on range `index`'s next request.
+  const std::optional<std::string>& continuation_of(size_t index) const {
+    return streams_[index].next_token;
+  }
+  bool range_done(size_t index) const { return streams_[index].done; }
+
+  /// The state to resume from elsewhere; a problem for unordered DISTINCT.
+  result<query_continuation> continuation() const;
+
+  const query_merge_counters& counters() const { return counters_; }
+
+private:
+  enum class mode { parallel, order_by, aggregate };
+  enum class aggregate_kind { none, count, sum, average, min, max };
+
+  struct row {
+    nlohmann::json value;
+    uint64_t hash = 0;
+  };
+
+  struct page {
+    uint64_t serial = 0; ///< global fetch order
+    uint64_t owner = 0;  ///< key of the stream that fetched it
+    std::optional<std::string> request_token;
+    std::vector<row> rows;
+    size_t next = 0; ///< first row not consumed
+  };
+
+  struct stream {
+    query_range range;
+    std::vector<uint64_t> lineage; ///< own key last, ancestors before it
+    std::deque<page> pages;
+    std::optional<std::string> next_token;
+    bool done = false;
+    bool filtering = false; ///< resumed: dropping what it sent before
+    std::unordered_map<uint64_t, size_t> skip;
+  };
+
+  /// A consumed row that a restart may deliver again.
+  struct consumed {
+    uint64_t hash;
+    uint64_t serial;
+    uint64_t owner;
+  };
+
+  query_merger(query_info info, mode m, aggregate_kind agg);
+
+  static result<query_merger> make(query_info info);
+  std::optional<problem> check_rows(size_t range,
+                                    const std::vector<nlohmann::json>& rows,
+                                    aggregate_state* agg) const;
+  std::optional<problem> fold(const nlohmann::json& row,
+                              aggregate_state& agg) const;
+  std::optional<nlohmann::json> aggregate_result() const;
+  bool has_head(const stream& s) const;
+  int compare_keys(const nlohmann::json& a, const nlohmann::json& b) const;
+  bool drop_on_resume(stream& s, const row& r);
+  std::optional<row> next_row();
+  void note_consumed(const row& r, const page& p);
+  void offer(nlohmann::json result, std::vector<nlohmann::json>& out);
+  int64_t window_end() const;
+  bool window_done() const { return position_ >= window_end(); }
+  const page* anchor(const stream& s) const;
+  bool in_lineage(const stream& s, uint64_t owner) const;
+  void prune();
+
+  query_info info_;
+  mode mode_;
+  aggregate_kind agg_kind_;
+  bool ordered_distinct_ = false;
+  bool unordered_distinct_ = false;
+  std::vector<stream> streams_;
+  uint64_t next_serial_ = 1;
+  uint64_t next_key_ = 1;
+  int64_t position_ = 0;
+  nlohmann::json last_key_; ///< orderByItems of the last consumed row
+  std::string last_rid_;
+  std::vector<consumed> consumed_;
+  std::optional<std::string> last_distinct_;
+  std::unordered_set<std::string> seen_;
+  aggregate_state agg_;
+  bool agg_computed_ = false;
+  query_merge_counters counters_;
+};
+
+} // namespace georoute
