@@ -1,0 +1,304 @@
+// The data plane against the emulator (issue 8, items 1-5, 7, 9): point
+// operations routed through the engine's router, every retry path of the
+// client retry policy with its fault injected in the emulator, session
+// reads under replication lag, throttling, excluded regions, the caller
+// timeout during a failover, range-gone re-routing, the operation budget,
+// and 64 requests in flight while one region hangs.
+
+#include "tests/integration/engine_fixture.hpp"
+
+#include <nlohmann/json.hpp>
+
+namespace {
+
+using namespace georoute;
+using namespace georoute::test;
+using namespace std::chrono_literals;
+
+class DataPlane : public engine_test {
+protected:
+  /// Read preference for a test that restarts with `restart()`.
+  std::vector<std::string> preferred;
+
+  void configure() override {
+    if (!preferred.empty()) settings.location.preferred_regions = preferred;
+  }
+
+  void restart() {
+    TearDown();
+    start();
+  }
+
+  data_request point(data_op op, std::string id, std::string pk = "p0") {
+    data_request r;
+    r.op = op;
+    r.collection_link = "dbs/d/colls/c";
+    r.id = id;
+    r.options.partition_key_json = "[\"" + pk + "\"]";
+    if (op == data_op::create || op == data_op::upsert ||
+        op == data_op::replace)
+      r.body = nlohmann::json{{"id", id}, {"pk", pk}, {"n", 1}}.dump();
+    return r;
+  }
+
+  caf::expected<data_response> route(data_request r,
+                                     caf::timespan timeout = 10s) {
+    return ask<data_response>(eng->router(), timeout, route_atom_v,
+                              std::move(r));
+  }
+
+  // Creates document `id` and returns the response.
+  data_response create(const std::string& id, const std::string& pk = "p0") {
+    auto r = route(point(data_op::create, id, pk));
+    EXPECT_TRUE(r) << sys->render(r.error());
+    return r ? *r : data_response{};
+  }
+
+  uint64_t served(const std::string& region, int status = 0) {
+    auto counters = emu->control().counters();
+    uint64_t n = 0;
+    for (const auto& [s, count] : counters[region])
+      if (status == 0 || s == status) n += count;
+    return n;
+  }
+
+  std::vector<std::string> regions_of(const diagnostics& d) {
+    std::vector<std::string> r;
+    for (const auto& a : d.attempts)
+      r.push_back(a.region + " " + std::to_string(a.status) +
+                  (a.substatus ? "/" + std::to_string(a.substatus) : "") +
+                  (a.failure.empty() ? "" : " " + a.failure));
+    return r;
+  }
+
+  std::string first_read_region() {
+    resolve_input in;
+    auto r = ask<resolution>(eng->locations(), 5s, resolve_atom_v, in);
+    return r ? r->region : "?";
+  }
+};
+
+TEST_F(DataPlane, PointOperations_RoundTrip_WithDiagnostics) {
+  auto c = create("doc1");
+  EXPECT_EQ(c.status, 201);
+  EXPECT_FALSE(c.etag.empty());
+  EXPECT_FALSE(c.session_token.empty());
+  ASSERT_EQ(c.diag.attempts.size(), 1u);
+  EXPECT_EQ(c.diag.attempts[0].region, "West US");
+  EXPECT_FALSE(c.diag.collection_rid.empty());
+  EXPECT_FALSE(c.diag.range_id.empty());
+  auto read = route(point(data_op::read, "doc1"));
+  ASSERT_TRUE(read) << sys->render(read.error());
+  EXPECT_EQ(read->status, 200);
+  EXPECT_EQ(nlohmann::json::parse(read->body)["n"], 1);
+  auto replace = point(data_op::replace, "doc1");
+  replace.body = nlohmann::json{{"id", "doc1"}, {"pk", "p0"}, {"n", 2}}.dump();
+  replace.options.if_match = read->etag;
+  auto replaced = route(replace);
+  ASSERT_TRUE(replaced) << sys->render(replaced.error());
+  // A replace with the old etag now fails the precondition.
+  auto stale = route(replace);
+  ASSERT_FALSE(stale);
+  EXPECT_EQ(code_of(stale.error()), errc::precondition_failed);
+  ASSERT_NE(diagnostics_of(stale.error()), nullptr);
+  EXPECT_EQ(diagnostics_of(stale.error())->attempts.size(), 1u);
+  auto upserted = route(point(data_op::upsert, "doc2"));
+  ASSERT_TRUE(upserted) << sys->render(upserted.error());
+  auto removed = route(point(data_op::remove, "doc1"));
+  ASSERT_TRUE(removed) << sys->render(removed.error());
+  EXPECT_EQ(removed->status, 204);
+  auto missing = route(point(data_op::read, "doc1"));
+  ASSERT_FALSE(missing);
+  EXPECT_EQ(code_of(missing.error()), errc::not_found);
+  EXPECT_NE(context_of(missing.error()).find("404 from West US"),
+            std::string::npos)
+      << context_of(missing.error());
+}
+
+TEST_F(DataPlane, BadRequests_AreValidationErrors_WithoutATrip) {
+  emu->control().reset_counters();
+  auto no_pk = point(data_op::read, "x");
+  no_pk.options.partition_key_json.clear();
+  auto r = route(no_pk);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(code_of(r.error()), errc::validation_error);
+  EXPECT_NE(context_of(r.error()).find("partition key"), std::string::npos);
+  auto bad_body = point(data_op::create, "x");
+  bad_body.body = "[1,2]";
+  r = route(bad_body);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(code_of(r.error()), errc::validation_error);
+  auto bad_link = point(data_op::read, "x");
+  bad_link.collection_link = "dbs/d";
+  r = route(bad_link);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(code_of(r.error()), errc::validation_error);
+  EXPECT_EQ(served("West US") + served("East US") + served("North Europe"), 0u);
+}
+
+TEST_F(DataPlane, RegionRefuses_ReadFailsOver_MarksIt_NextRequestAvoidsIt) {
+  create("doc1");
+  ASSERT_TRUE(
+      emu->set_region_state("West US", emulator::region_state::offline_refuse));
+  auto r = route(point(data_op::read, "doc1"));
+  ASSERT_TRUE(r) << sys->render(r.error());
+  auto attempts = regions_of(r->diag);
+  ASSERT_EQ(attempts.size(), 2u);
+  EXPECT_EQ(attempts[0], "West US 0 refused");
+  EXPECT_EQ(attempts[1], "East US 200");
+  EXPECT_NE(r->diag.attempts[0].retry_reason, "");
+  EXPECT_EQ(first_read_region(), "East US"); // marked in the location cache
+  auto again = route(point(data_op::read, "doc1"));
+  ASSERT_TRUE(again);
+  EXPECT_EQ(regions_of(again->diag), std::vector<std::string>{"East US 200"});
+}
+
+TEST_F(DataPlane, ReadGets503_OneCrossRegionRetry) {
+  create("doc1");
+  emulator::fault_rule f;
+  f.region = "West US";
+  f.operation = "read";
+  f.status = 503;
+  emu->control().add_fault(f);
+  auto r = route(point(data_op::read, "doc1"));
+  ASSERT_TRUE(r) << sys->render(r.error());
+  EXPECT_EQ(regions_of(r->diag),
+            (std::vector<std::string>{"West US 503", "East US 200"}));
+}
+
+TEST_F(DataPlane, WriteRegionMoved_403_3_RefreshesAndRedirects) {
+  create("doc1");
+  ASSERT_TRUE(emu->control().set_write_regions(
+      {"East US", "West US", "North Europe"}));
+  auto r = route(point(data_op::upsert, "doc1"));
+  ASSERT_TRUE(r) << sys->render(r.error());
+  auto attempts = regions_of(r->diag);
+  ASSERT_GE(attempts.size(), 2u);
+  EXPECT_EQ(attempts.front(), "West US 403/3");
+  EXPECT_EQ(attempts.back().rfind("East US 20", 0), 0u) << attempts.back();
+}
+
+TEST_F(DataPlane, Throttled_429_BacksOffAndSucceeds) {
+  create("doc1");
+  emulator::fault_rule f;
+  f.region = "West US";
+  f.operation = "read";
+  f.status = 429;
+  f.retry_after_ms = 50;
+  f.count = 2;
+  emu->control().add_fault(f);
+  auto r = route(point(data_op::read, "doc1"));
+  ASSERT_TRUE(r) << sys->render(r.error());
+  EXPECT_EQ(regions_of(r->diag),
+            (std::vector<std::string>{"West US 429", "West US 429",
+                                      "West US 200"}));
+  EXPECT_GE(r->diag.total_us, 100'000);
+}
+
+TEST_F(DataPlane, ExcludedRegions_AreNotUsed) {
+  create("doc1");
+  auto req = point(data_op::read, "doc1");
+  req.options.excluded_regions = {"West US"};
+  auto r = route(req);
+  ASSERT_TRUE(r) << sys->render(r.error());
+  EXPECT_EQ(regions_of(r->diag), std::vector<std::string>{"East US 200"});
+  req.options.excluded_regions = {"west us", "East US"}; // case-insensitive
+  r = route(req);
+  ASSERT_TRUE(r) << sys->render(r.error());
+  EXPECT_EQ(regions_of(r->diag), std::vector<std::string>{"North Europe 200"});
+}
+
+TEST_F(DataPlane, RangeGone_RefreshesTheRoutingMap_AndReroutes) {
+  create("doc1");
+  emulator::fault_rule f;
+  f.region = "West US";
+  f.operation = "read";
+  f.status = 410;
+  f.substatus = 1002;
+  f.count = 1;
+  emu->control().add_fault(f);
+  auto r = route(point(data_op::read, "doc1"));
+  ASSERT_TRUE(r) << sys->render(r.error());
+  EXPECT_EQ(r->diag.metadata_refreshes, 1u);
+  EXPECT_EQ(regions_of(r->diag),
+            (std::vector<std::string>{"West US 410/1002", "West US 200"}));
+}
+
+TEST_F(DataPlane, OperationBudget_NoNewAttemptOnceSpent) {
+  create("doc1");
+  for (auto region : {"West US", "East US", "North Europe"})
+    ASSERT_TRUE(emu->set_region_state(region,
+                                      emulator::region_state::offline_refuse));
+  auto req = point(data_op::read, "doc1");
+  req.options.budget = 300ms;
+  auto r = route(req);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(code_of(r.error()), errc::connection_refused);
+  EXPECT_NE(context_of(r.error()).find("operation budget of 300ms spent"),
+            std::string::npos)
+      << context_of(r.error());
+  ASSERT_NE(diagnostics_of(r.error()), nullptr);
+  EXPECT_GE(diagnostics_of(r.error())->attempts.size(), 2u);
+}
+
+TEST_F(DataPlane, CallerTimesOutDuringFailover_RegionIsMarked_NextAvoidsIt) {
+  create("doc1");
+  ASSERT_TRUE(emu->set_region_state("West US", emulator::region_state::hang));
+  // The caller gives up after 100 ms, inside West's first ladder step.
+  auto r = route(point(data_op::read, "doc1"), 100ms);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error(), caf::sec::request_timeout);
+  // The router's decision runs anyway: West stays silent through its
+  // ladder, is marked, the account refreshed.
+  wait_for([&] { return first_read_region() == "East US"; },
+           "West to be marked");
+  emu->control().reset_counters();
+  auto again = route(point(data_op::read, "doc1"));
+  ASSERT_TRUE(again) << sys->render(again.error());
+  EXPECT_EQ(regions_of(again->diag), std::vector<std::string>{"East US 200"});
+  EXPECT_EQ(served("West US"), 0u);
+}
+
+TEST_F(DataPlane, SessionRead_UnderReplicationLag_RetriesThenServes) {
+  // Reads prefer East, which lags; writes go to West (single-write).
+  preferred = {"East US", "West US", "North Europe"};
+  restart();
+  emu->control().set_replication_lag(60s);
+  auto c = create("doc1");
+  auto req = point(data_op::read, "doc1");
+  req.options.consistency_level = "Session";
+  auto r = route(req);
+  ASSERT_TRUE(r) << sys->render(r.error());
+  auto attempts = regions_of(r->diag);
+  ASSERT_GE(attempts.size(), 2u);
+  EXPECT_EQ(attempts.front(), "East US 404/1002");
+  EXPECT_EQ(attempts.back(), "West US 200");
+}
+
+TEST_F(DataPlane, SixtyFourInFlight_OneRegionHangs_OthersKeepAnswering) {
+  for (int i = 0; i < 8; ++i)
+    create("doc" + std::to_string(i), "p" + std::to_string(i));
+  ASSERT_TRUE(emu->set_region_state("West US", emulator::region_state::hang));
+  auto out = std::make_shared<replies>();
+  auto router = eng->router();
+  for (int i = 0; i < 64; ++i) {
+    auto req = point(data_op::read, "doc" + std::to_string(i % 8),
+                     "p" + std::to_string(i % 8));
+    // A third of them go to the hung region first and fail over; the rest
+    // exclude it and must not wait behind them.
+    if (i % 3 != 0) req.options.excluded_regions = {"West US"};
+    sys->spawn([=](caf::event_based_actor* self) {
+      self->request(router, 10s, route_atom_v, req)
+          .then([=](data_response&) { out->add("ok"); },
+                [=](caf::error& e) { out->add(describe(e)); });
+    });
+  }
+  wait_for([&] { return out->all().size() == 64; }, "64 answers");
+  auto got = out->all();
+  EXPECT_EQ(std::count(got.begin(), got.end(), "ok"), 64)
+      << "first failure: "
+      << *std::find_if(got.begin(), got.end(),
+                       [](const std::string& s) { return s != "ok"; });
+}
+
+} // namespace
