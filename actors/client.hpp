@@ -1,0 +1,67 @@
+#pragma once
+
+// A blocking facade over the engine's request router, for code that is not
+// an actor (a main thread, a thread pool, a test). Every call waits at most
+// its timeout, returns a result or an error and never throws across the
+// actor boundary. Actors should send `(route_atom, data_request)` to
+// `engine::router()` themselves instead (messages/interfaces.hpp).
+//
+//   georoute::client db{sys, eng};
+//   auto doc = db.read("dbs/shop/colls/orders", "o1", pk("o1"));
+//   if (!doc) std::cerr << sys.render(doc.error()) << "\n";
+
+#include "actors/engine.hpp"
+#include "messages/interfaces.hpp"
+
+#include <caf/actor_system.hpp>
+#include <caf/expected.hpp>
+#include <chrono>
+#include <string>
+
+namespace georoute {
+
+/// Options with just the partition key set: `pk("o1")` is `["o1"]`.
+request_options pk(const std::string& value);
+
+/// See the file comment. Cheap to copy; thread-safe.
+class client {
+public:
+  /// Routes through the engine's current router (a restarted router is
+  /// picked up). `timeout` bounds each call: the caller's own deadline; the
+  /// engine's failover decisions run to completion regardless.
+  client(caf::actor_system& sys, const engine& eng,
+         caf::timespan timeout = std::chrono::seconds{30});
+
+  caf::expected<data_response> create(const std::string& collection_link,
+                                      std::string document,
+                                      request_options options);
+  caf::expected<data_response> upsert(const std::string& collection_link,
+                                      std::string document,
+                                      request_options options);
+  caf::expected<data_response> read(const std::string& collection_link,
+                                    const std::string& id,
+                                    request_options options);
+  caf::expected<data_response> replace(const std::string& collection_link,
+                                       const std::string& id,
+                                       std::string document,
+                                       request_options options);
+  caf::expected<data_response> remove(const std::string& collection_link,
+                                      const std::string& id,
+                                      request_options options);
+  /// A query in one logical partition (`options.partition_key_json` set):
+  /// `spec` is `{"query": "...", "parameters": [...]}`; page with
+  /// `options.max_item_count` and `options.continuation`.
+  caf::expected<data_response> query(const std::string& collection_link,
+                                     std::string spec,
+                                     request_options options);
+
+  /// Any request.
+  caf::expected<data_response> execute(data_request req);
+
+private:
+  caf::actor_system* sys_;
+  const engine* engine_;
+  caf::timespan timeout_;
+};
+
+} // namespace georoute
