@@ -208,6 +208,31 @@ TEST_F(DataPlane, ExcludedRegions_AreNotUsed) {
   EXPECT_EQ(regions_of(r->diag), std::vector<std::string>{"North Europe 200"});
 }
 
+TEST_F(DataPlane, EveryRegionExcluded_AfterWriteSwitch_ReadsGoToTheNewWriter) {
+  create("doc1");
+  ASSERT_TRUE(emu->control().set_write_regions(
+      {"East US", "West US", "North Europe"}));
+  auto acct = ask<database_account>(eng->endpoints(), 5s, refresh_atom_v, true);
+  ASSERT_TRUE(acct) << sys->render(acct.error());
+  wait_for(
+      [&] {
+        resolve_input w;
+        w.op = op_kind::write;
+        auto r = ask<resolution>(eng->locations(), 5s, resolve_atom_v, w);
+        return r && r->region == "East US";
+      },
+      "the write switch to reach the table");
+  auto req = point(data_op::read, "doc1");
+  req.options.excluded_regions = {"West US", "East US", "North Europe"};
+  auto r = route(req);
+  ASSERT_TRUE(r) << sys->render(r.error());
+  // The fallback is the current first write region, named as such: not the
+  // account endpoint, not the old writer.
+  ASSERT_EQ(r->diag.attempts.size(), 1u);
+  EXPECT_EQ(r->diag.attempts[0].region, "East US");
+  EXPECT_EQ(r->diag.attempts[0].endpoint, emu->endpoint("East US"));
+}
+
 TEST_F(DataPlane, RangeGone_RefreshesTheRoutingMap_AndReroutes) {
   create("doc1");
   emulator::fault_rule f;
