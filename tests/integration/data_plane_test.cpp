@@ -166,6 +166,65 @@ TEST_F(DataPlane, ReadGets503_OneCrossRegionRetry) {
             (std::vector<std::string>{"West US 503", "East US 200"}));
 }
 
+TEST_F(DataPlane, ReadGets410_1022_OneCrossRegionRetry) {
+  create("doc1");
+  emulator::fault_rule f;
+  f.region = "West US";
+  f.operation = "read";
+  f.status = 410;
+  f.substatus = 1022;
+  emu->control().add_fault(f);
+  auto r = route(point(data_op::read, "doc1"));
+  ASSERT_TRUE(r) << sys->render(r.error());
+  EXPECT_EQ(regions_of(r->diag),
+            (std::vector<std::string>{"West US 410/1022", "East US 200"}));
+}
+
+TEST_F(DataPlane, ReadGets500_OneCrossRegionRetry_WriteGets500_NoRetry) {
+  create("doc1");
+  emulator::fault_rule f;
+  f.region = "West US";
+  f.status = 500;
+  emu->control().add_fault(f);
+  auto r = route(point(data_op::read, "doc1"));
+  ASSERT_TRUE(r) << sys->render(r.error());
+  EXPECT_EQ(regions_of(r->diag),
+            (std::vector<std::string>{"West US 500", "East US 200"}));
+  // A single-master write is not retried on 500: it may have been applied.
+  auto w = route(point(data_op::upsert, "doc1"));
+  ASSERT_FALSE(w);
+  EXPECT_EQ(code_of(w.error()), errc::internal_server_error);
+  ASSERT_NE(diagnostics_of(w.error()), nullptr);
+  EXPECT_EQ(diagnostics_of(w.error())->attempts.size(), 1u);
+}
+
+TEST_F(DataPlane, RegionRemoved_403_1008_ReadGoesToTheNextRegion) {
+  create("doc1");
+  ASSERT_TRUE(emu->control().remove_region("West US"));
+  auto r = route(point(data_op::read, "doc1"));
+  ASSERT_TRUE(r) << sys->render(r.error());
+  auto attempts = regions_of(r->diag);
+  ASSERT_GE(attempts.size(), 2u);
+  EXPECT_EQ(attempts.front(), "West US 403/1008");
+  EXPECT_EQ(attempts.back(), "East US 200");
+}
+
+TEST_F(DataPlane, CollectionRecreated_410_1000_RefreshesTheCollection) {
+  create("doc1");
+  emulator::fault_rule f;
+  f.region = "West US";
+  f.operation = "read";
+  f.status = 410;
+  f.substatus = 1000;
+  f.count = 1;
+  emu->control().add_fault(f);
+  auto r = route(point(data_op::read, "doc1"));
+  ASSERT_TRUE(r) << sys->render(r.error());
+  EXPECT_EQ(r->diag.metadata_refreshes, 1u);
+  EXPECT_EQ(regions_of(r->diag),
+            (std::vector<std::string>{"West US 410/1000", "West US 200"}));
+}
+
 TEST_F(DataPlane, WriteRegionMoved_403_3_RefreshesAndRedirects) {
   create("doc1");
   ASSERT_TRUE(emu->control().set_write_regions(
@@ -298,6 +357,47 @@ TEST_F(DataPlane, SessionRead_UnderReplicationLag_RetriesThenServes) {
   ASSERT_GE(attempts.size(), 2u);
   EXPECT_EQ(attempts.front(), "East US 404/1002");
   EXPECT_EQ(attempts.back(), "West US 200");
+}
+
+// A multi-write account: document writes go to the preferred region and a
+// 503 on a write gets its one cross-region retry; a session read that keeps
+// missing walks the regions.
+class MultiWrite : public DataPlane {
+protected:
+  void SetUp() override {
+    emu_options.engine.multi_write = true;
+    DataPlane::SetUp();
+  }
+};
+
+TEST_F(MultiWrite, WriteGets503_RetriedInTheNextWriteRegion) {
+  create("doc1");
+  emulator::fault_rule f;
+  f.region = "West US";
+  f.operation = "write";
+  f.status = 503;
+  emu->control().add_fault(f);
+  auto r = route(point(data_op::upsert, "doc1"));
+  ASSERT_TRUE(r) << sys->render(r.error());
+  EXPECT_EQ(regions_of(r->diag),
+            (std::vector<std::string>{"West US 503", "East US 200"}));
+}
+
+TEST_F(MultiWrite, SessionReadThatKeepsMissing_WalksTheRegions) {
+  create("doc1");
+  emulator::fault_rule f;
+  f.operation = "read";
+  f.status = 404;
+  f.substatus = 1002;
+  f.count = 2;
+  emu->control().add_fault(f);
+  auto req = point(data_op::read, "doc1");
+  req.options.consistency_level = "Session";
+  auto r = route(req);
+  ASSERT_TRUE(r) << sys->render(r.error());
+  EXPECT_EQ(regions_of(r->diag),
+            (std::vector<std::string>{"West US 404/1002", "East US 404/1002",
+                                      "North Europe 200"}));
 }
 
 TEST_F(DataPlane, SixtyFourInFlight_OneRegionHangs_OthersKeepAnswering) {
