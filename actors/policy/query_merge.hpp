@@ -45,16 +45,26 @@
 // in different children cannot be told apart (rows carry no key there), so
 // one identical row may be dropped once. An unordered DISTINCT query cannot
 // be resumed (the SDKs refuse it too: the set of values already returned
-// would have to travel).
+// would have to travel). Rows are named by a 64-bit FNV-1a hash; a collision
+// matters only between rows of one range's restart page.
+//
+// Memory: the buffered pages, the hashes of one page per range, and for
+// unordered DISTINCT the canonical JSON of every distinct result so far.
+//
+// Deviations from the JS SDK, each so that a merge equals the single-range
+// answer of the emulator (sql_eval.cpp): an AVG partial without "sum" or a
+// MIN/MAX partial that counted values but has no "min"/"max" makes the
+// result undefined (the SDK skips that range); arrays and objects are ranked
+// after strings (the SDK throws); OFFSET/LIMIT is applied before TOP (the
+// SDK applies TOP first; the two differ only for a query with both).
 
 #include "actors/policy/model.hpp"
 #include "actors/policy/result.hpp"
 
-#include <nlohmann/json.hpp>
-
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -118,7 +128,7 @@ struct query_merge_counters {
 int compare_query_values(const nlohmann::json* a, const nlohmann::json* b);
 
 /// The JSON text that equal values share: object keys sorted, integral
-/// numbers below 2^53 written as integers (1.0 and 1 are the same value),
+/// numbers below 2^63 written as integers (1.0 and 1 are the same value),
 /// -0 as 0, invalid UTF-8 replaced.
 std::string canonical_json(const nlohmann::json& value);
 
@@ -182,9 +192,7 @@ public:
                                        std::vector<query_range> children);
 
   size_t range_count() const { return streams_.size(); }
-  const query_range& range(size_t index) const {
-    return streams_[index].range;
-  }
+  const query_range& range(size_t index) const { return streams_[index].range; }
   /// The x-ms-continuation to send on range `index`'s next request.
   const std::optional<std::string>& continuation_of(size_t index) const {
     return streams_[index].next_token;
