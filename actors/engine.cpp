@@ -141,7 +141,7 @@ void spawn_part(sup_ptr self, part p) {
     // everything is spawned fills them in.
     w.router = spawn_router(sys, router_config_from(s),
                             {w.locations, w.endpoints, w.collections,
-                             w.pkranges, http, me});
+                             w.pkranges, http, w.plans, me});
     break;
   case part::retry:
     w.retry = spawn_retry(sys, retry_config_from(s),

@@ -6,8 +6,9 @@
 #include "actors/policy/lru_cache.hpp"
 #include "actors/policy/metadata_rules.hpp"
 #include "actors/policy/routing_map.hpp"
-#include "actors/policy/session_token.hpp"
+#include "actors/policy/session_container.hpp"
 #include "actors/policy/snapshot_holder.hpp"
+#include "actors/query_executor.hpp"
 #include "actors/router_wire.hpp"
 #include "messages/error.hpp"
 
@@ -79,6 +80,7 @@ struct data_operation {
   std::string region;
   uint32_t attempts = 0;
   uint32_t metadata_refreshes = 0;
+  bool range_refreshed = false; // a range-targeted query refreshed its map
   std::optional<transport::outcome> last_failure;
   std::string last_region;
   diagnostics diag;
@@ -92,7 +94,7 @@ struct router_state {
   snapshot_holder snap;
   lru_cache<std::string, collection_info> collections{1}; // by link
   lru_cache<std::string, map_ptr> maps{1};                 // by rid
-  std::map<std::string, session_token_set> sessions;      // by rid
+  session_container sessions{10000}; // by collection rid and range
   std::map<uint64_t, data_operation> ops;
   uint64_t next_id = 1;
   static inline const char* name = "georoute.router";
@@ -223,7 +225,7 @@ void resolve_collection(self_ptr self, uint64_t id, bool force) {
             auto& op = i->second;
             if (op.coll && op.coll->rid != c.rid) {
               // Recreated under the same name: its session tokens are dead.
-              st.sessions.erase(op.coll->rid);
+              st.sessions.clear_by_rid(op.coll->rid);
               st.maps.erase(op.coll->rid);
             }
             st.collections.put(op.link, c);
@@ -263,6 +265,25 @@ std::optional<std::string> epk_of(const data_operation& op,
 
 void locate(self_ptr self, uint64_t id) {
   auto& op = self->state.ops.at(id);
+  if (!op.req.range_id.empty()) {
+    // A query on one physical range: the range must still exist.
+    op.range = op.map->range_by_id(op.req.range_id);
+    if (!op.range || op.map->is_gone(op.req.range_id)) {
+      if (!op.range_refreshed) {
+        op.range_refreshed = true;
+        resolve_range(self, id, true);
+        return;
+      }
+      finish_error(self, id, errc::partition_range_gone,
+                   describe(op) + ": partition-key range " + op.req.range_id +
+                       " of collection " + op.coll->rid +
+                       " is gone (it split or merged); read its successors");
+      return;
+    }
+    op.diag.range_id = op.range->id;
+    attempt(self, id);
+    return;
+  }
   op.range = op.map->range_by_epk(op.epk);
   if (!op.range) {
     finish_error(self, id, errc::protocol_violation,
@@ -277,7 +298,7 @@ void locate(self_ptr self, uint64_t id) {
 void resolve_range(self_ptr self, uint64_t id, bool refresh) {
   auto& st = self->state;
   auto& op = st.ops.at(id);
-  if (op.epk.empty()) {
+  if (op.epk.empty() && op.req.range_id.empty()) {
     std::string problem;
     auto epk = epk_of(op, problem);
     if (!epk) {
@@ -350,28 +371,16 @@ std::string session_token_for(const router_state& st,
   if (!level.empty() && level != "Session") return {};
   if (!op.req.options.session_token.empty())
     return op.req.options.session_token;
-  auto c = st.sessions.find(op.coll->rid);
-  if (c == st.sessions.end() || !op.range) return {};
-  std::optional<vector_session_token> token;
-  auto take = [&](const std::string& range_id) {
-    auto t = c->second.find(range_id);
-    if (t == c->second.end()) return;
-    token = token ? merge(*token, t->second) : t->second;
-  };
-  take(op.range->id);
-  if (!token)
-    for (const auto& parent : op.range->parents)
-      take(parent);
-  if (!token) return {};
-  return op.range->id + ":" + render(*token);
+  if (!op.range) return {};
+  return st.sessions.header_for(op.coll->rid, op.range->id,
+                                op.range->parents);
 }
 
 void capture_session(router_state& st, const data_operation& op,
                      const transport::outcome& o) {
-  if (o.session_token.empty() || !op.coll) return;
-  auto parsed = parse_session_header(o.session_token);
-  if (!parsed) return; // a malformed header never fails a request
-  merge_into(st.sessions[op.coll->rid], *parsed);
+  // A malformed header is counted by the container, never fails a request.
+  if (!o.session_token.empty() && op.coll)
+    st.sessions.capture(op.coll->rid, op.link, o.session_token);
 }
 
 void attempt(self_ptr self, uint64_t id) {
@@ -505,6 +514,7 @@ void on_outcome(self_ptr self, uint64_t id, transport::outcome& o) {
                                      : "collection recreated: collection "
                                        "refreshed";
     if (range_gone(o)) {
+      op.range_refreshed = true; // a targeted range that is gone fails now
       resolve_range(self, id, true);
     } else {
       op.epk.clear();
@@ -569,6 +579,19 @@ caf::result<data_response> start(self_ptr self, data_request& req) {
   auto& st = self->state;
   if (auto problem = validate(req))
     return make_error(errc::validation_error, *problem);
+  if (req.op == data_op::query && req.options.partition_key_json.empty() &&
+      req.range_id.empty()) {
+    if (!st.with.plans || !st.with.collections || !st.with.pkranges)
+      return make_error(errc::validation_error,
+                        "a cross-partition query needs the engine's query "
+                        "plans and metadata caches");
+    auto executor = spawn_query_executor(
+        self->system(),
+        {caf::actor_cast<router_actor>(self), st.with.collections,
+         st.with.pkranges, st.with.plans, st.cfg.query_parallelism});
+    self->delegate(executor, route_atom_v, std::move(req));
+    return caf::delegated<data_response>{}; // the executor answers
+  }
   auto link = normalize_collection_link(req.collection_link);
   if (!link)
     return make_error(errc::validation_error,
@@ -657,6 +680,7 @@ void rewire(self_ptr self, const engine_wiring& w) {
   watch(self, st.with.collections, w.collections);
   watch(self, st.with.pkranges, w.pkranges);
   watch(self, st.with.endpoints, w.endpoints);
+  if (w.plans) st.with.plans = w.plans;
   if (w.locations && w.locations != st.with.locations) {
     st.with.locations = w.locations;
     st.snap.reset_source();

@@ -29,6 +29,9 @@
 //   attempt in flight finishes and the failover decision it triggers runs
 //   with its side effects (the region is marked, the account refreshed).
 //   The caller that left gets nothing; later requests avoid the region.
+// - A query with neither partition key nor range id is cross-partition: the
+//   router hands it to a query executor (actors/query_executor.hpp), which
+//   fans out over the ranges through the router and merges the pages.
 // - `(route_atom, document_request)` → `transport::outcome`: the raw path
 //   of the query-plan actor (via the retry actor's detach-only mode): the
 //   same attempt loop as the retry actor, in the router's own pipeline.
@@ -58,6 +61,8 @@ struct router_config {
   size_t collection_capacity = 10000;
   /// Attempts per operation at most (a bound in addition to the budget).
   uint32_t attempt_cap = 200;
+  /// Range queries in flight at once for one cross-partition query.
+  size_t query_parallelism = 4;
 };
 
 /// Builds the slice from validated settings.
@@ -70,6 +75,9 @@ struct router_collaborators {
   collection_cache_actor collections;
   pkrange_cache_actor pkranges;
   http_port_ptr http;
+  /// Query plans for cross-partition queries; may be null (then such
+  /// queries fail with a validation error).
+  query_plan_actor plans;
   /// The only sender whose `engine_wiring` the router accepts.
   caf::actor_addr supervisor;
 };

@@ -68,6 +68,10 @@ std::optional<std::string> validate(const data_request& req) {
               "': ";
   if (req.options.budget.count() < 0)
     return what + "the operation budget may not be negative";
+  if (!req.range_id.empty() && req.op != data_op::query)
+    return what + "only a query can target a partition-key range";
+  if (!req.range_id.empty() && !req.options.partition_key_json.empty())
+    return what + "a query targets a partition key or a range, not both";
   if (req.op != data_op::query || !req.options.partition_key_json.empty()) {
     if (req.options.partition_key_json.empty())
       return what + "a partition key is required (options.partition_key_json, "
@@ -145,6 +149,12 @@ transport::request to_wire(const data_request& req, const wire_target& t) {
                              std::to_string(req.options.max_item_count));
     if (!req.options.continuation.empty())
       r.headers.emplace_back("x-ms-continuation", req.options.continuation);
+    if (!req.range_id.empty()) {
+      r.headers.emplace_back("x-ms-documentdb-partitionkeyrangeid",
+                             req.range_id);
+      r.headers.emplace_back("x-ms-documentdb-query-enablecrosspartition",
+                             "True");
+    }
     break;
   }
   r.headers.emplace_back("accept", "application/json");

@@ -129,6 +129,11 @@ struct data_request {
   /// `{"query": ..., "parameters": [...]}` (query).
   std::string body;
   request_options options;
+  /// Queries only: run on this one physical partition-key range
+  /// (x-ms-documentdb-partitionkeyrangeid) instead of a logical partition;
+  /// how cross-partition queries read each range. A range that split
+  /// answers `errc::partition_range_gone`.
+  std::string range_id;
 };
 
 /// One attempt of an operation, for diagnostics.
@@ -296,7 +301,7 @@ typename Inspector::result_type inspect(Inspector& f, request_options& x) {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, data_request& x) {
-  return f(x.op, x.collection_link, x.id, x.body, x.options);
+  return f(x.op, x.collection_link, x.id, x.body, x.options, x.range_id);
 }
 
 template <class Inspector>

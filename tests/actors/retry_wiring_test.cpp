@@ -325,7 +325,7 @@ TEST_F(DetachDeadline, QueryPlanPath_ReportsTheLastUnderlyingFailure) {
   cfg.hard_deadline = 30s;
   router_config rc;
   rc.pipeline = cfg;
-  auto router = spawn_router(sys, rc, {locations, endpoints, {}, {}, http, {}});
+  auto router = spawn_router(sys, rc, {locations, endpoints, {}, {}, http, {}, {}});
   auto retry =
       spawn_retry(sys, cfg, {locations, endpoints, http, router, {}, {}});
   auto plans = spawn_query_plan(sys, retry, 16);

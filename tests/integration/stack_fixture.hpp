@@ -90,7 +90,7 @@ protected:
     em_cfg.sweep_after = std::chrono::milliseconds{500};
     endpoints = spawn_endpoint_manager(*sys, em_cfg, locations, http);
     router = spawn_router(*sys, router_config_from(settings),
-                          {locations, endpoints, {}, {}, http, {}});
+                          {locations, endpoints, {}, {}, http, {}, {}});
     retry = spawn_retry(*sys, retry_config_from(settings),
                         {locations, endpoints, http, router, caf::actor{}, {}});
     for (auto a : {caf::actor_cast<caf::actor>(locations),
