@@ -300,11 +300,8 @@ collection_cache_impl(self_ptr self, retry_actor retry, caf::actor session_sink,
       [=](stats_atom) { return self->state.stats; },
       [=](const engine_wiring& w) {
         auto& st = self->state;
-        if (!st.supervisor || self->current_sender() != st.supervisor) return;
-        if (w.retry && w.retry != st.retry) {
-          st.retry = w.retry;
-          self->monitor(st.retry);
-        }
+        if (from_supervisor(self, st.supervisor))
+          retarget(self, st.retry, w.retry);
       },
   };
 }

@@ -246,7 +246,7 @@ void on_outcome(self_ptr self, uint64_t attempt_id, transport::outcome& o) {
 
 void rewire(self_ptr self, const engine_wiring& w) {
   auto& st = self->state;
-  if (!st.supervisor || self->current_sender() != st.supervisor) return;
+  if (!from_supervisor(self, st.supervisor)) return;
   if (w.locations == st.locations) return;
   st.locations = w.locations;
   // A restarted location cache knows no account: tell it ours.

@@ -36,4 +36,25 @@ caf::error stopped_error(const std::string& who, const caf::error& reason) {
                         ") with work in flight");
 }
 
+std::string describe_outcome(const transport::outcome& o) {
+  if (o.error != transport::failure::none)
+    return std::string{transport::to_string(o.error)} + " (" + o.error_detail +
+           ")";
+  auto s = std::to_string(o.status);
+  if (o.substatus != 0) s += "/" + std::to_string(o.substatus);
+  return s;
+}
+
+std::string failure_text(const transport::outcome& last,
+                         const std::string& region, uint32_t attempts,
+                         const std::string& what, const std::string& why) {
+  std::string where =
+      region.empty() ? last.endpoint : region + " (" + last.endpoint + ")";
+  auto text = describe_outcome(last) + " from " + where + " after " +
+              std::to_string(attempts) +
+              (attempts == 1 ? " attempt" : " attempts") + " for " + what;
+  if (!why.empty()) text += "; " + why;
+  return text;
+}
+
 } // namespace georoute

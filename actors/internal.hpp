@@ -13,6 +13,7 @@
 
 #include "messages/error.hpp"
 #include "messages/interfaces.hpp"
+#include "transport/outcome.hpp"
 
 #include <caf/actor_addr.hpp>
 #include <caf/allowed_unsafe_message_type.hpp>
@@ -51,6 +52,52 @@ caf::error stopped_error(const std::string& who, const caf::error& reason);
 
 /// Renders an exit reason for people ("user_shutdown", "kill", ...).
 std::string describe_reason(const caf::error& reason);
+
+/// An attempt's outcome for people: "503/3", "refused (connection
+/// refused)".
+std::string describe_outcome(const transport::outcome& o);
+
+/// The text of an operation's last underlying failure: "503 from East US
+/// (http://...) after 3 attempts for <what>; <why>".
+std::string failure_text(const transport::outcome& last,
+                         const std::string& region, uint32_t attempts,
+                         const std::string& what, const std::string& why);
+
+/// True if the message being handled comes from `supervisor` (and there is
+/// one): the only sender whose re-wiring an actor accepts.
+template <class Self>
+bool from_supervisor(Self* self, const caf::actor_addr& supervisor) {
+  return supervisor && self->current_sender() == supervisor;
+}
+
+/// Re-targets `current` to `next` (if it is a new actor) and monitors it.
+template <class Self, class Handle>
+void retarget(Self* self, Handle& current, const Handle& next) {
+  if (!next || next == current) return;
+  current = next;
+  self->monitor(current);
+}
+
+/// Marks `endpoint` in the subscriber's own snapshot at once and in the
+/// location cache; the local mark is re-applied on every newer snapshot
+/// until the cache confirms it (CAF keeps the order between two actors, so
+/// every push after the confirmation carries the mark). `Self` is a
+/// stateful actor whose state has `snap` (snapshot_holder) and
+/// `with.locations`.
+template <class Self>
+void mark_region(Self* self, const std::string& endpoint, bool read,
+                 bool write) {
+  auto& st = self->state;
+  auto seq = st.snap.mark(endpoint, read, write, self->clock().now());
+  if (!st.with.locations) {
+    st.snap.confirm(seq);
+    return;
+  }
+  self->request(st.with.locations, caf::infinite, mark_atom_v,
+                region_mark{endpoint, read, write})
+      .then([=](uint64_t) { self->state.snap.confirm(seq); },
+            [=](caf::error&) { self->state.snap.confirm(seq); });
+}
 
 } // namespace georoute
 

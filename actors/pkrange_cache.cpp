@@ -356,11 +356,8 @@ pkrange_cache_impl(self_ptr self, retry_actor retry, pkrange_cache_config cfg,
       [=](stats_atom) { return self->state.stats; },
       [=](const engine_wiring& w) {
         auto& st = self->state;
-        if (!st.supervisor || self->current_sender() != st.supervisor) return;
-        if (w.retry && w.retry != st.retry) {
-          st.retry = w.retry;
-          self->monitor(st.retry);
-        }
+        if (from_supervisor(self, st.supervisor))
+          retarget(self, st.retry, w.retry);
       },
       [=](const pk_load_deadline& m) { on_load_deadline(self, m); },
   };

@@ -166,11 +166,8 @@ plan_impl_actor::behavior_type query_plan_impl(self_ptr self, retry_actor retry,
       [=](stats_atom) { return self->state.counters; },
       [=](const engine_wiring& w) {
         auto& st = self->state;
-        if (!st.supervisor || self->current_sender() != st.supervisor) return;
-        if (w.retry && w.retry != st.retry) {
-          st.retry = w.retry;
-          self->monitor(st.retry);
-        }
+        if (from_supervisor(self, st.supervisor))
+          retarget(self, st.retry, w.retry);
       },
   };
 }

@@ -94,27 +94,11 @@ void update_live(retry_state& st) {
   st.stats.live = st.ops.size() + st.detached.size();
 }
 
-std::string status_text(const transport::outcome& o) {
-  if (o.error != transport::failure::none)
-    return std::string{transport::to_string(o.error)} + " (" + o.error_detail +
-           ")";
-  auto s = std::to_string(o.status);
-  if (o.substatus != 0) s += "/" + std::to_string(o.substatus);
-  return s;
-}
-
 // The last underlying failure, said so that people can act on it.
 caf::error failure_error(const operation& op, const std::string& why) {
-  const auto& o = *op.last_failure;
-  std::string where = op.last_region.empty()
-                          ? o.endpoint
-                          : op.last_region + " (" + o.endpoint + ")";
-  auto text = status_text(o) + " from " + where + " after " +
-              std::to_string(op.attempts) +
-              (op.attempts == 1 ? " attempt" : " attempts") + " for " +
-              op.req.method + " " + op.req.path;
-  if (!why.empty()) text += "; " + why;
-  return make_error(classify_outcome(o), std::move(text));
+  return make_error(classify_outcome(*op.last_failure),
+                    failure_text(*op.last_failure, op.last_region, op.attempts,
+                                 op.req.method + " " + op.req.path, why));
 }
 
 void finish(self_ptr self, uint64_t op_id,
@@ -236,21 +220,8 @@ void subscribe(self_ptr self) {
 }
 
 void mark(self_ptr self, const std::string& endpoint, bool read, bool write) {
-  auto& st = self->state;
-  ++st.stats.marks;
-  // Applied locally at once: the next attempt must not wait for the cache.
-  auto seq = st.snap.mark(endpoint, read, write, self->clock().now());
-  if (!st.with.locations) {
-    st.snap.confirm(seq);
-    return;
-  }
-  // Every snapshot pushed before this answer arrives (CAF keeps the order
-  // between two actors) gets the mark re-applied; from here on the cache's
-  // own snapshots carry it.
-  self->request(st.with.locations, caf::infinite, mark_atom_v,
-                region_mark{endpoint, read, write})
-      .then([=](uint64_t) { self->state.snap.confirm(seq); },
-            [=](caf::error&) { self->state.snap.confirm(seq); });
+  ++self->state.stats.marks;
+  mark_region(self, endpoint, read, write);
 }
 
 void carry_out(self_ptr self, uint64_t op_id, const retry_decision& d) {
@@ -442,17 +413,10 @@ void on_down(self_ptr self, const caf::down_msg& dm) {
 
 void rewire(self_ptr self, const engine_wiring& w) {
   auto& st = self->state;
-  if (!st.with.supervisor || self->current_sender() != st.with.supervisor)
-    return;
-  if (w.endpoints != st.with.endpoints) {
-    st.with.endpoints = w.endpoints;
-    if (st.with.endpoints) self->monitor(st.with.endpoints);
-  }
+  if (!from_supervisor(self, st.with.supervisor)) return;
+  retarget(self, st.with.endpoints, w.endpoints);
   // The router's own pipeline is wired without a router (it never detaches).
-  if (st.with.router && w.router != st.with.router) {
-    st.with.router = w.router;
-    if (st.with.router) self->monitor(st.with.router);
-  }
+  if (st.with.router) retarget(self, st.with.router, w.router);
   if (w.locations != st.with.locations) {
     st.with.locations = w.locations;
     st.snap.reset_source(); // a new cache counts its versions from scratch

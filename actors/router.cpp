@@ -108,15 +108,6 @@ int64_t micros(clock_type::duration d) {
   return std::chrono::duration_cast<std::chrono::microseconds>(d).count();
 }
 
-std::string status_text(const transport::outcome& o) {
-  if (o.error != transport::failure::none)
-    return std::string{transport::to_string(o.error)} + " (" + o.error_detail +
-           ")";
-  auto s = std::to_string(o.status);
-  if (o.substatus != 0) s += "/" + std::to_string(o.substatus);
-  return s;
-}
-
 std::string describe(const data_operation& op) {
   auto what = std::string{to_string(op.req.op)} + " of ";
   if (op.req.op == data_op::query || op.req.op == data_op::create ||
@@ -159,15 +150,8 @@ void finish_failure(self_ptr self, uint64_t id, const std::string& why) {
     return;
   }
   const auto& o = *op.last_failure;
-  std::string where = op.last_region.empty()
-                          ? o.endpoint
-                          : op.last_region + " (" + o.endpoint + ")";
-  auto text = status_text(o) + " from " + where + " after " +
-              std::to_string(op.attempts) +
-              (op.attempts == 1 ? " attempt" : " attempts") + " for " +
-              describe(op);
-  if (!why.empty()) text += "; " + why;
-  finish_error(self, id, classify_outcome(o), std::move(text));
+  finish_error(self, id, classify_outcome(o),
+               failure_text(o, op.last_region, op.attempts, describe(op), why));
 }
 
 std::vector<std::string> excluded_for(const router_state& st,
@@ -430,27 +414,14 @@ void attempt(self_ptr self, uint64_t id) {
   });
 }
 
-void mark(self_ptr self, const std::string& endpoint, bool read, bool write) {
-  auto& st = self->state;
-  auto seq = st.snap.mark(endpoint, read, write, self->clock().now());
-  if (!st.with.locations) {
-    st.snap.confirm(seq);
-    return;
-  }
-  self->request(st.with.locations, caf::infinite, mark_atom_v,
-                region_mark{endpoint, read, write})
-      .then([=](uint64_t) { self->state.snap.confirm(seq); },
-            [=](caf::error&) { self->state.snap.confirm(seq); });
-}
-
 // Carries out a failover decision: its side effects always run, whether the
 // operation goes on or not (its budget may be spent, its caller gone).
 void carry_out(self_ptr self, uint64_t id, const retry_decision& d) {
   auto& st = self->state;
   auto& op = st.ops.at(id);
   if (d.mark_read || d.mark_write)
-    mark(self, d.mark_endpoint.empty() ? op.endpoint : d.mark_endpoint,
-         d.mark_read, d.mark_write);
+    mark_region(self, d.mark_endpoint.empty() ? op.endpoint : d.mark_endpoint,
+                d.mark_read, d.mark_write);
   if (!d.retry || !d.refresh_account) return;
   if (!st.with.endpoints) return;
   if (op.budget_spent) {
@@ -666,20 +637,12 @@ void on_down(self_ptr self, const caf::down_msg& dm) {
   }
 }
 
-template <class Handle>
-void watch(self_ptr self, Handle& current, const Handle& next) {
-  if (!next || next == current) return;
-  current = next;
-  self->monitor(current);
-}
-
 void rewire(self_ptr self, const engine_wiring& w) {
   auto& st = self->state;
-  if (!st.with.supervisor || self->current_sender() != st.with.supervisor)
-    return;
-  watch(self, st.with.collections, w.collections);
-  watch(self, st.with.pkranges, w.pkranges);
-  watch(self, st.with.endpoints, w.endpoints);
+  if (!from_supervisor(self, st.with.supervisor)) return;
+  retarget(self, st.with.collections, w.collections);
+  retarget(self, st.with.pkranges, w.pkranges);
+  retarget(self, st.with.endpoints, w.endpoints);
   if (w.plans) st.with.plans = w.plans;
   if (w.locations && w.locations != st.with.locations) {
     st.with.locations = w.locations;
