@@ -13,8 +13,7 @@ request_options pk(const std::string& value) {
   return o;
 }
 
-client::client(caf::actor_system& sys, const engine& eng,
-               caf::timespan timeout)
+client::client(caf::actor_system& sys, const engine& eng, caf::timespan timeout)
     : sys_(&sys), engine_(&eng), timeout_(timeout) {}
 
 caf::expected<data_response> client::execute(data_request req) {

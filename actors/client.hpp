@@ -52,8 +52,7 @@ public:
   /// `spec` is `{"query": "...", "parameters": [...]}`; page with
   /// `options.max_item_count` and `options.continuation`.
   caf::expected<data_response> query(const std::string& collection_link,
-                                     std::string spec,
-                                     request_options options);
+                                     std::string spec, request_options options);
 
   /// Any request.
   caf::expected<data_response> execute(data_request req);

@@ -189,8 +189,9 @@ void on_rid_fetched(self_ptr self, const std::string& rid, uint64_t id,
 
 // Fails every fetch in flight with `err` and forgets them: their answers,
 // should any still come, find no waiters.
-void fail_fetches(self_ptr self, const std::function<caf::error(
-                                     const std::string&)>& err_for) {
+void fail_fetches(
+    self_ptr self,
+    const std::function<caf::error(const std::string&)>& err_for) {
   auto& st = self->state;
   for (auto* fetches : {&st.name_fetches, &st.rid_fetches}) {
     for (auto& [key, f] : *fetches) {
@@ -204,8 +205,7 @@ void fail_fetches(self_ptr self, const std::function<caf::error(
 
 cache_impl_actor::behavior_type
 collection_cache_impl(self_ptr self, retry_actor retry, caf::actor session_sink,
-                      collection_cache_config cfg,
-                      caf::actor_addr supervisor) {
+                      collection_cache_config cfg, caf::actor_addr supervisor) {
   auto& st = self->state;
   st.cfg = cfg;
   st.by_name = lru_cache<std::string, collection_info>{cfg.capacity};
@@ -227,8 +227,9 @@ collection_cache_impl(self_ptr self, retry_actor retry, caf::actor session_sink,
   });
   self->set_exit_handler([=](caf::exit_msg& msg) {
     if (!msg.reason) return;
-    fail_fetches(self,
-                 [&](const std::string&) { return stopped_error(who, msg.reason); });
+    fail_fetches(self, [&](const std::string&) {
+      return stopped_error(who, msg.reason);
+    });
     self->quit(msg.reason);
   });
   return {

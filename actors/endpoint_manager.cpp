@@ -267,8 +267,8 @@ endpoint_manager_impl(self_ptr self, endpoint_manager_config cfg,
     if (!msg.reason) return;
     auto& st = self->state;
     if (st.fetch) {
-      auto err = stopped_error("the endpoint manager (georoute.endpoint_manager)",
-                               msg.reason);
+      auto err = stopped_error(
+          "the endpoint manager (georoute.endpoint_manager)", msg.reason);
       for (auto& w : st.fetch->waiters)
         w.deliver(err);
       st.fetch.reset();
@@ -293,8 +293,7 @@ endpoint_manager_impl(self_ptr self, endpoint_manager_config cfg,
         auto& st = self->state;
         // Re-arm first: nothing below may stop the loop. Only this actor can
         // send an em_tick, so exactly one tick is ever pending.
-        self->delayed_send(self, st.cfg.refresh.background_interval,
-                           em_tick{});
+        self->delayed_send(self, st.cfg.refresh.background_interval, em_tick{});
         ++st.stats.background_ticks;
         // The tick is the background refresh itself: it fetches unless a fetch
         // is already in flight (the minimum interval gates on-demand requests).

@@ -64,12 +64,19 @@ private:
   std::shared_ptr<transport::http_client> client_;
 };
 
-enum class part { locations, endpoints, router, retry, collections, pkranges, plans };
+enum class part {
+  locations,
+  endpoints,
+  router,
+  retry,
+  collections,
+  pkranges,
+  plans
+};
 
-constexpr part all_parts[] = {part::locations,   part::endpoints,
-                              part::router,      part::retry,
-                              part::collections, part::pkranges,
-                              part::plans};
+constexpr part all_parts[] = {
+    part::locations,   part::endpoints, part::router, part::retry,
+    part::collections, part::pkranges,  part::plans};
 
 } // namespace
 
@@ -144,9 +151,9 @@ void spawn_part(sup_ptr self, part p) {
                              w.pkranges, http, w.plans, me});
     break;
   case part::retry:
-    w.retry = spawn_retry(sys, retry_config_from(s),
-                          {w.locations, w.endpoints, http, w.router,
-                           caf::actor{}, me});
+    w.retry = spawn_retry(
+        sys, retry_config_from(s),
+        {w.locations, w.endpoints, http, w.router, caf::actor{}, me});
     break;
   case part::collections:
     w.collections = spawn_collection_cache(
@@ -241,8 +248,9 @@ caf::behavior supervisor_impl(sup_ptr self,
       if (st.alive[p]) {
         any = true;
         self->send_exit(handle_of(st.wiring, p),
-                        msg.reason ? msg.reason
-                                   : caf::error{caf::exit_reason::user_shutdown});
+                        msg.reason
+                            ? msg.reason
+                            : caf::error{caf::exit_reason::user_shutdown});
       }
     if (!any) self->quit(caf::exit_reason::user_shutdown);
   });
@@ -272,9 +280,8 @@ caf::expected<engine> engine::start(caf::actor_system& sys,
     co.io_threads = settings.http.io_threads;
     auto client = std::make_shared<transport::http_client>(co);
     if (!client->tls_setup_error().empty())
-      return make_error(errc::validation_error,
-                        "georoute.http.tls-ca-file: " +
-                            client->tls_setup_error());
+      return make_error(errc::validation_error, "georoute.http.tls-ca-file: " +
+                                                    client->tls_setup_error());
     s->port = std::make_shared<closable_port>(
         make_http_port(client, settings.account_key), client);
   }
@@ -350,7 +357,8 @@ bool engine::stop() {
     self->monitor(s_->supervisor);
     self->send_exit(s_->supervisor, caf::exit_reason::user_shutdown);
     self->receive([](const caf::down_msg&) {},
-                  caf::after(s_->options.stop_timeout) >> [&] { ended = false; });
+                  caf::after(s_->options.stop_timeout) >>
+                      [&] { ended = false; });
   }
   s_->port->close();
   s_->supervisor = nullptr;

@@ -58,8 +58,8 @@ struct engine_options {
 
 /// Counters of the supervisor.
 struct engine_stats {
-  uint64_t restarts = 0;  ///< successors spawned
-  uint64_t gave_up = 0;   ///< actors left down (restart intensity exceeded)
+  uint64_t restarts = 0; ///< successors spawned
+  uint64_t gave_up = 0;  ///< actors left down (restart intensity exceeded)
 };
 
 /// See the file comment. Movable, not copyable.

@@ -31,9 +31,9 @@ caf::error stopped_error(const std::string& who, const caf::error& reason) {
   if (reason == caf::exit_reason::user_shutdown)
     return make_error(errc::shutting_down,
                       "engine stopped: " + who + " ended with work in flight");
-  return make_error(errc::shutting_down,
-                    who + " exited (" + describe_reason(reason) +
-                        ") with work in flight");
+  return make_error(errc::shutting_down, who + " exited (" +
+                                             describe_reason(reason) +
+                                             ") with work in flight");
 }
 
 std::string describe_outcome(const transport::outcome& o) {

@@ -23,7 +23,8 @@ struct cache_state {
 
 // The cache depends on nobody, but the supervisor tells everyone about a
 // restart: the wiring is accepted and ignored.
-using cache_impl_actor = location_cache_actor::extend<caf::reacts_to<engine_wiring>>;
+using cache_impl_actor =
+    location_cache_actor::extend<caf::reacts_to<engine_wiring>>;
 
 using self_ptr = cache_impl_actor::stateful_pointer<cache_state>;
 

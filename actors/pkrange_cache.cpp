@@ -36,10 +36,12 @@ namespace georoute {
 
 namespace {
 
-constexpr const char* who = "the partition-range cache (georoute.pkrange_cache)";
+constexpr const char* who =
+    "the partition-range cache (georoute.pkrange_cache)";
 
-using cache_impl_actor = pkrange_cache_actor::extend<
-    caf::reacts_to<engine_wiring>, caf::reacts_to<pk_load_deadline>>;
+using cache_impl_actor =
+    pkrange_cache_actor::extend<caf::reacts_to<engine_wiring>,
+                                caf::reacts_to<pk_load_deadline>>;
 
 using map_ptr = std::shared_ptr<const routing_map>;
 using range_list = std::vector<partition_key_range>;
@@ -271,8 +273,8 @@ void on_load_deadline(self_ptr self, const pk_load_deadline& m) {
          make_error(errc::deadline_exceeded,
                     "loading the pkranges of collection " + m.rid +
                         " did not finish within the hard deadline of " +
-                        format_duration(self->state.cfg.load_deadline) +
-                        " (" + std::to_string(pages) +
+                        format_duration(self->state.cfg.load_deadline) + " (" +
+                        std::to_string(pages) +
                         (pages == 1 ? " page" : " pages") + " requested)"));
 }
 
@@ -285,9 +287,10 @@ void fail_loads(self_ptr self, const caf::error& err) {
       answer(w, err);
 }
 
-cache_impl_actor::behavior_type
-pkrange_cache_impl(self_ptr self, retry_actor retry, pkrange_cache_config cfg,
-                   caf::actor_addr supervisor) {
+cache_impl_actor::behavior_type pkrange_cache_impl(self_ptr self,
+                                                   retry_actor retry,
+                                                   pkrange_cache_config cfg,
+                                                   caf::actor_addr supervisor) {
   auto& st = self->state;
   st.retry = std::move(retry);
   st.cfg = cfg;
@@ -314,9 +317,9 @@ pkrange_cache_impl(self_ptr self, retry_actor retry, pkrange_cache_config cfg,
         if (!path) return not_a_rid(rid);
         auto& st = self->state;
         auto map = current_map(self, rid);
-        switch (decide_pkrange_lookup(
-            map != nullptr, map ? std::string_view{map->etag()} : "",
-            known_etag)) {
+        switch (decide_pkrange_lookup(map != nullptr,
+                                      map ? std::string_view{map->etag()} : "",
+                                      known_etag)) {
         case pkrange_lookup::hit:
           ++st.stats.hits;
           return routing_snapshot{map, rid};
@@ -369,9 +372,8 @@ pkrange_cache_actor spawn_pkrange_cache(caf::actor_system& sys,
                                         retry_actor retry,
                                         pkrange_cache_config cfg,
                                         caf::actor_addr supervisor) {
-  return caf::actor_cast<pkrange_cache_actor>(
-      sys.spawn(pkrange_cache_impl, std::move(retry), cfg,
-                std::move(supervisor)));
+  return caf::actor_cast<pkrange_cache_actor>(sys.spawn(
+      pkrange_cache_impl, std::move(retry), cfg, std::move(supervisor)));
 }
 
 } // namespace georoute

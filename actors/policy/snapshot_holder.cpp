@@ -30,11 +30,10 @@ uint64_t snapshot_holder::mark(const std::string& endpoint, bool read,
 }
 
 void snapshot_holder::confirm(uint64_t seq) {
-  pending_.erase(std::remove_if(pending_.begin(), pending_.end(),
-                                [&](const pending_mark& m) {
-                                  return m.seq == seq;
-                                }),
-                 pending_.end());
+  pending_.erase(
+      std::remove_if(pending_.begin(), pending_.end(),
+                     [&](const pending_mark& m) { return m.seq == seq; }),
+      pending_.end());
 }
 
 } // namespace georoute
