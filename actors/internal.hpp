@@ -84,19 +84,34 @@ void retarget(Self* self, Handle& current, const Handle& next) {
 /// every push after the confirmation carries the mark). `Self` is a
 /// stateful actor whose state has `snap` (snapshot_holder) and
 /// `with.locations`.
-template <class Self>
+/// `done` runs once the mark is confirmed (or the cache failed to answer).
+template <class Self, class Done>
 void mark_region(Self* self, const std::string& endpoint, bool read,
-                 bool write) {
+                 bool write, Done done) {
   auto& st = self->state;
   auto seq = st.snap.mark(endpoint, read, write, self->clock().now());
   if (!st.with.locations) {
     st.snap.confirm(seq);
+    done();
     return;
   }
   self->request(st.with.locations, caf::infinite, mark_atom_v,
                 region_mark{endpoint, read, write})
-      .then([=](uint64_t) { self->state.snap.confirm(seq); },
-            [=](caf::error&) { self->state.snap.confirm(seq); });
+      .then(
+          [=](uint64_t) {
+            self->state.snap.confirm(seq);
+            done();
+          },
+          [=](caf::error&) {
+            self->state.snap.confirm(seq);
+            done();
+          });
+}
+
+template <class Self>
+void mark_region(Self* self, const std::string& endpoint, bool read,
+                 bool write) {
+  mark_region(self, endpoint, read, write, [] {});
 }
 
 } // namespace georoute

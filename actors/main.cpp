@@ -8,6 +8,7 @@
 
 #include "config/georoute_config.hpp"
 #include "messages/types.hpp"
+#include "tests/drill/drill.hpp"
 #include "tests/emulator/emulator_main.hpp"
 
 #include <caf/actor_system.hpp>
@@ -22,7 +23,7 @@ constexpr const char* usage =
     "\n"
     "commands:\n"
     "  check-config   validate the configuration and exit (default)\n"
-    "  drill          run the disaster-recovery drill (not built yet)\n"
+    "  drill          run the disaster-recovery drill (georoute drill --help)\n"
     "  emulator       run the multi-region gateway emulator (own flags: see\n"
     "                 georoute emulator --help; reads no configuration)\n"
     "\n"
@@ -47,6 +48,9 @@ int main(int argc, char** argv) {
   // The emulator has its own flags and reads no georoute configuration.
   if (command == "emulator")
     return georoute::emulator::run_emulator_command(std::move(args));
+  // The drill reads the configuration itself, after its own options.
+  if (command == "drill")
+    return georoute::drill::run_drill_command(std::move(args));
   if (command == "help" || (!args.empty() && args.front() == "--help")) {
     std::cout << usage;
     return 0;
@@ -79,11 +83,6 @@ int main(int argc, char** argv) {
                       : " (" + cfg.config_file_used + ")")
               << "\n";
     return 0;
-  }
-  if (command == "drill") {
-    std::cerr << "georoute: the " << command
-              << " is not built yet (see the open issues)\n";
-    return 3;
   }
   std::cerr << "georoute: unknown command '" << command << "'\n" << usage;
   return 2;

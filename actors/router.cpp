@@ -97,6 +97,7 @@ struct router_state {
   session_container sessions{10000}; // by collection rid and range
   std::map<uint64_t, data_operation> ops;
   uint64_t next_id = 1;
+  router_stats stats;
   static inline const char* name = "georoute.router";
 };
 
@@ -128,6 +129,7 @@ void finish_ok(self_ptr self, uint64_t id, const transport::outcome& o) {
   r.request_charge = r.diag.request_charge;
   op.rp.deliver(std::move(r));
   st.ops.erase(i);
+  ++st.stats.succeeded;
 }
 
 void finish_error(self_ptr self, uint64_t id, errc code, std::string text) {
@@ -139,6 +141,7 @@ void finish_error(self_ptr self, uint64_t id, errc code, std::string text) {
   op.diag.metadata_refreshes = op.metadata_refreshes;
   op.rp.deliver(make_error(code, std::move(text), op.diag));
   st.ops.erase(i);
+  ++st.stats.failed;
 }
 
 // The last underlying failure, said so that people can act on it.
@@ -401,6 +404,7 @@ void attempt(self_ptr self, uint64_t id) {
   t.timeout = ladder[std::min(op.ladder_step, ladder.size() - 1)].timeout;
   auto req = to_wire(op.req, t);
   ++op.attempts;
+  ++st.stats.attempts;
   op.waiting = waiting_for::response;
   op.attempt_started = self->clock().now();
   attempt_record rec;
@@ -416,22 +420,41 @@ void attempt(self_ptr self, uint64_t id) {
 
 // Carries out a failover decision: its side effects always run, whether the
 // operation goes on or not (its budget may be spent, its caller gone).
+//
+// Counted in `router_stats`: a decision is complete when every side effect
+// it started has been answered (the mark confirmed, the refresh done or
+// failed). `pending` counts them down; the last one completes the decision.
 void carry_out(self_ptr self, uint64_t id, const retry_decision& d) {
   auto& st = self->state;
   auto& op = st.ops.at(id);
-  if (d.mark_read || d.mark_write)
+  bool mark = d.mark_read || d.mark_write;
+  bool refresh = d.retry && d.refresh_account && st.with.endpoints;
+  if (!mark && !refresh) return;
+  ++st.stats.failover_decisions;
+  if (op.budget_spent) ++st.stats.decisions_after_budget;
+  auto pending = std::make_shared<int>((mark ? 1 : 0) + (refresh ? 1 : 0));
+  auto one_done = [self, pending] {
+    if (--*pending == 0) ++self->state.stats.failover_decisions_completed;
+  };
+  if (mark) {
+    ++st.stats.marks;
     mark_region(self, d.mark_endpoint.empty() ? op.endpoint : d.mark_endpoint,
-                d.mark_read, d.mark_write);
-  if (!d.retry || !d.refresh_account) return;
-  if (!st.with.endpoints) return;
+                d.mark_read, d.mark_write, one_done);
+  }
+  if (!refresh) return;
+  ++st.stats.refreshes;
   if (op.budget_spent) {
-    // Nobody waits for it, but the refresh happens.
-    caf::anon_send(st.with.endpoints, refresh_atom_v, d.force_refresh);
+    // Nobody waits for the operation, but the refresh happens.
+    self->request(st.with.endpoints, caf::infinite, refresh_atom_v,
+                  d.force_refresh)
+        .then([=](const database_account&) { one_done(); },
+              [=](const caf::error&) { one_done(); });
     return;
   }
   op.waiting = waiting_for::refresh;
   auto delay = d.delay;
   auto go_on = [=] {
+    one_done();
     auto& st = self->state;
     auto i = st.ops.find(id);
     if (i == st.ops.end() || i->second.waiting != waiting_for::refresh) return;
@@ -480,6 +503,7 @@ void on_outcome(self_ptr self, uint64_t id, transport::outcome& o) {
   if ((range_gone(o) || collection_gone(o)) && op.metadata_refreshes < 3 &&
       !op.budget_spent) {
     ++op.metadata_refreshes;
+    ++st.stats.metadata_refreshes;
     rec.retry_reason = range_gone(o) ? "partition range gone: routing map "
                                        "refreshed"
                                      : "collection recreated: collection "
@@ -571,6 +595,7 @@ caf::result<data_response> start(self_ptr self, data_request& req) {
   if (!st.with.http)
     return make_error(errc::validation_error, "the router has no HTTP port");
   auto id = st.next_id++;
+  ++st.stats.operations;
   data_operation op;
   op.req = std::move(req);
   op.link = *link;
@@ -706,6 +731,11 @@ router_impl_actor::behavior_type router_impl(self_ptr self, router_config cfg,
         attempt(self, m.op);
       },
       [=](rt_budget m) { on_budget(self, m.op); },
+      [=](stats_atom) {
+        auto s = self->state.stats;
+        s.live = self->state.ops.size();
+        return s;
+      },
       [=](rt_http_done& m) { on_outcome(self, m.op, m.outcome); },
   };
 }

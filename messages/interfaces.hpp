@@ -174,6 +174,7 @@ using query_plan_actor = caf::typed_actor<
 /// failover decisions and their side effects complete regardless.
 using router_actor = caf::typed_actor<
     caf::replies_to<route_atom, data_request>::with<data_response>,
-    caf::replies_to<route_atom, document_request>::with<transport::outcome>>;
+    caf::replies_to<route_atom, document_request>::with<transport::outcome>,
+    caf::replies_to<stats_atom>::with<router_stats>>;
 
 } // namespace georoute

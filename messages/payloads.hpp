@@ -224,6 +224,29 @@ struct retry_stats {
   uint64_t stale_snapshots = 0;
 };
 
+/// Counters of the request router (the data plane).
+struct router_stats {
+  uint64_t operations = 0; ///< data requests accepted
+  uint64_t attempts = 0;   ///< HTTP requests sent
+  uint64_t succeeded = 0;
+  uint64_t failed = 0; ///< answered with an error
+  /// Failover decisions with a side effect (a region mark, an account
+  /// refresh), and those whose side effects all completed: marks confirmed
+  /// by the location cache, refreshes answered by the endpoint manager. The
+  /// difference is what is still running; once the engine is quiet it is
+  /// zero, whatever the callers did meanwhile (nothing a caller does can
+  /// pre-empt a decision).
+  uint64_t failover_decisions = 0;
+  uint64_t failover_decisions_completed = 0;
+  /// Decisions carried out after the operation's budget ended (nobody waits
+  /// for the operation any more; the side effects still run).
+  uint64_t decisions_after_budget = 0;
+  uint64_t marks = 0;     ///< regions marked unavailable
+  uint64_t refreshes = 0; ///< account refreshes requested
+  uint64_t metadata_refreshes = 0; ///< 410 range/collection gone
+  uint64_t live = 0;               ///< operations in flight now
+};
+
 /// Counters of the collection cache. Every request counts once in exactly
 /// one of hits, misses, refreshes and shared_waiters.
 struct collection_cache_stats {
@@ -348,6 +371,14 @@ typename Inspector::result_type inspect(Inspector& f, retry_stats& x) {
   return f(x.operations, x.attempts, x.retries, x.deadline_trips,
            x.policy_refusals, x.marks, x.refreshes, x.session_clears,
            x.late_completions, x.live, x.stale_snapshots);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, router_stats& x) {
+  return f(x.operations, x.attempts, x.succeeded, x.failed,
+           x.failover_decisions, x.failover_decisions_completed,
+           x.decisions_after_budget, x.marks, x.refreshes,
+           x.metadata_refreshes, x.live);
 }
 
 template <class Inspector>

@@ -76,6 +76,18 @@ retry_decision client_retry_policy::evaluate(const failure_signal& s,
       return endpoint_failover(d, f, f.is_read, true, false, true, false,
                                "connection failure");
     case failure_signal::kind::timeout:
+      if (f.is_multi_master_write() && !f.endpoint.empty()) {
+        // A write that timed out may have been applied: it is not retried.
+        // But its region went silent, and the next writes must not wait
+        // for it too: mark it (as a connection failure would) so that they
+        // go to the next write region.
+        d.mark_endpoint = f.endpoint;
+        d.mark_read = true;
+        d.mark_write = true;
+        d.reason = "timeout on a write: not retried (it may have been "
+                   "applied); the silent region is marked unavailable";
+        return d;
+      }
       d.reason = "timeout: not retried (the attempt ladder already did)";
       return d;
     case failure_signal::kind::http_status:

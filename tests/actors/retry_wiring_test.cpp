@@ -109,6 +109,7 @@ router_actor::behavior_type silent_router(router_actor::pointer self) {
       [=](route_atom, document_request&) -> caf::result<transport::outcome> {
         return self->make_response_promise<transport::outcome>();
       },
+      [](stats_atom) { return router_stats{}; },
   };
 }
 

@@ -1,0 +1,121 @@
+#pragma once
+
+// The drill's report: what the callers saw, what the emulator served, and the
+// verdict of every scenario. Plain data (no CAF, no Beast), rendered as a
+// terminal table, JSON and an HTML page with one inline-SVG timeline per
+// scenario.
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace georoute::drill {
+
+/// Counts of one kind of operation ("read", "write", "query") or of all.
+struct op_counts {
+  uint64_t ops = 0;
+  uint64_t successes = 0;
+  /// Failed before its caller's deadline: the engine gave up although the
+  /// caller would still have waited (a user-visible failure).
+  uint64_t failures = 0;
+  /// The caller's own request timeout fired first.
+  uint64_t timeouts = 0;
+};
+
+/// A fault or topology change the scenario script applied.
+struct fault_marker {
+  int64_t at_ms = 0;  ///< since the scenario started
+  std::string label;  ///< "East US hangs", "write region -> East US"
+  std::string region; ///< the region it is about ("" when none)
+};
+
+/// One second of the scenario.
+struct timeline_bucket {
+  int64_t t_ms = 0; ///< the bucket's start, since the scenario started
+  /// The backend view: responses the emulator sent, region -> status ->
+  /// count ("(global)" is the account endpoint). Requests to a hanging or
+  /// refusing region are never answered and so never counted here.
+  std::map<std::string, std::map<int, uint64_t>> backend;
+  /// The callers' view: operations that ended in this second, by outcome
+  /// ("success", "failure", "timeout").
+  std::map<std::string, uint64_t> callers;
+};
+
+/// One verdict criterion: what is required, what was measured.
+struct criterion {
+  std::string requirement; ///< "user-visible failures = 0"
+  std::string measured;    ///< "0"
+  bool passed = false;
+};
+
+/// One scenario's result.
+struct scenario_report {
+  std::string id;    ///< "S1"
+  std::string title; ///< "multi-write, a secondary region hangs"
+  std::string description;
+  int64_t duration_ms = 0;
+  std::map<std::string, op_counts> by_kind; ///< "read", "write", "query"
+  op_counts total;
+  double success_pct = 0; ///< successes / ops * 100
+  /// Fault -> first success elsewhere; empty when the scenario has no
+  /// failover or none happened.
+  std::optional<int64_t> failover_ms;
+  /// The instant of that first success, since the scenario started.
+  std::optional<int64_t> failover_at_ms;
+  double p50_ms = 0; ///< latency of successful operations
+  double p99_ms = 0;
+  uint64_t account_refreshes = 0; ///< account reads started by the engines
+  /// The backend view over the whole scenario: region -> status -> count.
+  std::map<std::string, std::map<int, uint64_t>> backend;
+  /// The callers' view: successes by the region that served them.
+  std::map<std::string, uint64_t> served_by;
+  std::vector<fault_marker> faults;
+  std::vector<timeline_bucket> timeline;
+  std::vector<criterion> criteria;
+  /// Facts worth a line under the table ("3 failover decisions, 0
+  /// pre-empted").
+  std::vector<std::string> notes;
+  bool passed = false;
+};
+
+/// The whole run.
+struct drill_report {
+  std::vector<std::string> regions;
+  uint32_t callers = 0;
+  double rate = 0; ///< target operations per second, all callers
+  int64_t duration_ms = 0;
+  uint64_t seed = 0;
+  std::string started_utc; ///< ISO 8601
+  /// Settings worth printing (the drill's time-compressed defaults and
+  /// anything the user set), key -> value.
+  std::map<std::string, std::string> settings;
+  std::vector<scenario_report> scenarios;
+  bool passed = false;
+};
+
+/// The terminal table: one block per scenario with its criteria, then the
+/// overall verdict.
+std::string render_table(const drill_report& r);
+
+/// JSON: every field of the model under its own (snake_case) name, in the
+/// order of the structs; statuses are string keys ("200"), an empty optional
+/// is null.
+std::string render_json(const drill_report& r);
+
+/// The problems of a JSON report (empty: valid), each naming where it is,
+/// "scenarios[2].criteria[0].passed: missing": the text parses, every key of
+/// the model is present with its type (unknown keys are allowed), status keys
+/// are integers, success_pct is total.successes / total.ops * 100 within 0.01
+/// (any value in [0, 100] when there were no operations), every scenario's
+/// passed is the AND of its criteria and the top-level passed the AND of the
+/// scenarios.
+std::vector<std::string> validate_report_json(const std::string& text);
+
+/// A standalone HTML page: a summary table and one inline-SVG chart per
+/// scenario (requests per second per region, stacked by status, the fault
+/// markers and the failover instant). No script, no network.
+std::string render_html(const drill_report& r);
+
+} // namespace georoute::drill

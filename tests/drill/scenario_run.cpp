@@ -1,0 +1,542 @@
+#include "tests/drill/scenario_run.hpp"
+
+#include "messages/error.hpp"
+#include "messages/types.hpp"
+#include "transport/auth.hpp"
+#include "transport/http_client.hpp"
+
+#include <caf/all.hpp>
+#include <algorithm>
+#include <condition_variable>
+#include <future>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+namespace georoute::drill {
+
+namespace {
+
+using namespace std::chrono_literals;
+
+constexpr const char* collection_link = "dbs/d/colls/c";
+constexpr size_t seed_count = 200;
+constexpr int pk_count = 40;
+
+const std::vector<std::string>& region_names() {
+  static const std::vector<std::string> names{
+      "West US", "East US", "North Europe", "Southeast Asia",
+      "Australia East"};
+  return names;
+}
+
+struct drill_system_config : caf::actor_system_config {
+  explicit drill_system_config(size_t threads) {
+    register_types(*this);
+    if (threads > 0) set("scheduler.max-threads", threads);
+  }
+};
+
+std::string fmt_ms(int64_t ms) {
+  std::ostringstream os;
+  os.setf(std::ios::fixed);
+  os.precision(1);
+  os << static_cast<double>(ms) / 1000.0 << "s";
+  return os.str();
+}
+
+// Signed requests straight to the emulator (seeding and read-back), not
+// through the engine.
+class direct_client {
+public:
+  explicit direct_client(const std::string& key_text)
+      : client_(transport::http_client_options{}) {
+    auto key = transport::parse_master_key(key_text);
+    if (key) key_ = *key;
+  }
+
+  // Sends every request, at most 32 in flight; answers in the same order.
+  std::vector<transport::outcome> send_all(
+      std::vector<transport::request> reqs) {
+    std::vector<transport::outcome> out(reqs.size());
+    std::mutex mtx;
+    std::condition_variable cv;
+    size_t in_flight = 0;
+    size_t done = 0;
+    for (size_t i = 0; i < reqs.size(); ++i) {
+      {
+        std::unique_lock<std::mutex> guard{mtx};
+        cv.wait(guard, [&] { return in_flight < 32; });
+        ++in_flight;
+      }
+      auto r = std::move(reqs[i]);
+      transport::sign_request(r, *key_, std::chrono::system_clock::now());
+      client_.send(std::move(r), [&, i](transport::outcome o) {
+        std::lock_guard<std::mutex> guard{mtx};
+        out[i] = std::move(o);
+        --in_flight;
+        ++done;
+        cv.notify_all();
+      });
+    }
+    std::unique_lock<std::mutex> guard{mtx};
+    cv.wait(guard, [&] { return done == out.size(); });
+    return out;
+  }
+
+  transport::outcome send(transport::request r) {
+    std::vector<transport::request> one;
+    one.push_back(std::move(r));
+    return send_all(std::move(one)).front();
+  }
+
+  static transport::request make(const std::string& method,
+                                 const std::string& endpoint,
+                                 const std::string& target,
+                                 const std::string& body = {},
+                                 const std::string& pk_json = {}) {
+    transport::request r;
+    r.method = method;
+    r.endpoint = endpoint;
+    r.target = target;
+    r.body = body;
+    r.timeout = 10s;
+    if (!body.empty()) r.headers.emplace_back("content-type", "application/json");
+    if (!pk_json.empty())
+      r.headers.emplace_back("x-ms-documentdb-partitionkey", pk_json);
+    return r;
+  }
+
+private:
+  transport::http_client client_;
+  std::optional<transport::master_key> key_;
+};
+
+std::string describe_outcome_short(const transport::outcome& o) {
+  if (o.error != transport::failure::none)
+    return std::string{transport::to_string(o.error)} + " " + o.error_detail;
+  return std::to_string(o.status) + " " + o.body.substr(0, 200);
+}
+
+template <class T, class Handle, class... Ts>
+caf::expected<T> ask(caf::actor_system& sys, const Handle& h,
+                     caf::timespan timeout, Ts&&... xs) {
+  caf::scoped_actor self{sys};
+  caf::expected<T> result{caf::error{}};
+  self->request(h, timeout, std::forward<Ts>(xs)...)
+      .receive([&](T& x) { result = std::move(x); },
+               [&](caf::error& e) { result = std::move(e); });
+  return result;
+}
+
+double percentile(std::vector<int64_t>& xs, double p) {
+  if (xs.empty()) return 0;
+  std::sort(xs.begin(), xs.end());
+  auto idx = static_cast<size_t>(p * static_cast<double>(xs.size() - 1) + 0.5);
+  return static_cast<double>(xs[std::min(idx, xs.size() - 1)]) / 1000.0;
+}
+
+} // namespace
+
+scenario_run::scenario_run(const drill_options& opts,
+                           const config::settings& base,
+                           const progress_fn& progress, scenario_report& out)
+    : opts_(opts), base_(base), progress_(progress), out_(out) {
+  auto n = std::clamp<size_t>(opts.regions, 2, region_names().size());
+  regions_.assign(region_names().begin(), region_names().begin() + n);
+}
+
+scenario_run::~scenario_run() {
+  sampling_ = false;
+  if (sampler_.joinable()) sampler_.join();
+  for (auto& c : callers_)
+    caf::anon_send_exit(c, caf::exit_reason::kill);
+  for (auto& s : sites_)
+    s.stop();
+  sites_.clear();
+  sys_.reset();
+  cfg_.reset();
+  emu_.reset();
+}
+
+int64_t scenario_run::now_ms() const {
+  return rec_ ? rec_->now_us() / 1000 : 0;
+}
+
+int64_t scenario_run::at_ms(double fraction) const {
+  return static_cast<int64_t>(fraction *
+                              static_cast<double>(opts_.duration.count()));
+}
+
+void scenario_run::note(const std::string& line) {
+  out_.notes.push_back(line);
+}
+
+void scenario_run::require(const std::string& requirement,
+                           const std::string& measured, bool passed) {
+  out_.criteria.push_back(criterion{requirement, measured, passed});
+}
+
+bool scenario_run::setup(world_options w) {
+  world_ = w;
+  deadline_ = w.deadline.count() > 0 ? w.deadline : opts_.deadline;
+  emulator::emulator_options eo;
+  eo.engine.regions = regions_;
+  eo.engine.multi_write = w.multi_write;
+  auto started = emulator::emulator::start(eo);
+  if (!started) {
+    note("the emulator did not start: " + started.error().what);
+    return false;
+  }
+  emu_ = std::move(*started);
+  // The collection and the seed documents, straight to the emulator.
+  direct_client direct{emu_->key()};
+  auto global = emu_->global_endpoint();
+  for (auto [target, body] :
+       {std::pair<std::string, std::string>{"/dbs", R"({"id":"d"})"},
+        {"/dbs/d/colls",
+         R"({"id":"c","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2}})"}}) {
+    auto o = direct.send(direct_client::make("POST", global, target, body));
+    if (o.status != 201) {
+      note("creating " + target + " failed: " + describe_outcome_short(o));
+      return false;
+    }
+  }
+  seeds_ = std::make_shared<seed_set>();
+  std::vector<transport::request> creates;
+  for (size_t i = 0; i < seed_count; ++i) {
+    auto id = "seed-" + std::to_string(i);
+    auto pk = "p" + std::to_string(i % pk_count);
+    seeds_->docs.emplace_back(id, pk);
+    creates.push_back(direct_client::make(
+        "POST", global, "/dbs/d/colls/c/docs",
+        nlohmann::json{{"id", id}, {"pk", pk}, {"seed", true}, {"n", i}}
+            .dump(),
+        nlohmann::json::array({pk}).dump()));
+  }
+  auto created = direct.send_all(std::move(creates));
+  for (const auto& o : created)
+    if (o.status != 201) {
+      note("seeding failed: " + describe_outcome_short(o));
+      return false;
+    }
+  // One engine per region, each preferring its own region.
+  cfg_ = std::make_unique<drill_system_config>(base_.scheduler_threads);
+  sys_ = std::make_unique<caf::actor_system>(*cfg_);
+  for (size_t i = 0; i < regions_.size(); ++i) {
+    auto s = base_;
+    s.account_endpoint = global;
+    s.account_key = config::secret{emu_->key()};
+    s.account_key_source = "the drill's emulator";
+    std::vector<std::string> order{regions_[i]};
+    for (const auto& r : regions_)
+      if (r != regions_[i]) order.push_back(r);
+    s.location.preferred_regions = order;
+    auto e = engine::start(*sys_, s);
+    if (!e) {
+      note("engine " + std::to_string(i) +
+           " did not start: " + sys_->render(e.error()));
+      return false;
+    }
+    sites_.push_back(std::move(*e));
+  }
+  // Every site routes to the regions (its first account read landed).
+  for (size_t i = 0; i < sites_.size(); ++i) {
+    bool ready = false;
+    for (int n = 0; n < 250 && !ready; ++n) {
+      auto r = ask<resolution>(*sys_, sites_[i].locations(), 5s,
+                               resolve_atom_v, resolve_input{});
+      ready = r && r->endpoint != global;
+      if (!ready) std::this_thread::sleep_for(20ms);
+    }
+    if (!ready) {
+      note("site " + regions_[i] + " never read the account");
+      return false;
+    }
+  }
+  return true;
+}
+
+uint64_t scenario_run::account_fetches() {
+  uint64_t n = 0;
+  for (auto& s : sites_) {
+    auto st = ask<endpoint_manager_stats>(*sys_, s.endpoints(), 5s,
+                                          stats_atom_v);
+    if (st) n += st->fetches_started;
+  }
+  return n;
+}
+
+void scenario_run::start_workload() {
+  emu_->control().reset_counters();
+  fetches_at_start_ = account_fetches();
+  rec_ = std::make_shared<recorder>(recorder::clock::now());
+  auto per_caller = opts_.rate / std::max<uint32_t>(opts_.callers, 1);
+  for (uint32_t i = 0; i < opts_.callers; ++i) {
+    caller_setup c;
+    c.site = static_cast<int>(i % sites_.size());
+    c.index = static_cast<int>(i);
+    c.router = sites_[static_cast<size_t>(c.site)].router();
+    c.rec = rec_;
+    c.seeds = seeds_;
+    c.collection_link = collection_link;
+    c.global_endpoint = emu_->global_endpoint();
+    c.tag = out_.id;
+    c.mix = world_.mix;
+    c.rate = per_caller;
+    c.deadline = deadline_;
+    if (world_.exclude_every_region) c.excluded_regions = regions_;
+    c.seed = opts_.seed * 1000003 + i;
+    callers_.push_back(spawn_caller(*sys_, std::move(c)));
+  }
+  sampling_ = true;
+  sampler_ = std::thread{[this] { sample_backend(); }};
+  progress_(out_.id + " " + out_.title + ": running for " +
+                fmt_ms(opts_.duration.count()),
+            true);
+}
+
+// Once a second: what the emulator answered since the last sample.
+void scenario_run::sample_backend() {
+  emulator::status_counters last;
+  int64_t k = 0;
+  auto start = rec_->start();
+  auto take = [&](int64_t t_ms) {
+    auto now = emu_->control().counters();
+    timeline_bucket b;
+    b.t_ms = t_ms;
+    for (const auto& [region, by_status] : now)
+      for (const auto& [status, count] : by_status) {
+        auto before = last[region][status];
+        if (count > before)
+          b.backend[region.empty() ? "(global)" : region][status] =
+              count - before;
+      }
+    last = std::move(now);
+    backend_buckets_.push_back(std::move(b));
+  };
+  while (sampling_) {
+    auto next = start + std::chrono::seconds{k + 1};
+    while (sampling_ && recorder::clock::now() < next)
+      std::this_thread::sleep_for(10ms);
+    if (!sampling_) break;
+    take(k * 1000);
+    ++k;
+  }
+  take(k * 1000); // the partial last second
+}
+
+void scenario_run::wait_until(double fraction) {
+  auto until = at_ms(fraction);
+  int64_t last_report = -1;
+  while (now_ms() < until) {
+    std::this_thread::sleep_for(std::min<int64_t>(50, until - now_ms()) * 1ms);
+    auto t = now_ms();
+    if (t / 250 != last_report) {
+      last_report = t / 250;
+      std::ostringstream line;
+      line << out_.id << " " << fmt_ms(t) << "/"
+           << fmt_ms(opts_.duration.count()) << "  ops "
+           << (rec_->ok + rec_->failed + rec_->timed_out) << "  ok "
+           << rec_->ok << "  failed " << rec_->failed << "  timed out "
+           << rec_->timed_out << "  in flight " << rec_->outstanding;
+      progress_(line.str(), false);
+    }
+  }
+}
+
+void scenario_run::fault(const std::string& label, const std::string& region,
+                         const std::function<void()>& apply) {
+  apply();
+  fault_marker m;
+  m.at_ms = now_ms();
+  m.label = label;
+  m.region = region;
+  progress_(out_.id + " +" + fmt_ms(m.at_ms) + " " + label, true);
+  out_.faults.push_back(std::move(m));
+}
+
+void scenario_run::finish() {
+  out_.duration_ms = now_ms();
+  for (auto& c : callers_)
+    stop_caller(c);
+  // Every operation ends by its deadline; give the callers a margin.
+  auto give_up = recorder::clock::now() + deadline_ + 5s;
+  while (rec_->outstanding > 0 && recorder::clock::now() < give_up)
+    std::this_thread::sleep_for(10ms);
+  if (rec_->outstanding > 0)
+    note(std::to_string(rec_->outstanding.load()) +
+         " operations never ended (a stuck request)");
+  sampling_ = false;
+  if (sampler_.joinable()) sampler_.join();
+  out_.account_refreshes = account_fetches() - fetches_at_start_;
+  // Lift every fault, then let the engines finish what they decided.
+  emu_->control().clear_faults();
+  for (const auto& r : regions_)
+    emu_->set_region_state(r, emulator::region_state::online);
+  give_up = recorder::clock::now() + 15s;
+  for (;;) {
+    router_stats total;
+    bool quiet = true;
+    for (auto& s : sites_) {
+      auto st = ask<router_stats>(*sys_, s.router(), 5s, stats_atom_v);
+      if (!st) {
+        quiet = false;
+        continue;
+      }
+      total.operations += st->operations;
+      total.attempts += st->attempts;
+      total.succeeded += st->succeeded;
+      total.failed += st->failed;
+      total.failover_decisions += st->failover_decisions;
+      total.failover_decisions_completed += st->failover_decisions_completed;
+      total.decisions_after_budget += st->decisions_after_budget;
+      total.marks += st->marks;
+      total.refreshes += st->refreshes;
+      total.metadata_refreshes += st->metadata_refreshes;
+      total.live += st->live;
+      if (st->live > 0 ||
+          st->failover_decisions != st->failover_decisions_completed)
+        quiet = false;
+    }
+    router_totals_ = total;
+    if (quiet || recorder::clock::now() > give_up) break;
+    std::this_thread::sleep_for(50ms);
+  }
+  ops_ = rec_->all();
+  // Read back every acknowledged write from the emulator itself.
+  std::vector<transport::request> reads;
+  std::vector<std::string> ids;
+  auto writer = emu_->endpoint(emu_->control().write_regions().front());
+  for (const auto& op : ops_) {
+    if (op.written_id.empty()) continue;
+    auto nl = op.written_id.find('\n');
+    auto id = op.written_id.substr(0, nl);
+    auto pk = op.written_id.substr(nl + 1);
+    ids.push_back(id);
+    reads.push_back(direct_client::make("GET", writer,
+                                        "/dbs/d/colls/c/docs/" + id, {},
+                                        nlohmann::json::array({pk}).dump()));
+  }
+  checked_writes_ = reads.size();
+  if (!reads.empty()) {
+    direct_client direct{emu_->key()};
+    auto got = direct.send_all(std::move(reads));
+    for (size_t i = 0; i < got.size(); ++i)
+      if (got[i].status != 200) {
+        ++lost_writes_;
+        if (readback_problem_.empty())
+          readback_problem_ =
+              ids[i] + ": " + describe_outcome_short(got[i]);
+      }
+  }
+  summarize();
+  common_criteria();
+  progress_(out_.id + " done", true);
+}
+
+void scenario_run::summarize() {
+  std::vector<int64_t> latencies;
+  for (const auto& op : ops_) {
+    auto& k = out_.by_kind[to_string(op.type)];
+    for (auto* c : {&k, &out_.total}) {
+      ++c->ops;
+      switch (op.result) {
+        case op_result::success:
+          ++c->successes;
+          break;
+        case op_result::failure:
+          ++c->failures;
+          break;
+        case op_result::timeout:
+          ++c->timeouts;
+          break;
+      }
+    }
+    if (op.result == op_result::success) {
+      latencies.push_back(op.end_us - op.start_us);
+      ++out_.served_by[op.region];
+    }
+  }
+  out_.success_pct = out_.total.ops == 0
+                         ? 0
+                         : 100.0 * static_cast<double>(out_.total.successes) /
+                               static_cast<double>(out_.total.ops);
+  out_.p50_ms = percentile(latencies, 0.50);
+  out_.p99_ms = percentile(latencies, 0.99);
+  // The timeline: the backend samples plus the callers' outcomes.
+  out_.timeline = backend_buckets_;
+  auto last_ms = out_.duration_ms;
+  while (static_cast<int64_t>(out_.timeline.size()) * 1000 <= last_ms) {
+    timeline_bucket b;
+    b.t_ms = static_cast<int64_t>(out_.timeline.size()) * 1000;
+    out_.timeline.push_back(std::move(b));
+  }
+  for (const auto& op : ops_) {
+    auto idx = static_cast<size_t>(std::max<int64_t>(op.end_us, 0) / 1000000);
+    if (idx >= out_.timeline.size()) idx = out_.timeline.size() - 1;
+    ++out_.timeline[idx].callers[to_string(op.result)];
+  }
+  for (const auto& b : out_.timeline)
+    for (const auto& [region, by_status] : b.backend)
+      for (const auto& [status, count] : by_status)
+        out_.backend[region][status] += count;
+}
+
+void scenario_run::common_criteria() {
+  uint64_t stuck = static_cast<uint64_t>(std::max<int64_t>(rec_->outstanding, 0));
+  require("every operation ends by its caller's deadline (no stuck request)",
+          std::to_string(stuck) + " stuck", stuck == 0);
+  // A failure the engine returned before the caller's deadline: a retry
+  // would still have been allowed.
+  std::string first_failure;
+  for (const auto& op : ops_)
+    if (op.result == op_result::failure) {
+      first_failure = op.error.substr(0, 160);
+      break;
+    }
+  require("user-visible failures = 0",
+          std::to_string(out_.total.failures) +
+              (first_failure.empty() ? "" : " (first: " + first_failure + ")"),
+          out_.total.failures == 0);
+  require("acknowledged writes lost = 0",
+          std::to_string(lost_writes_) + " of " +
+              std::to_string(checked_writes_) + " read back" +
+              (readback_problem_.empty() ? "" : " (" + readback_problem_ + ")"),
+          lost_writes_ == 0 && checked_writes_ > 0);
+  uint64_t complete = 0, dup = 0, missing = 0;
+  for (const auto& op : ops_)
+    if (op.type == op_type::query && op.result == op_result::success) {
+      ++complete;
+      dup += op.duplicates;
+      missing += op.missing;
+    }
+  require("cross-partition queries return every seed document exactly once",
+          std::to_string(complete) + " complete, " + std::to_string(dup) +
+              " duplicates, " + std::to_string(missing) + " missing",
+          complete > 0 && dup == 0 && missing == 0);
+  uint64_t global = 0;
+  for (const auto& op : ops_)
+    if (op.result == op_result::success && op.region == "(global)") ++global;
+  require("no operation served by the region-agnostic account endpoint",
+          std::to_string(global), global == 0);
+}
+
+void scenario_run::failover_after(
+    int64_t fault_ms, const std::string& from,
+    const std::function<bool(const op_record&)>& affected) {
+  std::optional<int64_t> first;
+  for (const auto& op : ops_) {
+    if (op.result != op_result::success || op.end_us / 1000 < fault_ms)
+      continue;
+    if (op.region == from || op.region == "(global)" || !affected(op))
+      continue;
+    if (!first || op.end_us / 1000 < *first) first = op.end_us / 1000;
+  }
+  if (first) {
+    out_.failover_at_ms = *first;
+    out_.failover_ms = *first - fault_ms;
+  }
+}
+
+} // namespace georoute::drill

@@ -1,0 +1,118 @@
+#pragma once
+
+// One scenario's world: a fresh emulator, one engine per region (an
+// application site), the callers, the fault script's clock, the backend
+// sampler, and the measurements every scenario reports. The scenarios
+// (scenarios.cpp) are scripts over this.
+
+#include "actors/engine.hpp"
+#include "tests/drill/drill.hpp"
+#include "tests/drill/workload.hpp"
+#include "tests/emulator/emulator.hpp"
+
+#include <caf/actor_system.hpp>
+#include <caf/actor_system_config.hpp>
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace georoute::drill {
+
+/// How a scenario sets up its world.
+struct world_options {
+  bool multi_write = true;
+  op_mix mix;
+  /// The callers' deadline; 0: the drill's `--deadline`.
+  std::chrono::milliseconds deadline{0};
+  /// Every request excludes every region (S5).
+  bool exclude_every_region = false;
+};
+
+class scenario_run {
+public:
+  scenario_run(const drill_options& opts, const config::settings& base,
+               const progress_fn& progress, scenario_report& out);
+  ~scenario_run();
+
+  scenario_run(const scenario_run&) = delete;
+  scenario_run& operator=(const scenario_run&) = delete;
+
+  /// Emulator, collection, seed documents, engines (one per region); waits
+  /// for every engine's first account read. False (with a note in the
+  /// report) when something does not come up.
+  bool setup(world_options w);
+
+  /// Starts the callers; the scenario clock starts now.
+  void start_workload();
+
+  /// Sleeps until `fraction` of the duration has passed (progress meanwhile).
+  void wait_until(double fraction);
+
+  /// Applies a fault now and marks it in the report.
+  void fault(const std::string& label, const std::string& region,
+             const std::function<void()>& apply);
+
+  /// Stops the callers, waits for every operation to end, lifts every
+  /// fault, waits for the engines to go quiet, reads every acknowledged
+  /// write back, and fills the common part of the report.
+  void finish();
+
+  // -- what the scripts use ---------------------------------------------------
+
+  const std::vector<std::string>& regions() const { return regions_; }
+  emulator::emulator& emu() { return *emu_; }
+  int64_t now_ms() const;
+  int64_t at_ms(double fraction) const;
+  const std::vector<op_record>& ops() const { return ops_; }
+  /// Router counters summed over the sites (after `finish`).
+  const router_stats& routers() const { return router_totals_; }
+  /// The caller deadline in force.
+  std::chrono::milliseconds deadline() const { return deadline_; }
+  const config::settings& engine_settings() const { return base_; }
+
+  /// Fills failover_ms / failover_at_ms: the first success after `fault_ms`
+  /// of an operation matching `affected`, served by a region other than
+  /// `from` (and not by the account endpoint).
+  void failover_after(int64_t fault_ms, const std::string& from,
+                      const std::function<bool(const op_record&)>& affected);
+
+  void require(const std::string& requirement, const std::string& measured,
+               bool passed);
+  void note(const std::string& line);
+
+private:
+  void sample_backend();
+  void summarize();
+  void common_criteria();
+  uint64_t account_fetches();
+
+  drill_options opts_;
+  config::settings base_;
+  progress_fn progress_;
+  scenario_report& out_;
+  world_options world_;
+  std::chrono::milliseconds deadline_{0};
+  std::vector<std::string> regions_;
+  std::unique_ptr<emulator::emulator> emu_;
+  std::unique_ptr<caf::actor_system_config> cfg_;
+  std::unique_ptr<caf::actor_system> sys_;
+  std::vector<engine> sites_;
+  std::shared_ptr<seed_set> seeds_;
+  std::shared_ptr<recorder> rec_;
+  std::vector<caf::actor> callers_;
+  std::thread sampler_;
+  std::atomic<bool> sampling_{false};
+  std::vector<timeline_bucket> backend_buckets_;
+  uint64_t fetches_at_start_ = 0;
+  std::vector<op_record> ops_;
+  router_stats router_totals_;
+  uint64_t lost_writes_ = 0;
+  uint64_t checked_writes_ = 0;
+  std::string readback_problem_;
+};
+
+} // namespace georoute::drill

@@ -1,0 +1,111 @@
+// Every drill scenario, short (10 s each, the same script at the same
+// fractions), asserting its verdict criteria one by one; the JSON of a run
+// validated; the command's option and configuration errors.
+
+#include "config/georoute_config.hpp"
+#include "messages/types.hpp"
+#include "tests/drill/drill.hpp"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+namespace {
+
+using namespace georoute;
+using namespace georoute::drill;
+using namespace std::chrono_literals;
+
+config::settings drill_settings() {
+  config::georoute_config cfg;
+  register_types(cfg);
+  auto loaded = cfg.load(drill_config_defaults(), [](const std::string&) {
+    return std::optional<std::string>{};
+  });
+  EXPECT_TRUE(loaded.ok()) << (loaded.errors.empty() ? "" : loaded.errors[0]);
+  return loaded.values;
+}
+
+drill_report run_one(const std::string& id) {
+  drill_options o;
+  o.scenarios = {id};
+  o.duration = 10s;
+  o.rate = 150;
+  o.callers = 12;
+  return run_drill(o, drill_settings(), [](const std::string&, bool) {});
+}
+
+class Scenario : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(Scenario, PassesEveryCriterion) {
+  auto report = run_one(GetParam());
+  ASSERT_EQ(report.scenarios.size(), 1u);
+  const auto& s = report.scenarios.front();
+  SCOPED_TRACE(render_table(report));
+  for (const auto& c : s.criteria)
+    EXPECT_TRUE(c.passed) << c.requirement << ": " << c.measured;
+  EXPECT_TRUE(s.passed);
+  EXPECT_GT(s.total.ops, 500u) << "the workload did not run at its rate";
+  EXPECT_FALSE(s.timeline.empty());
+  EXPECT_FALSE(s.backend.empty());
+  auto problems = validate_report_json(render_json(report));
+  EXPECT_TRUE(problems.empty()) << problems.front();
+}
+
+INSTANTIATE_TEST_SUITE_P(Drill, Scenario, ::testing::ValuesIn(scenario_ids()),
+                         [](const auto& info) { return info.param; });
+
+TEST(DrillCommand, UnknownOption_NamesIt) {
+  auto r = parse_command({"--bogus=1"});
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().what.find("--bogus"), std::string::npos);
+}
+
+TEST(DrillCommand, BadValues_NameTheOptionAndTheRange) {
+  for (auto [arg, want] :
+       {std::pair<const char*, const char*>{"--duration=1s", "between"},
+        {"--duration=abc", "duration"},
+        {"--rate=0", "between"},
+        {"--callers=x", "not a number"},
+        {"--regions=9", "between 2 and 5"},
+        {"--scenario=S9", "unknown scenario 'S9'"},
+        {"--json", "needs a value"}}) {
+    auto r = parse_command({arg});
+    ASSERT_FALSE(r) << arg;
+    EXPECT_NE(r.error().what.find(want), std::string::npos)
+        << arg << " -> " << r.error().what;
+  }
+}
+
+TEST(DrillCommand, OptionsAndConfigFlagsAreSeparated) {
+  auto r = parse_command({"--scenario=S1,S3", "--rate", "50",
+                          "--georoute.min-refresh-interval=2s",
+                          "--json=out.json"});
+  ASSERT_TRUE(r) << r.error().what;
+  EXPECT_EQ(r->options.scenarios,
+            (std::vector<std::string>{"S1a", "S1b", "S3"}));
+  EXPECT_EQ(r->options.rate, 50);
+  EXPECT_EQ(r->options.json_file, "out.json");
+  EXPECT_EQ(r->config_args,
+            std::vector<std::string>{"--georoute.min-refresh-interval=2s"});
+}
+
+TEST(DrillCommand, InvalidConfiguration_ExitsWith2BeforeRunning) {
+  EXPECT_EQ(run_drill_command({"--georoute.min-refresh-interval=soon"}), 2);
+  EXPECT_EQ(run_drill_command({"--scenario=nope"}), 2);
+}
+
+TEST(DrillCommand, DefaultsAreValidConfiguration_AndUserFlagsWin) {
+  config::georoute_config cfg;
+  register_types(cfg);
+  auto args = drill_config_defaults();
+  args.push_back("--georoute.unavailable-region-expiry=7s");
+  auto loaded = cfg.load(args, [](const std::string&) {
+    return std::optional<std::string>{};
+  });
+  ASSERT_TRUE(loaded.ok()) << loaded.errors.front();
+  EXPECT_EQ(loaded.values.location.unavailable_region_expiry, 7s);
+  EXPECT_EQ(loaded.values.refresh.background_interval, 5s);
+  EXPECT_EQ(loaded.values.http.ladders.partition_failover.size(), 3u);
+}
+
+} // namespace

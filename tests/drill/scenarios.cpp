@@ -1,0 +1,549 @@
+// The drill's scenarios: each a fault script over a `scenario_run` and the
+// criteria of its verdict. Times are fractions of the scenario's duration so
+// that a short run (ctest) and the default run follow the same script.
+
+#include "tests/drill/drill.hpp"
+#include "tests/drill/scenario_run.hpp"
+
+#include <algorithm>
+#include <functional>
+#include <map>
+#include <sstream>
+
+namespace georoute::drill {
+
+namespace {
+
+using namespace std::chrono_literals;
+using emulator::region_state;
+
+std::string secs(int64_t ms) {
+  std::ostringstream os;
+  os.setf(std::ios::fixed);
+  os.precision(1);
+  os << static_cast<double>(ms) / 1000.0 << " s";
+  return os.str();
+}
+
+int64_t ms_of(std::chrono::milliseconds d) { return d.count(); }
+
+// The longest a read waits for a silent region before failing over: the
+// whole partition-failover ladder (its steps retry the same endpoint).
+int64_t read_silence_ms(const config::settings& s) {
+  int64_t total = 0;
+  for (const auto& step : s.http.ladders.partition_failover)
+    total += ms_of(step.timeout) + ms_of(step.delay_after);
+  return total;
+}
+
+// A write waits for one attempt of the default ladder (timeouts of writes
+// are not retried).
+int64_t write_silence_ms(const config::settings& s) {
+  const auto& l = s.http.ladders.default_ladder;
+  return l.empty() ? 0 : ms_of(l.front().timeout);
+}
+
+bool timed_out_in_engine(const op_record& op) {
+  return op.result == op_result::failure &&
+         op.error.find("timeout") != std::string::npos;
+}
+
+// How many operations matching `pred`.
+template <class Pred>
+uint64_t count(const std::vector<op_record>& ops, Pred pred) {
+  return static_cast<uint64_t>(std::count_if(ops.begin(), ops.end(), pred));
+}
+
+std::string region_list(const std::map<std::string, uint64_t>& m) {
+  std::string out;
+  for (const auto& [r, n] : m)
+    out += (out.empty() ? "" : ", ") + r + " " + std::to_string(n);
+  return out.empty() ? "none" : out;
+}
+
+// Successful operations matching `pred`, by serving region.
+template <class Pred>
+std::map<std::string, uint64_t> served(const std::vector<op_record>& ops,
+                                       Pred pred) {
+  std::map<std::string, uint64_t> m;
+  for (const auto& op : ops)
+    if (op.result == op_result::success && pred(op)) ++m[op.region];
+  return m;
+}
+
+// Per site: when its first operation matching `pred` succeeded after
+// `after_ms` (each site's engine learns a change on its own).
+template <class Pred>
+std::map<int, int64_t> settled_per_site(const std::vector<op_record>& ops,
+                                        int64_t after_ms, Pred pred) {
+  std::map<int, int64_t> first;
+  for (const auto& op : ops) {
+    if (op.result != op_result::success || op.end_us / 1000 < after_ms ||
+        !pred(op))
+      continue;
+    auto end = op.end_us / 1000;
+    auto [i, fresh] = first.emplace(op.site, end);
+    if (!fresh) i->second = std::min(i->second, end);
+  }
+  return first;
+}
+
+void require_failover(scenario_run& run, scenario_report& out,
+                      int64_t bound_ms, const std::string& why) {
+  run.require("failover within " + secs(bound_ms) + " (" + why + ")",
+              out.failover_ms ? secs(*out.failover_ms) : "no failover seen",
+              out.failover_ms && *out.failover_ms <= bound_ms);
+}
+
+// The user-visible failure criterion of the common set counts every
+// failure. In the hang scenarios a write in flight to the region when it
+// went silent times out inside the engine and is not retried (it may have
+// been applied): reported on its own, and bounded: every one of them must
+// have started before the engine could know (fault + one write timeout).
+void allow_ambiguous_writes(scenario_run& run, scenario_report& out,
+                            int64_t fault_ms) {
+  auto limit = fault_ms + write_silence_ms(run.engine_settings()) + 500;
+  uint64_t ambiguous = 0, late = 0;
+  for (const auto& op : run.ops())
+    if (op.type == op_type::write && timed_out_in_engine(op)) {
+      ++ambiguous;
+      if (op.start_us / 1000 > limit) ++late;
+    }
+  // Replace the common criterion with one that excludes them.
+  for (auto& c : out.criteria)
+    if (c.requirement == "user-visible failures = 0") {
+      auto others = out.total.failures - ambiguous;
+      c.requirement =
+          "user-visible failures = 0, besides writes that timed out in flight";
+      c.measured = std::to_string(others) + " (+" + std::to_string(ambiguous) +
+                   " timed-out writes)";
+      c.passed = others == 0;
+    }
+  run.require("timed-out writes all started before the region was known "
+              "silent (fault + " +
+                  secs(write_silence_ms(run.engine_settings())) + ")",
+              std::to_string(ambiguous) + " timed out, " +
+                  std::to_string(late) + " started later",
+              late == 0);
+}
+
+// S1: multi-write; the secondary region (the second site's own) goes
+// offline in the given way, then comes back.
+void s1(scenario_run& run, scenario_report& out, region_state how) {
+  world_options w;
+  w.multi_write = true;
+  if (!run.setup(w)) return;
+  const auto& regions = run.regions();
+  auto secondary = regions[1];
+  run.start_workload();
+  run.wait_until(0.2);
+  run.fault(secondary + (how == region_state::hang ? " hangs" : " refuses"),
+            secondary, [&] { run.emu().set_region_state(secondary, how); });
+  auto fault_ms = out.faults.back().at_ms;
+  run.wait_until(0.45);
+  run.fault(secondary + " back online", secondary, [&] {
+    run.emu().set_region_state(secondary, region_state::online);
+  });
+  auto back_ms = out.faults.back().at_ms;
+  run.wait_until(1.0);
+  run.finish();
+  auto site1 = [](const op_record& op) { return op.site == 1; };
+  run.failover_after(fault_ms, secondary, site1);
+  const auto& s = run.engine_settings();
+  if (how == region_state::hang) {
+    require_failover(run, out, read_silence_ms(s) + 2000,
+                     "reads wait out the partition-failover ladder of " +
+                         secs(read_silence_ms(s)));
+    allow_ambiguous_writes(run, out, fault_ms);
+  } else {
+    require_failover(run, out, ms_of(s.retry.failover_retry_interval) + 1500,
+                     "a refused connection fails over after the failover "
+                     "retry interval");
+  }
+  // While it is down (after the failover), nothing succeeds there.
+  auto settle = out.failover_at_ms.value_or(back_ms);
+  auto during = served(run.ops(), [&](const op_record& op) {
+    return op.start_us / 1000 > settle && op.end_us / 1000 < back_ms;
+  });
+  run.require("nothing served by " + secondary + " while it is down",
+              std::to_string(during[secondary]), during[secondary] == 0);
+  // Traffic returns once the mark expires.
+  auto returned = served(run.ops(), [&](const op_record& op) {
+    return op.site == 1 && op.start_us / 1000 > back_ms;
+  });
+  auto expiry = ms_of(s.location.unavailable_region_expiry);
+  run.require("traffic returns to " + secondary +
+                  " after it comes back (marks expire after " +
+                  secs(expiry) + ")",
+              "site " + secondary + " served by: " + region_list(returned),
+              returned[secondary] > 0);
+}
+
+// S2: multi-write -> single-write -> multi-write.
+void s2(scenario_run& run, scenario_report& out) {
+  world_options w;
+  w.multi_write = true;
+  if (!run.setup(w)) return;
+  const auto& regions = run.regions();
+  auto hub = regions[0];
+  run.start_workload();
+  run.wait_until(0.2);
+  run.fault("single-write: only " + hub + " takes writes", hub,
+            [&] { run.emu().control().set_multi_write(false); });
+  auto single_ms = out.faults.back().at_ms;
+  run.wait_until(0.4);
+  run.fault("multi-write again", "",
+            [&] { run.emu().control().set_multi_write(true); });
+  auto multi_ms = out.faults.back().at_ms;
+  run.wait_until(1.0);
+  run.finish();
+  auto remote_write = [&](const op_record& op) {
+    return op.type == op_type::write && op.site != 0;
+  };
+  run.failover_after(single_ms, "", [&](const op_record& op) {
+    return remote_write(op) && op.region == hub;
+  });
+  require_failover(run, out, 3000, "403/3 from the old writers forces a refresh");
+  auto settle = out.failover_at_ms.value_or(multi_ms);
+  auto single = served(run.ops(), [&](const op_record& op) {
+    return remote_write(op) && op.start_us / 1000 > settle &&
+           op.end_us / 1000 < multi_ms;
+  });
+  uint64_t elsewhere = 0;
+  for (const auto& [r, n] : single)
+    if (r != hub) elsewhere += n;
+  run.require("single-write: writes of the other sites go to the hub " + hub,
+              region_list(single), single[hub] > 0 && elsewhere == 0);
+  const auto& s = run.engine_settings();
+  auto bound = ms_of(s.refresh.background_interval) + 1000;
+  std::optional<int64_t> returned;
+  std::map<std::string, uint64_t> back;
+  for (const auto& op : run.ops())
+    if (remote_write(op) && op.result == op_result::success &&
+        op.start_us / 1000 > multi_ms) {
+      ++back[op.region];
+      if (op.region != hub && (!returned || op.end_us / 1000 < *returned))
+        returned = op.end_us / 1000;
+    }
+  run.require("multi-write again: writes return to the sites' own regions "
+              "within the background refresh interval " +
+                  secs(ms_of(s.refresh.background_interval)) + " + 1 s",
+              (returned ? "after " + secs(*returned - multi_ms) : "never") +
+                  "; " + region_list(back),
+              returned && *returned - multi_ms <= bound);
+}
+
+// S3: single-write; the write region switches.
+void s3(scenario_run& run, scenario_report& out) {
+  world_options w;
+  w.multi_write = false;
+  if (!run.setup(w)) return;
+  auto order = run.regions();
+  auto old_writer = order[0];
+  std::rotate(order.begin(), order.begin() + 1, order.end());
+  auto new_writer = order[0];
+  run.start_workload();
+  run.wait_until(0.25);
+  run.fault("write region " + old_writer + " -> " + new_writer, new_writer,
+            [&] { run.emu().control().set_write_regions(order); });
+  auto switch_ms = out.faults.back().at_ms;
+  run.wait_until(1.0);
+  run.finish();
+  auto write = [](const op_record& op) { return op.type == op_type::write; };
+  run.failover_after(switch_ms, old_writer, write);
+  require_failover(run, out, 3000, "403/3 from the old writer forces a refresh");
+  // Each site's engine learns the switch from its own first 403/3.
+  auto settled = settled_per_site(run.ops(), switch_ms, [&](const op_record& op) {
+    return write(op) && op.region == new_writer;
+  });
+  auto after = served(run.ops(), [&](const op_record& op) {
+    auto i = settled.find(op.site);
+    return write(op) && i != settled.end() && op.start_us / 1000 > i->second;
+  });
+  run.require("writes of each site, once it has seen the switch, go to " +
+                  new_writer + " only",
+              region_list(after),
+              after[new_writer] > 0 && after.size() == 1);
+}
+
+// S4: single-write; the write region goes offline, the account fails over
+// (service-managed) a moment later, the old region comes back as a reader.
+void s4(scenario_run& run, scenario_report& out) {
+  world_options w;
+  w.multi_write = false;
+  if (!run.setup(w)) return;
+  auto order = run.regions();
+  auto old_writer = order[0];
+  std::rotate(order.begin(), order.begin() + 1, order.end());
+  auto new_writer = order[0];
+  run.start_workload();
+  run.wait_until(0.2);
+  run.fault(old_writer + " (write region) offline", old_writer, [&] {
+    run.emu().set_region_state(old_writer, region_state::offline_refuse);
+  });
+  auto down_ms = out.faults.back().at_ms;
+  run.wait_until(0.35);
+  run.fault("service failover: write region -> " + new_writer, new_writer,
+            [&] { run.emu().control().set_write_regions(order); });
+  auto switch_ms = out.faults.back().at_ms;
+  run.wait_until(0.7);
+  run.fault(old_writer + " back online (a read region now)", old_writer, [&] {
+    run.emu().set_region_state(old_writer, region_state::online);
+  });
+  run.wait_until(1.0);
+  run.finish();
+  auto write = [](const op_record& op) { return op.type == op_type::write; };
+  run.failover_after(down_ms, old_writer, write);
+  const auto& s = run.engine_settings();
+  auto bound = (switch_ms - down_ms) +
+               ms_of(s.retry.failover_retry_interval) + 2000;
+  require_failover(run, out, bound,
+                   "writes wait for the service failover " +
+                       secs(switch_ms - down_ms) +
+                       " after the outage, then one retry interval");
+  // Reads never wait for the account: they fail over at once.
+  auto site0_reads = served(run.ops(), [&](const op_record& op) {
+    return op.type == op_type::read && op.site == 0 &&
+           op.start_us / 1000 > down_ms && op.end_us / 1000 < switch_ms;
+  });
+  run.require("reads of " + old_writer +
+                  "'s site go elsewhere during the outage",
+              region_list(site0_reads),
+              !site0_reads.empty() && site0_reads[old_writer] == 0);
+}
+
+// S5: every region excluded by the requests; the write region switches.
+// The reads must follow the write region by name, not fall back to the
+// account endpoint or the old writer.
+void s5(scenario_run& run, scenario_report& out) {
+  world_options w;
+  w.multi_write = false;
+  w.exclude_every_region = true;
+  if (!run.setup(w)) return;
+  auto order = run.regions();
+  auto old_writer = order[0];
+  std::rotate(order.begin(), order.begin() + 1, order.end());
+  auto new_writer = order[0];
+  run.start_workload();
+  run.wait_until(0.3);
+  run.fault("write region " + old_writer + " -> " + new_writer, new_writer,
+            [&] { run.emu().control().set_write_regions(order); });
+  auto switch_ms = out.faults.back().at_ms;
+  run.wait_until(1.0);
+  run.finish();
+  auto read = [](const op_record& op) { return op.type == op_type::read; };
+  run.failover_after(switch_ms, old_writer, read);
+  require_failover(run, out, 3000,
+                   "the first write's 403/3 refreshes the account");
+  auto before = served(run.ops(), [&](const op_record& op) {
+    return read(op) && op.end_us / 1000 < switch_ms;
+  });
+  run.require("before the switch, reads go to the write region " + old_writer,
+              region_list(before),
+              before[old_writer] > 0 && before.size() == 1);
+  auto settled = settled_per_site(run.ops(), switch_ms, [&](const op_record& op) {
+    return read(op) && op.region == new_writer;
+  });
+  auto after = served(run.ops(), [&](const op_record& op) {
+    auto i = settled.find(op.site);
+    return read(op) && i != settled.end() && op.start_us / 1000 > i->second;
+  });
+  run.require("after the switch, reads follow the new write region " +
+                  new_writer + " (and report its name) on every site",
+              region_list(after) + "; sites switched: " +
+                  std::to_string(settled.size()) + " of " +
+                  std::to_string(run.regions().size()),
+              after[new_writer] > 0 && after.size() == 1 &&
+                  settled.size() == run.regions().size());
+}
+
+// S6: callers whose deadline is shorter than the failover path while a
+// region hangs. Their timeouts must not pre-empt the engine's decisions,
+// and once the region is marked later requests avoid it.
+void s6(scenario_run& run, scenario_report& out) {
+  world_options w;
+  w.multi_write = true;
+  const auto& s = run.engine_settings();
+  auto silence = std::min(read_silence_ms(s), write_silence_ms(s));
+  // Shorter than the shortest failover path.
+  w.deadline = std::chrono::milliseconds{std::max<int64_t>(silence / 3, 50)};
+  if (!run.setup(w)) return;
+  auto dead = run.regions()[0];
+  run.start_workload();
+  run.wait_until(0.2);
+  run.fault(dead + " hangs", dead,
+            [&] { run.emu().set_region_state(dead, region_state::hang); });
+  auto fault_ms = out.faults.back().at_ms;
+  run.wait_until(1.0);
+  run.finish();
+  const auto& rs = run.routers();
+  run.note("caller deadline " + secs(run.deadline().count()) +
+           "; failover path: reads " + secs(read_silence_ms(s)) +
+           ", writes " + secs(write_silence_ms(s)));
+  run.note(std::to_string(rs.failover_decisions) + " failover decisions, " +
+           std::to_string(rs.failover_decisions_completed) + " completed, " +
+           std::to_string(rs.marks) + " marks, " +
+           std::to_string(rs.refreshes) + " account refreshes asked");
+  auto site0 = [](const op_record& op) { return op.site == 0; };
+  run.failover_after(fault_ms, dead, site0);
+  uint64_t caller_timeouts = count(run.ops(), [&](const op_record& op) {
+    return op.result == op_result::timeout;
+  });
+  run.require("callers gave up before the engine decided (the case is "
+              "exercised)",
+              std::to_string(caller_timeouts) + " caller timeouts",
+              caller_timeouts > 0);
+  run.require("failover decisions pre-empted by callers = 0",
+              std::to_string(rs.failover_decisions -
+                             rs.failover_decisions_completed) +
+                  " of " + std::to_string(rs.failover_decisions),
+              rs.failover_decisions > 0 &&
+                  rs.failover_decisions == rs.failover_decisions_completed);
+  // Between the first mark and its expiry nothing goes to the dead region:
+  // no attempt there, and no caller timeout (a timeout here means a request
+  // waited for it).
+  auto from = fault_ms + silence + 500;
+  auto to = fault_ms + silence + ms_of(s.location.unavailable_region_expiry);
+  to = std::min<int64_t>(to, out.duration_ms - run.deadline().count());
+  uint64_t in_window = 0, touched = 0;
+  for (const auto& op : run.ops()) {
+    auto start = op.start_us / 1000;
+    if (start < from || start > to) continue;
+    ++in_window;
+    if (op.result == op_result::timeout ||
+        std::find(op.attempted.begin(), op.attempted.end(), dead) !=
+            op.attempted.end())
+      ++touched;
+  }
+  run.require("after the region is marked, later requests avoid " + dead +
+                  " (requests started +" + secs(from - fault_ms) + " .. +" +
+                  secs(to - fault_ms) + ")",
+              std::to_string(touched) + " of " + std::to_string(in_window) +
+                  " touched it",
+              in_window > 0 && touched == 0);
+  allow_ambiguous_writes(run, out, fault_ms);
+}
+
+// S7: partition splits under load, cross-partition queries included.
+void s7(scenario_run& run, scenario_report&) {
+  world_options w;
+  w.multi_write = true;
+  w.mix.query_pct = 20;
+  if (!run.setup(w)) return;
+  run.start_workload();
+  std::vector<std::string> split;
+  run.wait_until(0.25);
+  run.fault("range 0 splits", "", [&] {
+    auto r = run.emu().control().split_range("d", "c", "0");
+    if (r) split = *r;
+  });
+  run.wait_until(0.5);
+  auto again = split.empty() ? std::string{"1"} : split.front();
+  run.fault("range " + again + " splits", "", [&] {
+    auto r = run.emu().control().split_range("d", "c", again);
+    if (!r) split.clear();
+  });
+  run.wait_until(1.0);
+  run.finish();
+  run.require("both splits applied by the emulator",
+              split.empty() ? "a split failed" : "yes", !split.empty());
+  const auto& rs = run.routers();
+  run.require("the routers saw the splits (410 range gone -> map refreshed)",
+              std::to_string(rs.metadata_refreshes) + " routing refreshes",
+              rs.metadata_refreshes > 0);
+}
+
+struct scenario_def {
+  const char* id;
+  const char* title;
+  const char* description;
+  std::function<void(scenario_run&, scenario_report&)> run;
+};
+
+const std::vector<scenario_def>& scenarios() {
+  static const std::vector<scenario_def> all{
+      {"S1a", "multi-write, a secondary region hangs",
+       "The second region stops answering (connections accepted, nothing "
+       "sent back) and comes back; its site fails over and returns.",
+       [](scenario_run& r, scenario_report& o) {
+         s1(r, o, region_state::hang);
+       }},
+      {"S1b", "multi-write, a secondary region refuses connections",
+       "The second region's port closes and reopens; its site fails over "
+       "and returns.",
+       [](scenario_run& r, scenario_report& o) {
+         s1(r, o, region_state::offline_refuse);
+       }},
+      {"S2", "multi-write -> single-write -> multi-write",
+       "The account stops taking writes outside the hub, then takes them "
+       "everywhere again: writes move to the hub and back.",
+       s2},
+      {"S3", "single-write, the write region switches",
+       "A manual failover of the write region while writes run.", s3},
+      {"S4", "single-write, the write region goes offline",
+       "The write region refuses connections; the service fails the account "
+       "over to the next region; the old one returns as a reader.",
+       s4},
+      {"S5", "every region excluded, then the write region switches",
+       "Requests exclude every preferred region, so reads go to the write "
+       "region; it switches and the reads must follow it by name.",
+       s5},
+      {"S6", "callers with deadlines shorter than the failover path",
+       "A region hangs while the callers' deadlines are shorter than the "
+       "engine's way to detect it: their timeouts must not pre-empt the "
+       "failover decisions, and later requests avoid the region.",
+       s6},
+      {"S7", "partition splits under load",
+       "Two ranges split while reads, writes and cross-partition queries "
+       "run: no duplicates, no losses.",
+       s7},
+  };
+  return all;
+}
+
+} // namespace
+
+std::vector<std::string> scenario_ids() {
+  std::vector<std::string> ids;
+  for (const auto& s : scenarios())
+    ids.emplace_back(s.id);
+  return ids;
+}
+
+drill_report run_drill(const drill_options& opts,
+                       const config::settings& engine,
+                       const progress_fn& progress) {
+  drill_report report;
+  report.callers = opts.callers;
+  report.rate = opts.rate;
+  report.duration_ms = opts.duration.count();
+  report.seed = opts.seed;
+  for (const auto& def : scenarios()) {
+    if (!opts.scenarios.empty() &&
+        std::find(opts.scenarios.begin(), opts.scenarios.end(), def.id) ==
+            opts.scenarios.end())
+      continue;
+    scenario_report out;
+    out.id = def.id;
+    out.title = def.title;
+    out.description = def.description;
+    {
+      scenario_run run{opts, engine, progress, out};
+      if (report.regions.empty()) report.regions = run.regions();
+      def.run(run, out);
+    }
+    if (out.criteria.empty())
+      out.criteria.push_back(
+          {"the scenario ran", out.notes.empty() ? "no" : out.notes.back(),
+           false});
+    out.passed = std::all_of(out.criteria.begin(), out.criteria.end(),
+                             [](const criterion& c) { return c.passed; });
+    report.scenarios.push_back(std::move(out));
+  }
+  report.passed = !report.scenarios.empty() &&
+                  std::all_of(report.scenarios.begin(), report.scenarios.end(),
+                              [](const scenario_report& s) { return s.passed; });
+  return report;
+}
+
+} // namespace georoute::drill

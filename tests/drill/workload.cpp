@@ -1,0 +1,297 @@
+#include "tests/drill/workload.hpp"
+
+#include "messages/error.hpp"
+#include "messages/types.hpp"
+
+#include <caf/all.hpp>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <set>
+#include <unordered_set>
+
+namespace georoute::drill {
+
+namespace {
+
+// The caller's own messages: the next arrival, and the drill's stop.
+struct caller_tick {};
+struct caller_stop {};
+
+} // namespace
+
+} // namespace georoute::drill
+
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(georoute::drill::caller_tick)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(georoute::drill::caller_stop)
+
+namespace georoute::drill {
+
+const char* to_string(op_type x) {
+  switch (x) {
+    case op_type::read:
+      return "read";
+    case op_type::write:
+      return "write";
+    case op_type::query:
+      return "query";
+  }
+  return "?";
+}
+
+const char* to_string(op_result x) {
+  switch (x) {
+    case op_result::success:
+      return "success";
+    case op_result::failure:
+      return "failure";
+    case op_result::timeout:
+      return "timeout";
+  }
+  return "?";
+}
+
+int64_t recorder::now_us() const {
+  return std::chrono::duration_cast<std::chrono::microseconds>(clock::now() -
+                                                               start_)
+      .count();
+}
+
+void recorder::add(op_record r) {
+  switch (r.result) {
+    case op_result::success:
+      ++ok;
+      break;
+    case op_result::failure:
+      ++failed;
+      break;
+    case op_result::timeout:
+      ++timed_out;
+      break;
+  }
+  std::lock_guard<std::mutex> guard{mtx_};
+  ops_.push_back(std::move(r));
+}
+
+std::vector<op_record> recorder::all() const {
+  std::lock_guard<std::mutex> guard{mtx_};
+  return ops_;
+}
+
+std::string seed_query() {
+  return nlohmann::json{{"query", "SELECT c.id FROM c WHERE c.seed = true"}}
+      .dump();
+}
+
+namespace {
+
+struct caller_state {
+  caller_setup cfg;
+  std::mt19937_64 rng;
+  uint64_t next_write = 0;
+  int64_t in_flight = 0;
+  bool stopping = false;
+  static inline const char* name = "georoute.drill.caller";
+};
+
+using caller_ptr = caf::stateful_actor<caller_state>*;
+
+std::string label_of(const caller_setup& cfg, const attempt_record& a) {
+  if (!cfg.global_endpoint.empty() && a.endpoint == cfg.global_endpoint)
+    return "(global)";
+  return a.region.empty() ? a.endpoint : a.region;
+}
+
+void take_diagnostics(const caller_setup& cfg, const diagnostics& d,
+                      op_record& r) {
+  for (const auto& a : d.attempts)
+    r.attempted.push_back(label_of(cfg, a));
+  if (!r.attempted.empty()) r.region = r.attempted.back();
+}
+
+// The operation ended: record it, and quit if the caller was told to stop
+// and nothing is left in flight.
+void finish(caller_ptr self, op_record r) {
+  auto& st = self->state;
+  r.end_us = st.cfg.rec->now_us();
+  st.cfg.rec->add(std::move(r));
+  --st.cfg.rec->outstanding;
+  if (--st.in_flight == 0 && st.stopping) self->quit();
+}
+
+void fail(caller_ptr self, op_record r, const caf::error& e) {
+  if (e == caf::sec::request_timeout) {
+    r.result = op_result::timeout;
+    r.region.clear();
+  } else {
+    r.result = op_result::failure;
+    r.error = std::string{to_string(code_of(e))} + ": " + context_of(e);
+    if (const auto* d = diagnostics_of(e)) take_diagnostics(self->state.cfg, *d, r);
+  }
+  finish(self, std::move(r));
+}
+
+data_request base_request(const caller_setup& cfg, data_op op) {
+  data_request req;
+  req.op = op;
+  req.collection_link = cfg.collection_link;
+  req.options.excluded_regions = cfg.excluded_regions;
+  return req;
+}
+
+void issue_read(caller_ptr self, op_record r) {
+  auto& st = self->state;
+  const auto& docs = st.cfg.seeds->docs;
+  const auto& [id, pk] = docs[st.rng() % docs.size()];
+  auto req = base_request(st.cfg, data_op::read);
+  req.id = id;
+  req.options.partition_key_json = nlohmann::json::array({pk}).dump();
+  self->request(st.cfg.router, st.cfg.deadline, route_atom_v, std::move(req))
+      .then(
+          [=](data_response& resp) mutable {
+            take_diagnostics(self->state.cfg, resp.diag, r);
+            finish(self, std::move(r));
+          },
+          [=](caf::error& e) mutable { fail(self, std::move(r), e); });
+}
+
+void issue_write(caller_ptr self, op_record r) {
+  auto& st = self->state;
+  auto id = st.cfg.tag + "-w" + std::to_string(st.cfg.index) + "-" +
+            std::to_string(st.next_write++);
+  auto pk = "p" + std::to_string(st.rng() % 40);
+  auto req = base_request(st.cfg, data_op::create);
+  req.body = nlohmann::json{{"id", id}, {"pk", pk}, {"kind", "w"},
+                            {"site", st.cfg.site}}
+                 .dump();
+  req.options.partition_key_json = nlohmann::json::array({pk}).dump();
+  self->request(st.cfg.router, st.cfg.deadline, route_atom_v, std::move(req))
+      .then(
+          [=](data_response& resp) mutable {
+            take_diagnostics(self->state.cfg, resp.diag, r);
+            r.written_id = id + "\n" + pk;
+            finish(self, std::move(r));
+          },
+          [=](caf::error& e) mutable { fail(self, std::move(r), e); });
+}
+
+// What a cross-partition query collected so far.
+struct query_progress {
+  std::vector<std::string> ids;
+  std::vector<std::string> attempted;
+};
+
+void query_page(caller_ptr self, op_record r,
+                std::shared_ptr<query_progress> got, std::string continuation,
+                recorder::clock::time_point deadline) {
+  auto& st = self->state;
+  auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+      deadline - recorder::clock::now());
+  if (left.count() <= 0) {
+    r.attempted = got->attempted;
+    fail(self, std::move(r), caf::make_error(caf::sec::request_timeout));
+    return;
+  }
+  auto req = base_request(st.cfg, data_op::query);
+  req.body = seed_query();
+  req.options.continuation = std::move(continuation);
+  self->request(st.cfg.router, left, route_atom_v, std::move(req))
+      .then(
+          [=](data_response& resp) mutable {
+            for (const auto& a : resp.diag.attempts)
+              got->attempted.push_back(label_of(self->state.cfg, a));
+            auto body = nlohmann::json::parse(resp.body, nullptr, false);
+            if (body.is_discarded() || !body.contains("Documents") ||
+                !body["Documents"].is_array()) {
+              r.result = op_result::failure;
+              r.error = "query page is not a Documents array: " +
+                        resp.body.substr(0, 200);
+              finish(self, std::move(r));
+              return;
+            }
+            for (const auto& d : body["Documents"])
+              if (d.contains("id") && d["id"].is_string())
+                got->ids.push_back(d["id"].get<std::string>());
+            if (!resp.continuation.empty()) {
+              query_page(self, std::move(r), got, resp.continuation,
+                         deadline);
+              return;
+            }
+            // Complete: compare with the seed set.
+            std::unordered_set<std::string> seen;
+            for (const auto& id : got->ids)
+              if (!seen.insert(id).second) ++r.duplicates;
+            for (const auto& [id, pk] : self->state.cfg.seeds->docs)
+              if (seen.count(id) == 0) ++r.missing;
+            r.rows = got->ids.size();
+            r.attempted = got->attempted;
+            if (!r.attempted.empty()) r.region = r.attempted.back();
+            finish(self, std::move(r));
+          },
+          [=](caf::error& e) mutable {
+            if (const auto* d = diagnostics_of(e))
+              for (const auto& a : d->attempts)
+                got->attempted.push_back(label_of(self->state.cfg, a));
+            r.attempted = got->attempted;
+            fail(self, std::move(r), e);
+          });
+}
+
+void issue(caller_ptr self) {
+  auto& st = self->state;
+  op_record r;
+  r.site = st.cfg.site;
+  r.start_us = st.cfg.rec->now_us();
+  auto dice = static_cast<uint32_t>(st.rng() % 100);
+  ++st.in_flight;
+  ++st.cfg.rec->outstanding;
+  if (dice < st.cfg.mix.query_pct) {
+    r.type = op_type::query;
+    query_page(self, std::move(r), std::make_shared<query_progress>(), {},
+               recorder::clock::now() + st.cfg.deadline);
+  } else if (dice < st.cfg.mix.query_pct + st.cfg.mix.write_pct) {
+    r.type = op_type::write;
+    issue_write(self, std::move(r));
+  } else {
+    r.type = op_type::read;
+    issue_read(self, std::move(r));
+  }
+}
+
+// Poisson arrivals: exponential gaps with mean 1/rate.
+caf::timespan next_gap(caller_state& st) {
+  std::exponential_distribution<double> gap{st.cfg.rate};
+  auto s = std::min(gap(st.rng), 10.0);
+  return std::chrono::duration_cast<caf::timespan>(
+      std::chrono::duration<double>{s});
+}
+
+caf::behavior caller(caller_ptr self, caller_setup setup) {
+  self->state.cfg = std::move(setup);
+  self->state.rng.seed(self->state.cfg.seed);
+  self->delayed_send(self, next_gap(self->state), caller_tick{});
+  return {
+      [=](caller_tick) {
+        auto& st = self->state;
+        if (st.stopping) return;
+        issue(self);
+        self->delayed_send(self, next_gap(st), caller_tick{});
+      },
+      [=](caller_stop) {
+        auto& st = self->state;
+        st.stopping = true;
+        if (st.in_flight == 0) self->quit();
+      },
+  };
+}
+
+} // namespace
+
+caf::actor spawn_caller(caf::actor_system& sys, caller_setup setup) {
+  return sys.spawn(caller, std::move(setup));
+}
+
+void stop_caller(const caf::actor& caller) {
+  caf::anon_send(caller, caller_stop{});
+}
+
+} // namespace georoute::drill

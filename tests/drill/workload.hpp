@@ -1,0 +1,113 @@
+#pragma once
+
+// The drill's workload: caller actors that issue point reads, writes and
+// cross-partition queries through an engine's router at a target rate, each
+// with its own deadline (a CAF request timeout, nothing else), and a recorder
+// that keeps every operation's outcome as the caller saw it.
+
+#include "messages/interfaces.hpp"
+
+#include <caf/actor_system.hpp>
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace georoute::drill {
+
+enum class op_type : uint8_t { read, write, query };
+enum class op_result : uint8_t { success, failure, timeout };
+
+const char* to_string(op_type x);
+const char* to_string(op_result x);
+
+/// One operation as its caller saw it.
+struct op_record {
+  op_type type = op_type::read;
+  op_result result = op_result::success;
+  int site = 0;         ///< which application site (engine) issued it
+  int64_t start_us = 0; ///< since the scenario started
+  int64_t end_us = 0;
+  /// Who served it (the last attempt): a region name, or "(global)" for the
+  /// account endpoint. Empty for a timeout (the caller never heard).
+  std::string region;
+  /// Every attempt's region, in order (successes and failures; a timed-out
+  /// operation's attempts are unknown to its caller).
+  std::vector<std::string> attempted;
+  std::string error;      ///< failures: the engine's error text
+  std::string written_id; ///< writes that succeeded: the document id
+  /// Queries that completed: the seed documents returned, duplicates among
+  /// them and seed documents missing.
+  size_t rows = 0;
+  size_t duplicates = 0;
+  size_t missing = 0;
+};
+
+/// Every operation of one scenario; thread-safe.
+class recorder {
+public:
+  using clock = std::chrono::steady_clock;
+
+  explicit recorder(clock::time_point start) : start_(start) {}
+
+  int64_t now_us() const;
+  clock::time_point start() const { return start_; }
+  void add(op_record r);
+  std::vector<op_record> all() const;
+
+  /// Operations issued and not answered (nor timed out) yet.
+  std::atomic<int64_t> outstanding{0};
+  std::atomic<uint64_t> ok{0};
+  std::atomic<uint64_t> failed{0};
+  std::atomic<uint64_t> timed_out{0};
+
+private:
+  clock::time_point start_;
+  mutable std::mutex mtx_;
+  std::vector<op_record> ops_;
+};
+
+/// The documents every scenario starts with: what reads read and what the
+/// cross-partition query must return exactly once each.
+struct seed_set {
+  std::vector<std::pair<std::string, std::string>> docs; ///< (id, pk)
+};
+
+/// Operation mix, in percent (the rest are reads).
+struct op_mix {
+  uint32_t write_pct = 25;
+  uint32_t query_pct = 5;
+};
+
+/// What one caller needs.
+struct caller_setup {
+  int site = 0;
+  int index = 0; ///< caller number (unique across sites)
+  router_actor router;
+  std::shared_ptr<recorder> rec;
+  std::shared_ptr<const seed_set> seeds;
+  std::string collection_link;
+  std::string global_endpoint; ///< attempts there are labelled "(global)"
+  std::string tag;             ///< prefix of written ids ("S3")
+  op_mix mix;
+  double rate = 10; ///< operations per second of this caller
+  std::chrono::milliseconds deadline{5000};
+  std::vector<std::string> excluded_regions; ///< on every request
+  uint64_t seed = 1;
+};
+
+/// Spawns a caller; it issues operations (Poisson arrivals at `rate`) until
+/// it gets `stop_caller`, then quits once every operation has ended.
+caf::actor spawn_caller(caf::actor_system& sys, caller_setup setup);
+
+/// Tells a caller to stop issuing.
+void stop_caller(const caf::actor& caller);
+
+/// The query the workload runs: every seed document, across partitions.
+std::string seed_query();
+
+} // namespace georoute::drill
