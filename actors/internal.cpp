@@ -1,5 +1,7 @@
 #include "actors/internal.hpp"
 
+#include "transport/codecs.hpp"
+
 #include <caf/exit_reason.hpp>
 #include <caf/sec.hpp>
 
@@ -54,6 +56,17 @@ std::string failure_text(const transport::outcome& last,
               std::to_string(attempts) +
               (attempts == 1 ? " attempt" : " attempts") + " for " + what;
   if (!why.empty()) text += "; " + why;
+  // What the service said, when it said something: the one line that tells
+  // a user what to fix.
+  if (last.error == transport::failure::none && !last.body.empty()) {
+    auto body = transport::decode_error_body(last.body);
+    if (body && !body->message.empty()) {
+      constexpr size_t limit = 300;
+      auto msg = body->message.substr(0, limit);
+      if (body->message.size() > limit) msg += "...";
+      text += "; the service said: " + msg;
+    }
+  }
   return text;
 }
 

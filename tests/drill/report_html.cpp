@@ -172,7 +172,7 @@ struct marker {
   std::string label;
   const char* colour;
   bool dashed;
-  // placement, filled by place_labels
+  // the label's placement, by build_markers
   int level = 0;
   bool anchor_end = false;
 };
@@ -218,6 +218,10 @@ public:
 
 private:
   double x(double ms) const { return left + ms / 1000.0 / seconds_ * plot_w; }
+  /// A marker's x: one before the start or after the end sits on the edge.
+  double marker_x(int64_t ms) const {
+    return std::round(std::clamp(x(ms), left, left + plot_w));
+  }
 
   void build_rows(const drill_report& r);
   void build_markers();
@@ -254,7 +258,6 @@ void chart::build_rows(const drill_report& r) {
   for (const auto& n : extra)
     add(n);
 
-  std::vector<int> statuses;
   double shared_max = 0;
   for (const auto& name : names) {
     row rw;
@@ -270,8 +273,9 @@ void chart::build_rows(const drill_report& r) {
       bar br{b.t_ms, {}};
       uint64_t sum = 0;
       for (const auto& [status, n] : i->second) {
+        if (n == 0) continue;
         br.stack.push_back({std::to_string(status), n, status_colour(status)});
-        statuses.push_back(status);
+        statuses_.push_back(status);
         sum += n;
       }
       max = std::max(max, static_cast<double>(sum));
@@ -290,9 +294,9 @@ void chart::build_rows(const drill_report& r) {
     double step = nice_step(max);
     rw.y_max = std::max(step, std::ceil(max / step) * step);
   }
-  std::sort(statuses.begin(), statuses.end());
-  statuses.erase(std::unique(statuses.begin(), statuses.end()), statuses.end());
-  statuses_ = statuses;
+  std::sort(statuses_.begin(), statuses_.end());
+  statuses_.erase(std::unique(statuses_.begin(), statuses_.end()),
+                  statuses_.end());
 
   auto callers_row = [&](const char* subtitle, const char* empty_text,
                          auto keep) {
@@ -343,7 +347,7 @@ void chart::build_markers() {
   // before it; near the right edge it extends to the left of its line.
   std::vector<double> line_end;
   for (auto& m : markers_) {
-    double mx = x(m.at_ms);
+    double mx = marker_x(m.at_ms);
     double w = m.label.size() * bold_w;
     m.anchor_end = mx + 4 + w > chart_w - right;
     double from = m.anchor_end ? mx - 4 - w : mx;
@@ -390,11 +394,11 @@ void chart::draw_row(std::ostringstream& out, std::ostringstream& titles,
     double acc = 0;
     double y0 = bottom;
     for (const auto& seg : b.stack) {
-      if (seg.n == 0) continue;
       acc += seg.n;
       // At least 2 px: three 503s among 300 200s must still show.
       double y1 = std::max(
           top, std::min(y0 - 2, std::round(bottom - acc / rw.y_max * h)));
+      if (y1 >= y0) break; // the row is full
       out << "<rect x=\"" << num(x0) << "\" y=\"" << num(y1) << "\" width=\""
           << num(x1 - x0) << "\" height=\"" << num(y0 - y1) << "\" fill=\""
           << seg.colour << "\"/>";
@@ -427,15 +431,13 @@ double chart::draw_legend(std::ostringstream& out, double top) const {
     item(std::to_string(status), box(status_colour(status)));
   for (const auto& o : outcomes)
     item(std::string("callers: ") + o.label, box(o.colour));
-  item("fault", std::string("<line x1=\"5\" x2=\"5\" y1=\"-1\" y2=\"12\" "
-                            "stroke-width=\"2\" stroke-dasharray=\"4 3\" "
-                            "stroke=\"") +
-                    fault_colour + "\"/>");
-  if (s_.failover_at_ms)
-    item("failover instant", std::string("<line x1=\"5\" x2=\"5\" y1=\"-1\" "
-                                         "y2=\"12\" stroke-width=\"2\" "
-                                         "stroke=\"") +
-                                 failover_colour + "\"/>");
+  auto line = [](const char* colour, bool dashed) {
+    return std::string("<line x1=\"5\" x2=\"5\" y1=\"-1\" y2=\"12\" "
+                       "stroke-width=\"2\" stroke=\"") +
+           colour + "\"" + (dashed ? " stroke-dasharray=\"4 3\"" : "") + "/>";
+  };
+  if (!s_.faults.empty()) item("fault", line(fault_colour, true));
+  if (s_.failover_at_ms) item("failover instant", line(failover_colour, false));
   return ly + 11;
 }
 
@@ -464,8 +466,8 @@ std::string chart::svg() const {
        << num(rows_bottom + 33) << "\">seconds since the scenario started"
        << "</text>\n";
 
-  for (const auto& m : std::vector<marker>{}) { // BROKEN ON PURPOSE
-    double mx = std::round(x(m.at_ms));
+  for (const auto& m : markers_) {
+    double mx = marker_x(m.at_ms);
     double label_y = band_top + (m.level + 1) * level_h - 3;
     body << "<line x1=\"" << num(mx) << "\" x2=\"" << num(mx) << "\" y1=\""
          << num(label_y - 11) << "\" y2=\"" << num(rows_bottom)

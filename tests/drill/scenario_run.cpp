@@ -492,7 +492,7 @@ void scenario_run::common_criteria() {
   std::string first_failure;
   for (const auto& op : ops_)
     if (op.result == op_result::failure) {
-      first_failure = op.error.substr(0, 160);
+      first_failure = op.error.substr(0, 400);
       break;
     }
   require("user-visible failures = 0",
