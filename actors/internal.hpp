@@ -86,8 +86,8 @@ void retarget(Self* self, Handle& current, const Handle& next) {
 /// `with.locations`.
 /// `done` runs once the mark is confirmed (or the cache failed to answer).
 template <class Self, class Done>
-void mark_region(Self* self, const std::string& endpoint, bool read,
-                 bool write, Done done) {
+void mark_region(Self* self, const std::string& endpoint, bool read, bool write,
+                 Done done) {
   auto& st = self->state;
   auto seq = st.snap.mark(endpoint, read, write, self->clock().now());
   if (!st.with.locations) {

@@ -49,16 +49,24 @@ namespace {
 
 using clock_type = caf::actor_clock::clock_type;
 
-using router_impl_actor = router_actor::extend<
-    caf::reacts_to<snapshot_atom, location_snapshot>,
-    caf::reacts_to<engine_wiring>, caf::reacts_to<rt_attempt>,
-    caf::reacts_to<rt_budget>, caf::reacts_to<rt_http_done>>;
+using router_impl_actor =
+    router_actor::extend<caf::reacts_to<snapshot_atom, location_snapshot>,
+                         caf::reacts_to<engine_wiring>,
+                         caf::reacts_to<rt_attempt>, caf::reacts_to<rt_budget>,
+                         caf::reacts_to<rt_http_done>>;
 
 using map_ptr = std::shared_ptr<const routing_map>;
 
 // What an operation waits for between attempts.
-enum class waiting_for { nothing, snapshot, collection, ranges, refresh,
-                         backoff, response };
+enum class waiting_for {
+  nothing,
+  snapshot,
+  collection,
+  ranges,
+  refresh,
+  backoff,
+  response
+};
 
 // One data-plane operation.
 struct data_operation {
@@ -93,7 +101,7 @@ struct router_state {
   retry_actor pipeline;
   snapshot_holder snap;
   lru_cache<std::string, collection_info> collections{1}; // by link
-  lru_cache<std::string, map_ptr> maps{1};                 // by rid
+  lru_cache<std::string, map_ptr> maps{1};                // by rid
   session_container sessions{10000}; // by collection rid and range
   std::map<uint64_t, data_operation> ops;
   uint64_t next_id = 1;
@@ -224,9 +232,9 @@ void resolve_collection(self_ptr self, uint64_t id, bool force) {
             auto& st = self->state;
             auto i = st.ops.find(id);
             if (i == st.ops.end()) return;
-            finish_error(self, id, code_of(e) == errc::none
-                                       ? errc::collaborator_down
-                                       : code_of(e),
+            finish_error(self, id,
+                         code_of(e) == errc::none ? errc::collaborator_down
+                                                  : code_of(e),
                          "resolving the collection of " + describe(i->second) +
                              ": " + context_of(e));
           });
@@ -326,9 +334,9 @@ void resolve_range(self_ptr self, uint64_t id, bool refresh) {
             auto& st = self->state;
             auto i = st.ops.find(id);
             if (i == st.ops.end()) return;
-            finish_error(self, id, code_of(e) == errc::none
-                                       ? errc::collaborator_down
-                                       : code_of(e),
+            finish_error(self, id,
+                         code_of(e) == errc::none ? errc::collaborator_down
+                                                  : code_of(e),
                          "resolving the partition range of " +
                              describe(i->second) + ": " + context_of(e));
           });
@@ -359,8 +367,7 @@ std::string session_token_for(const router_state& st,
   if (!op.req.options.session_token.empty())
     return op.req.options.session_token;
   if (!op.range) return {};
-  return st.sessions.header_for(op.coll->rid, op.range->id,
-                                op.range->parents);
+  return st.sessions.header_for(op.coll->rid, op.range->id, op.range->parents);
 }
 
 void capture_session(router_state& st, const data_operation& op,
@@ -518,9 +525,9 @@ void on_outcome(self_ptr self, uint64_t id, transport::outcome& o) {
     return;
   }
   bool timed_out = o.error == transport::failure::timeout;
-  auto ladder = decide_ladder(
-      choose_ladder(st.cfg.ladders, kind_of(op.req.op), true), op.ladder_step,
-      timed_out, o.status);
+  auto ladder =
+      decide_ladder(choose_ladder(st.cfg.ladders, kind_of(op.req.op), true),
+                    op.ladder_step, timed_out, o.status);
   if (ladder.climb && !op.budget_spent) {
     ++op.ladder_step;
     op.pinned = true;
@@ -536,9 +543,9 @@ void on_outcome(self_ptr self, uint64_t id, transport::outcome& o) {
   failed.status = o.status;
   failed.substatus = o.substatus;
   failed.retry_after_ms = o.retry_after_ms;
-  auto facts = facts_for(*st.snap.table(), !is_write(op.req.op), true,
-                         excluded_for(st, op), op.endpoint,
-                         self->clock().now());
+  auto facts =
+      facts_for(*st.snap.table(), !is_write(op.req.op), true,
+                excluded_for(st, op), op.endpoint, self->clock().now());
   auto decision = op.policy.on_failure(signal_for(failed, ladder), facts);
   carry_out(self, id, decision);
   if (!decision.retry) {
@@ -565,9 +572,8 @@ void on_budget(self_ptr self, uint64_t id) {
   // An attempt in flight finishes (its failover decision runs then);
   // anything else ends now.
   if (op.waiting == waiting_for::response) return;
-  finish_failure(self, id,
-                 "operation budget of " + format_duration(op.budget) +
-                     " spent");
+  finish_failure(
+      self, id, "operation budget of " + format_duration(op.budget) + " spent");
 }
 
 caf::result<data_response> start(self_ptr self, data_request& req) {
@@ -638,8 +644,8 @@ void fail_waiting(self_ptr self, waiting_for what, const caf::error& reason,
   for (auto& [id, op] : self->state.ops)
     if (op.waiting == what) ids.push_back(id);
   for (auto id : ids) {
-    auto err = collaborator_down(whom, reason,
-                                 describe(self->state.ops.at(id)));
+    auto err =
+        collaborator_down(whom, reason, describe(self->state.ops.at(id)));
     finish_error(self, id, code_of(err), context_of(err));
   }
 }

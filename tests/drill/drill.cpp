@@ -48,8 +48,7 @@ result<std::chrono::milliseconds> duration_arg(const std::string& name,
                                                std::chrono::milliseconds lo,
                                                std::chrono::milliseconds hi) {
   auto d = parse_duration(v);
-  if (!d)
-    return problem{"--" + name + ": " + d.error().what};
+  if (!d) return problem{"--" + name + ": " + d.error().what};
   if (*d < lo || *d > hi)
     return problem{"--" + name + "=" + v + ": must be between " +
                    format_duration(lo) + " and " + format_duration(hi)};
@@ -83,7 +82,8 @@ result<double> rate_arg(const std::string& v) {
 }
 
 std::string utc_now() {
-  auto t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  auto t =
+      std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
   std::tm tm{};
   gmtime_r(&t, &tm);
   char buf[32];
@@ -142,14 +142,17 @@ result<parsed_command> parse_command(std::vector<std::string> args) {
       continue;
     }
     if (a.rfind("--", 0) != 0)
-      return problem{"unexpected argument '" + a + "' (see georoute drill --help)"};
+      return problem{"unexpected argument '" + a +
+                     "' (see georoute drill --help)"};
     auto eq = a.find('=');
-    auto name = a.substr(2, eq == std::string::npos ? std::string::npos : eq - 2);
-    static const std::vector<std::string> known{
-        "scenario", "duration", "rate", "callers", "regions",
-        "seed",     "deadline", "json", "html"};
+    auto name =
+        a.substr(2, eq == std::string::npos ? std::string::npos : eq - 2);
+    static const std::vector<std::string> known{"scenario", "duration", "rate",
+                                                "callers",  "regions",  "seed",
+                                                "deadline", "json",     "html"};
     if (std::find(known.begin(), known.end(), name) == known.end())
-      return problem{"unknown option --" + name + " (see georoute drill --help)"};
+      return problem{"unknown option --" + name +
+                     " (see georoute drill --help)"};
     std::string value;
     if (eq != std::string::npos) {
       value = a.substr(eq + 1);

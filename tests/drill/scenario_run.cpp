@@ -5,8 +5,8 @@
 #include "transport/auth.hpp"
 #include "transport/http_client.hpp"
 
-#include <caf/all.hpp>
 #include <algorithm>
+#include <caf/all.hpp>
 #include <condition_variable>
 #include <future>
 #include <mutex>
@@ -25,8 +25,7 @@ constexpr int pk_count = 40;
 
 const std::vector<std::string>& region_names() {
   static const std::vector<std::string> names{
-      "West US", "East US", "North Europe", "Southeast Asia",
-      "Australia East"};
+      "West US", "East US", "North Europe", "Southeast Asia", "Australia East"};
   return names;
 }
 
@@ -56,8 +55,8 @@ public:
   }
 
   // Sends every request, at most 32 in flight; answers in the same order.
-  std::vector<transport::outcome> send_all(
-      std::vector<transport::request> reqs) {
+  std::vector<transport::outcome>
+  send_all(std::vector<transport::request> reqs) {
     std::vector<transport::outcome> out(reqs.size());
     std::mutex mtx;
     std::condition_variable cv;
@@ -101,7 +100,8 @@ public:
     r.target = target;
     r.body = body;
     r.timeout = 10s;
-    if (!body.empty()) r.headers.emplace_back("content-type", "application/json");
+    if (!body.empty())
+      r.headers.emplace_back("content-type", "application/json");
     if (!pk_json.empty())
       r.headers.emplace_back("x-ms-documentdb-partitionkey", pk_json);
     return r;
@@ -192,10 +192,11 @@ bool scenario_run::setup(world_options w) {
   // The collection and the seed documents, straight to the emulator.
   direct_client direct{emu_->key()};
   auto global = emu_->global_endpoint();
-  for (auto [target, body] :
-       {std::pair<std::string, std::string>{"/dbs", R"({"id":"d"})"},
-        {"/dbs/d/colls",
-         R"({"id":"c","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2}})"}}) {
+  for (
+      auto [target, body] :
+      {std::pair<std::string, std::string>{"/dbs", R"({"id":"d"})"},
+       {"/dbs/d/colls",
+        R"({"id":"c","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2}})"}}) {
     auto o = direct.send(direct_client::make("POST", global, target, body));
     if (o.status != 201) {
       note("creating " + target + " failed: " + describe_outcome_short(o));
@@ -210,8 +211,7 @@ bool scenario_run::setup(world_options w) {
     seeds_->docs.emplace_back(id, pk);
     creates.push_back(direct_client::make(
         "POST", global, "/dbs/d/colls/c/docs",
-        nlohmann::json{{"id", id}, {"pk", pk}, {"seed", true}, {"n", i}}
-            .dump(),
+        nlohmann::json{{"id", id}, {"pk", pk}, {"seed", true}, {"n", i}}.dump(),
         nlohmann::json::array({pk}).dump()));
   }
   auto created = direct.send_all(std::move(creates));
@@ -244,8 +244,8 @@ bool scenario_run::setup(world_options w) {
   for (size_t i = 0; i < sites_.size(); ++i) {
     bool ready = false;
     for (int n = 0; n < 250 && !ready; ++n) {
-      auto r = ask<resolution>(*sys_, sites_[i].locations(), 5s,
-                               resolve_atom_v, resolve_input{});
+      auto r = ask<resolution>(*sys_, sites_[i].locations(), 5s, resolve_atom_v,
+                               resolve_input{});
       ready = r && r->endpoint != global;
       if (!ready) std::this_thread::sleep_for(20ms);
     }
@@ -260,8 +260,8 @@ bool scenario_run::setup(world_options w) {
 uint64_t scenario_run::account_fetches() {
   uint64_t n = 0;
   for (auto& s : sites_) {
-    auto st = ask<endpoint_manager_stats>(*sys_, s.endpoints(), 5s,
-                                          stats_atom_v);
+    auto st =
+        ask<endpoint_manager_stats>(*sys_, s.endpoints(), 5s, stats_atom_v);
     if (st) n += st->fetches_started;
   }
   return n;
@@ -337,9 +337,9 @@ void scenario_run::wait_until(double fraction) {
       std::ostringstream line;
       line << out_.id << " " << fmt_ms(t) << "/"
            << fmt_ms(opts_.duration.count()) << "  ops "
-           << (rec_->ok + rec_->failed + rec_->timed_out) << "  ok "
-           << rec_->ok << "  failed " << rec_->failed << "  timed out "
-           << rec_->timed_out << "  in flight " << rec_->outstanding;
+           << (rec_->ok + rec_->failed + rec_->timed_out) << "  ok " << rec_->ok
+           << "  failed " << rec_->failed << "  timed out " << rec_->timed_out
+           << "  in flight " << rec_->outstanding;
       progress_(line.str(), false);
     }
   }
@@ -426,8 +426,7 @@ void scenario_run::finish() {
       if (got[i].status != 200) {
         ++lost_writes_;
         if (readback_problem_.empty())
-          readback_problem_ =
-              ids[i] + ": " + describe_outcome_short(got[i]);
+          readback_problem_ = ids[i] + ": " + describe_outcome_short(got[i]);
       }
   }
   summarize();
@@ -442,15 +441,15 @@ void scenario_run::summarize() {
     for (auto* c : {&k, &out_.total}) {
       ++c->ops;
       switch (op.result) {
-        case op_result::success:
-          ++c->successes;
-          break;
-        case op_result::failure:
-          ++c->failures;
-          break;
-        case op_result::timeout:
-          ++c->timeouts;
-          break;
+      case op_result::success:
+        ++c->successes;
+        break;
+      case op_result::failure:
+        ++c->failures;
+        break;
+      case op_result::timeout:
+        ++c->timeouts;
+        break;
       }
     }
     if (op.result == op_result::success) {
@@ -484,7 +483,8 @@ void scenario_run::summarize() {
 }
 
 void scenario_run::common_criteria() {
-  uint64_t stuck = static_cast<uint64_t>(std::max<int64_t>(rec_->outstanding, 0));
+  uint64_t stuck =
+      static_cast<uint64_t>(std::max<int64_t>(rec_->outstanding, 0));
   require("every operation ends by its caller's deadline (no stuck request)",
           std::to_string(stuck) + " stuck", stuck == 0);
   // A failure the engine returned before the caller's deadline: a retry
@@ -529,8 +529,7 @@ void scenario_run::failover_after(
   for (const auto& op : ops_) {
     if (op.result != op_result::success || op.end_us / 1000 < fault_ms)
       continue;
-    if (op.region == from || op.region == "(global)" || !affected(op))
-      continue;
+    if (op.region == from || op.region == "(global)" || !affected(op)) continue;
     if (!first || op.end_us / 1000 < *first) first = op.end_us / 1000;
   }
   if (first) {

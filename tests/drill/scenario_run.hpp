@@ -10,9 +10,9 @@
 #include "tests/drill/workload.hpp"
 #include "tests/emulator/emulator.hpp"
 
+#include <atomic>
 #include <caf/actor_system.hpp>
 #include <caf/actor_system_config.hpp>
-#include <atomic>
 #include <functional>
 #include <memory>
 #include <optional>

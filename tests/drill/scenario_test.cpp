@@ -77,9 +77,9 @@ TEST(DrillCommand, BadValues_NameTheOptionAndTheRange) {
 }
 
 TEST(DrillCommand, OptionsAndConfigFlagsAreSeparated) {
-  auto r = parse_command({"--scenario=S1,S3", "--rate", "50",
-                          "--georoute.min-refresh-interval=2s",
-                          "--json=out.json"});
+  auto r =
+      parse_command({"--scenario=S1,S3", "--rate", "50",
+                     "--georoute.min-refresh-interval=2s", "--json=out.json"});
   ASSERT_TRUE(r) << r.error().what;
   EXPECT_EQ(r->options.scenarios,
             (std::vector<std::string>{"S1a", "S1b", "S3"}));
@@ -99,9 +99,8 @@ TEST(DrillCommand, DefaultsAreValidConfiguration_AndUserFlagsWin) {
   register_types(cfg);
   auto args = drill_config_defaults();
   args.push_back("--georoute.unavailable-region-expiry=7s");
-  auto loaded = cfg.load(args, [](const std::string&) {
-    return std::optional<std::string>{};
-  });
+  auto loaded = cfg.load(
+      args, [](const std::string&) { return std::optional<std::string>{}; });
   ASSERT_TRUE(loaded.ok()) << loaded.errors.front();
   EXPECT_EQ(loaded.values.location.unavailable_region_expiry, 7s);
   EXPECT_EQ(loaded.values.refresh.background_interval, 5s);

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <functional>
 #include <map>
+#include <optional>
 #include <sstream>
 
 namespace georoute::drill {
@@ -25,7 +26,9 @@ std::string secs(int64_t ms) {
   return os.str();
 }
 
-int64_t ms_of(std::chrono::milliseconds d) { return d.count(); }
+int64_t ms_of(std::chrono::milliseconds d) {
+  return d.count();
+}
 
 // The longest a read waits for a silent region before failing over: the
 // whole partition-failover ladder (its steps retry the same endpoint).
@@ -88,8 +91,8 @@ std::map<int, int64_t> settled_per_site(const std::vector<op_record>& ops,
   return first;
 }
 
-void require_failover(scenario_run& run, scenario_report& out,
-                      int64_t bound_ms, const std::string& why) {
+void require_failover(scenario_run& run, scenario_report& out, int64_t bound_ms,
+                      const std::string& why) {
   run.require("failover within " + secs(bound_ms) + " (" + why + ")",
               out.failover_ms ? secs(*out.failover_ms) : "no failover seen",
               out.failover_ms && *out.failover_ms <= bound_ms);
@@ -173,8 +176,8 @@ void s1(scenario_run& run, scenario_report& out, region_state how) {
   });
   auto expiry = ms_of(s.location.unavailable_region_expiry);
   run.require("traffic returns to " + secondary +
-                  " after it comes back (marks expire after " +
-                  secs(expiry) + ")",
+                  " after it comes back (marks expire after " + secs(expiry) +
+                  ")",
               "site " + secondary + " served by: " + region_list(returned),
               returned[secondary] > 0);
 }
@@ -203,7 +206,8 @@ void s2(scenario_run& run, scenario_report& out) {
   run.failover_after(single_ms, "", [&](const op_record& op) {
     return remote_write(op) && op.region == hub;
   });
-  require_failover(run, out, 3000, "403/3 from the old writers forces a refresh");
+  require_failover(run, out, 3000,
+                   "403/3 from the old writers forces a refresh");
   auto settle = out.failover_at_ms.value_or(multi_ms);
   auto single = served(run.ops(), [&](const op_record& op) {
     return remote_write(op) && op.start_us / 1000 > settle &&
@@ -233,37 +237,57 @@ void s2(scenario_run& run, scenario_report& out) {
               returned && *returned - multi_ms <= bound);
 }
 
-// S3: single-write; the write region switches.
-void s3(scenario_run& run, scenario_report& out) {
-  world_options w;
+// A single-write account whose write region moves to the next one at
+// `fraction` of the run; the script shared by S3 and S5.
+struct write_switch {
+  std::string old_writer;
+  std::string new_writer;
+  int64_t at_ms = 0;
+};
+
+std::optional<write_switch> run_write_switch(scenario_run& run,
+                                             scenario_report& out,
+                                             world_options w, double fraction) {
   w.multi_write = false;
-  if (!run.setup(w)) return;
+  if (!run.setup(w)) return std::nullopt;
   auto order = run.regions();
-  auto old_writer = order[0];
+  write_switch sw;
+  sw.old_writer = order[0];
   std::rotate(order.begin(), order.begin() + 1, order.end());
-  auto new_writer = order[0];
+  sw.new_writer = order[0];
   run.start_workload();
-  run.wait_until(0.25);
-  run.fault("write region " + old_writer + " -> " + new_writer, new_writer,
+  run.wait_until(fraction);
+  run.fault("write region " + sw.old_writer + " -> " + sw.new_writer,
+            sw.new_writer,
             [&] { run.emu().control().set_write_regions(order); });
-  auto switch_ms = out.faults.back().at_ms;
+  sw.at_ms = out.faults.back().at_ms;
   run.wait_until(1.0);
   run.finish();
+  return sw;
+}
+
+// S3: single-write; the write region switches.
+void s3(scenario_run& run, scenario_report& out) {
+  auto sw = run_write_switch(run, out, world_options{}, 0.25);
+  if (!sw) return;
+  const auto& new_writer = sw->new_writer;
+  auto switch_ms = sw->at_ms;
   auto write = [](const op_record& op) { return op.type == op_type::write; };
-  run.failover_after(switch_ms, old_writer, write);
-  require_failover(run, out, 3000, "403/3 from the old writer forces a refresh");
+  run.failover_after(switch_ms, sw->old_writer, write);
+  require_failover(run, out, 3000,
+                   "403/3 from the old writer forces a refresh");
   // Each site's engine learns the switch from its own first 403/3.
-  auto settled = settled_per_site(run.ops(), switch_ms, [&](const op_record& op) {
-    return write(op) && op.region == new_writer;
-  });
+  auto settled =
+      settled_per_site(run.ops(), switch_ms, [&](const op_record& op) {
+        return write(op) && op.region == new_writer;
+      });
   auto after = served(run.ops(), [&](const op_record& op) {
     auto i = settled.find(op.site);
     return write(op) && i != settled.end() && op.start_us / 1000 > i->second;
   });
   run.require("writes of each site, once it has seen the switch, go to " +
                   new_writer + " only",
-              region_list(after),
-              after[new_writer] > 0 && after.size() == 1);
+              region_list(after), after[new_writer] > 0 && after.size() == 1);
 }
 
 // S4: single-write; the write region goes offline, the account fails over
@@ -295,8 +319,8 @@ void s4(scenario_run& run, scenario_report& out) {
   auto write = [](const op_record& op) { return op.type == op_type::write; };
   run.failover_after(down_ms, old_writer, write);
   const auto& s = run.engine_settings();
-  auto bound = (switch_ms - down_ms) +
-               ms_of(s.retry.failover_retry_interval) + 2000;
+  auto bound =
+      (switch_ms - down_ms) + ms_of(s.retry.failover_retry_interval) + 2000;
   require_failover(run, out, bound,
                    "writes wait for the service failover " +
                        secs(switch_ms - down_ms) +
@@ -317,20 +341,12 @@ void s4(scenario_run& run, scenario_report& out) {
 // account endpoint or the old writer.
 void s5(scenario_run& run, scenario_report& out) {
   world_options w;
-  w.multi_write = false;
   w.exclude_every_region = true;
-  if (!run.setup(w)) return;
-  auto order = run.regions();
-  auto old_writer = order[0];
-  std::rotate(order.begin(), order.begin() + 1, order.end());
-  auto new_writer = order[0];
-  run.start_workload();
-  run.wait_until(0.3);
-  run.fault("write region " + old_writer + " -> " + new_writer, new_writer,
-            [&] { run.emu().control().set_write_regions(order); });
-  auto switch_ms = out.faults.back().at_ms;
-  run.wait_until(1.0);
-  run.finish();
+  auto sw = run_write_switch(run, out, w, 0.3);
+  if (!sw) return;
+  const auto& old_writer = sw->old_writer;
+  const auto& new_writer = sw->new_writer;
+  auto switch_ms = sw->at_ms;
   auto read = [](const op_record& op) { return op.type == op_type::read; };
   run.failover_after(switch_ms, old_writer, read);
   require_failover(run, out, 3000,
@@ -341,18 +357,19 @@ void s5(scenario_run& run, scenario_report& out) {
   run.require("before the switch, reads go to the write region " + old_writer,
               region_list(before),
               before[old_writer] > 0 && before.size() == 1);
-  auto settled = settled_per_site(run.ops(), switch_ms, [&](const op_record& op) {
-    return read(op) && op.region == new_writer;
-  });
+  auto settled =
+      settled_per_site(run.ops(), switch_ms, [&](const op_record& op) {
+        return read(op) && op.region == new_writer;
+      });
   auto after = served(run.ops(), [&](const op_record& op) {
     auto i = settled.find(op.site);
     return read(op) && i != settled.end() && op.start_us / 1000 > i->second;
   });
   run.require("after the switch, reads follow the new write region " +
                   new_writer + " (and report its name) on every site",
-              region_list(after) + "; sites switched: " +
-                  std::to_string(settled.size()) + " of " +
-                  std::to_string(run.regions().size()),
+              region_list(after) +
+                  "; sites switched: " + std::to_string(settled.size()) +
+                  " of " + std::to_string(run.regions().size()),
               after[new_writer] > 0 && after.size() == 1 &&
                   settled.size() == run.regions().size());
 }
@@ -378,8 +395,8 @@ void s6(scenario_run& run, scenario_report& out) {
   run.finish();
   const auto& rs = run.routers();
   run.note("caller deadline " + secs(run.deadline().count()) +
-           "; failover path: reads " + secs(read_silence_ms(s)) +
-           ", writes " + secs(write_silence_ms(s)));
+           "; failover path: reads " + secs(read_silence_ms(s)) + ", writes " +
+           secs(write_silence_ms(s)));
   run.note(std::to_string(rs.failover_decisions) + " failover decisions, " +
            std::to_string(rs.failover_decisions_completed) + " completed, " +
            std::to_string(rs.marks) + " marks, " +
@@ -393,12 +410,12 @@ void s6(scenario_run& run, scenario_report& out) {
               "exercised)",
               std::to_string(caller_timeouts) + " caller timeouts",
               caller_timeouts > 0);
-  run.require("failover decisions pre-empted by callers = 0",
-              std::to_string(rs.failover_decisions -
-                             rs.failover_decisions_completed) +
-                  " of " + std::to_string(rs.failover_decisions),
-              rs.failover_decisions > 0 &&
-                  rs.failover_decisions == rs.failover_decisions_completed);
+  run.require(
+      "failover decisions pre-empted by callers = 0",
+      std::to_string(rs.failover_decisions - rs.failover_decisions_completed) +
+          " of " + std::to_string(rs.failover_decisions),
+      rs.failover_decisions > 0 &&
+          rs.failover_decisions == rs.failover_decisions_completed);
   // Between the first mark and its expiry nothing goes to the dead region:
   // no attempt there, and no caller timeout (a timeout here means a request
   // waited for it).
@@ -533,16 +550,17 @@ drill_report run_drill(const drill_options& opts,
       def.run(run, out);
     }
     if (out.criteria.empty())
-      out.criteria.push_back(
-          {"the scenario ran", out.notes.empty() ? "no" : out.notes.back(),
-           false});
+      out.criteria.push_back({"the scenario ran",
+                              out.notes.empty() ? "no" : out.notes.back(),
+                              false});
     out.passed = std::all_of(out.criteria.begin(), out.criteria.end(),
                              [](const criterion& c) { return c.passed; });
     report.scenarios.push_back(std::move(out));
   }
-  report.passed = !report.scenarios.empty() &&
-                  std::all_of(report.scenarios.begin(), report.scenarios.end(),
-                              [](const scenario_report& s) { return s.passed; });
+  report.passed =
+      !report.scenarios.empty() &&
+      std::all_of(report.scenarios.begin(), report.scenarios.end(),
+                  [](const scenario_report& s) { return s.passed; });
   return report;
 }
 

@@ -28,24 +28,24 @@ namespace georoute::drill {
 
 const char* to_string(op_type x) {
   switch (x) {
-    case op_type::read:
-      return "read";
-    case op_type::write:
-      return "write";
-    case op_type::query:
-      return "query";
+  case op_type::read:
+    return "read";
+  case op_type::write:
+    return "write";
+  case op_type::query:
+    return "query";
   }
   return "?";
 }
 
 const char* to_string(op_result x) {
   switch (x) {
-    case op_result::success:
-      return "success";
-    case op_result::failure:
-      return "failure";
-    case op_result::timeout:
-      return "timeout";
+  case op_result::success:
+    return "success";
+  case op_result::failure:
+    return "failure";
+  case op_result::timeout:
+    return "timeout";
   }
   return "?";
 }
@@ -58,15 +58,15 @@ int64_t recorder::now_us() const {
 
 void recorder::add(op_record r) {
   switch (r.result) {
-    case op_result::success:
-      ++ok;
-      break;
-    case op_result::failure:
-      ++failed;
-      break;
-    case op_result::timeout:
-      ++timed_out;
-      break;
+  case op_result::success:
+    ++ok;
+    break;
+  case op_result::failure:
+    ++failed;
+    break;
+  case op_result::timeout:
+    ++timed_out;
+    break;
   }
   std::lock_guard<std::mutex> guard{mtx_};
   ops_.push_back(std::move(r));
@@ -125,7 +125,8 @@ void fail(caller_ptr self, op_record r, const caf::error& e) {
   } else {
     r.result = op_result::failure;
     r.error = std::string{to_string(code_of(e))} + ": " + context_of(e);
-    if (const auto* d = diagnostics_of(e)) take_diagnostics(self->state.cfg, *d, r);
+    if (const auto* d = diagnostics_of(e))
+      take_diagnostics(self->state.cfg, *d, r);
   }
   finish(self, std::move(r));
 }
@@ -160,9 +161,10 @@ void issue_write(caller_ptr self, op_record r) {
             std::to_string(st.next_write++);
   auto pk = "p" + std::to_string(st.rng() % 40);
   auto req = base_request(st.cfg, data_op::create);
-  req.body = nlohmann::json{{"id", id}, {"pk", pk}, {"kind", "w"},
-                            {"site", st.cfg.site}}
-                 .dump();
+  req.body =
+      nlohmann::json{
+          {"id", id}, {"pk", pk}, {"kind", "w"}, {"site", st.cfg.site}}
+          .dump();
   req.options.partition_key_json = nlohmann::json::array({pk}).dump();
   self->request(st.cfg.router, st.cfg.deadline, route_atom_v, std::move(req))
       .then(
@@ -212,8 +214,7 @@ void query_page(caller_ptr self, op_record r,
               if (d.contains("id") && d["id"].is_string())
                 got->ids.push_back(d["id"].get<std::string>());
             if (!resp.continuation.empty()) {
-              query_page(self, std::move(r), got, resp.continuation,
-                         deadline);
+              query_page(self, std::move(r), got, resp.continuation, deadline);
               return;
             }
             // Complete: compare with the seed set.

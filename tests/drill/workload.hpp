@@ -7,8 +7,8 @@
 
 #include "messages/interfaces.hpp"
 
-#include <caf/actor_system.hpp>
 #include <atomic>
+#include <caf/actor_system.hpp>
 #include <chrono>
 #include <cstdint>
 #include <map>
