@@ -34,6 +34,10 @@
 #include <variant>
 #include <vector>
 
+namespace georoute::emulator::sql {
+struct query; // tests/emulator/sql.hpp
+} // namespace georoute::emulator::sql
+
 namespace georoute::emulator::detail {
 
 using json = nlohmann::json;
@@ -320,9 +324,18 @@ struct engine::state {
   scope_of(request_ctx& ctx, detail::collection& coll);
   /// The documents of `s` the region sees, range by range, each range in
   /// creation order.
+  /// With `seqs`, each row's document creation number goes there too.
   std::vector<json> gather(const request_ctx& ctx,
                            const detail::collection& coll,
-                           const detail::query_scope& s) const;
+                           const detail::query_scope& s,
+                           std::vector<uint64_t>* seqs = nullptr) const;
+  /// A query on one range that needs no client-side merging, paged by
+  /// document position so that its continuation survives a split.
+  http_response stream_range_query(request_ctx& ctx,
+                                   const detail::collection& coll,
+                                   const detail::query_scope& s,
+                                   const std::string& text, const json& params,
+                                   const sql::query& q);
   void add_scope_headers(http_response& res, const request_ctx& ctx,
                          const detail::collection& coll,
                          const detail::query_scope& s) const;

@@ -192,7 +192,8 @@ engine::state::scope_of(request_ctx& ctx, detail::collection& coll) {
 
 std::vector<nlohmann::json>
 engine::state::gather(const request_ctx& ctx, const detail::collection& coll,
-                      const detail::query_scope& s) const {
+                      const detail::query_scope& s,
+                      std::vector<uint64_t>* seqs) const {
   std::vector<nlohmann::json> rows;
   for (const auto* range : s.ranges) {
     std::vector<const detail::document*> docs;
@@ -210,10 +211,88 @@ engine::state::gather(const request_ctx& ctx, const detail::collection& coll,
               [](auto* x, auto* y) { return x->seq < y->seq; });
     for (const auto* doc : docs) {
       const auto* v = view(*doc, ctx.region_index, ctx.now);
-      if (v != nullptr && !v->deleted) rows.push_back(v->body);
+      if (v != nullptr && !v->deleted) {
+        rows.push_back(v->body);
+        if (seqs != nullptr) seqs->push_back(doc->seq);
+      }
     }
   }
   return rows;
+}
+
+// A range-scoped query whose rows stream one document at a time (no ORDER
+// BY, aggregate, DISTINCT, TOP or OFFSET). Its continuation names the last
+// document read, by creation number, and the query, not the range: the
+// service's backend tokens stay valid on the children of a split range, and
+// the SDKs resume a split range's token on each child (with its EPK bounds).
+// The children hold the parent's documents in the same creation order, so
+// "after document N" means the same on both.
+http_response engine::state::stream_range_query(request_ctx& ctx,
+                                                const detail::collection& coll,
+                                                const detail::query_scope& s,
+                                                const std::string& text,
+                                                const json& params,
+                                                const sql::query& q) {
+  auto hash =
+      hash_text(detail::fnv1a("stream\n" + text + "\n" + params.dump()));
+  auto size = page_size(ctx.req);
+  if (auto* err = std::get_if<http_response>(&size)) return std::move(*err);
+  uint64_t after = 0;
+  if (const auto& token = ctx.req.header("x-ms-continuation"); !token.empty()) {
+    auto bad = [&](const std::string& why) {
+      return error_response(400, 0, "invalid x-ms-continuation: " + why);
+    };
+    auto bytes = transport::base64_decode(token);
+    if (!bytes) return bad("not a token of this emulator");
+    auto parsed =
+        nlohmann::json::parse(bytes->begin(), bytes->end(), nullptr, false);
+    if (parsed.is_discarded() || !parsed.is_object() || !parsed.contains("d") ||
+        !parsed["d"].is_number_unsigned() || !parsed.contains("h") ||
+        !parsed["h"].is_string())
+      return bad("not a token of this emulator");
+    if (parsed["h"] != hash)
+      return bad("the token belongs to another query or scope");
+    after = parsed["d"].get<uint64_t>();
+  }
+  std::vector<uint64_t> seqs;
+  auto docs = gather(ctx, coll, s, &seqs);
+  // gather() goes range by range; one range here, already in seq order.
+  auto limit = static_cast<size_t>(std::get<int64_t>(size));
+  nlohmann::json page = nlohmann::json::array();
+  uint64_t last = after;
+  bool more = false;
+  for (size_t i = 0; i < docs.size(); ++i) {
+    if (seqs[i] <= after) continue;
+    if (page.size() >= limit) {
+      more = true;
+      break;
+    }
+    auto rows = sql::execute(q, {docs[i]}, params);
+    if (!rows) return error_response(400, 0, rows.error().what);
+    // A document's rows are never split over two pages.
+    if (!page.empty() && page.size() + rows->size() > limit) {
+      more = true;
+      break;
+    }
+    for (auto& r : *rows)
+      page.push_back(std::move(r));
+    last = seqs[i];
+  }
+  ctx.charge = 2 + 0.1 * static_cast<double>(page.size());
+  auto count = page.size();
+  nlohmann::json body{
+      {"_rid", coll.rid}, {"Documents", std::move(page)}, {"_count", count}};
+  auto res = json_response(200, body.dump());
+  res.set("x-ms-item-count", std::to_string(count));
+  if (more) {
+    auto token = nlohmann::json{{"d", last}, {"h", hash}}.dump();
+    res.set("x-ms-continuation",
+            transport::base64_encode(
+                reinterpret_cast<const unsigned char*>(token.data()),
+                token.size()));
+  }
+  add_scope_headers(res, ctx, coll, s);
+  return res;
 }
 
 void engine::state::add_scope_headers(http_response& res,
@@ -273,6 +352,8 @@ http_response engine::state::query_docs(request_ctx& ctx,
         transport::encode_query_plan(*plan));
   }
   if (auto behind = check_session(ctx, s.ranges)) return std::move(*behind);
+  if (s.identity.rfind("range:", 0) == 0 && !sql::needs_query_plan(*q.q))
+    return stream_range_query(ctx, coll, s, q.text, q.params, *q.q);
   auto rows = gather(ctx, coll, s);
   ctx.charge = 2 + 0.1 * static_cast<double>(rows.size());
   auto result = sql::execute(*q.q, rows, q.params);
