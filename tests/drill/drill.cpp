@@ -34,6 +34,11 @@ constexpr const char* help_text =
     "  --seed=1              random seed of the workload\n"
     "  --deadline=5s         the callers' request timeout (S6 uses a shorter "
     "one)\n"
+    "  --soak=30min          instead of the scenarios: one soak of that "
+    "length,\n"
+    "                        random faults (hangs, refusals, resets, 503, "
+    "429,\n"
+    "                        403/3, write-region rotations, splits); 20s..24h\n"
     "  --json=FILE           write the report as JSON\n"
     "  --html=FILE           write the report as HTML with a timeline chart "
     "per\n"
@@ -147,9 +152,9 @@ result<parsed_command> parse_command(std::vector<std::string> args) {
     auto eq = a.find('=');
     auto name =
         a.substr(2, eq == std::string::npos ? std::string::npos : eq - 2);
-    static const std::vector<std::string> known{"scenario", "duration", "rate",
-                                                "callers",  "regions",  "seed",
-                                                "deadline", "json",     "html"};
+    static const std::vector<std::string> known{
+        "scenario", "duration", "rate", "callers", "regions",
+        "seed",     "deadline", "json", "html",    "soak"};
     if (std::find(known.begin(), known.end(), name) == known.end())
       return problem{"unknown option --" + name +
                      " (see georoute drill --help)"};
@@ -209,6 +214,11 @@ result<parsed_command> parse_command(std::vector<std::string> args) {
       auto n = number_arg<uint64_t>(name, value, 0, UINT64_MAX);
       if (!n) return n.error();
       out.options.seed = *n;
+    } else if (name == "soak") {
+      auto d = duration_arg(name, value, std::chrono::seconds{20},
+                            std::chrono::hours{24});
+      if (!d) return d.error();
+      out.options.soak = *d;
     } else if (name == "json") {
       out.options.json_file = value;
     } else if (name == "html") {

@@ -35,6 +35,8 @@ struct drill_options {
   /// The callers' deadline (their CAF request timeout) for normal requests;
   /// S6 uses its own, shorter than the failover path.
   std::chrono::milliseconds deadline{5000};
+  /// Instead of the scenarios: one soak of this length (random faults).
+  std::chrono::milliseconds soak{0};
   std::string json_file;
   std::string html_file;
   /// Progress: a rewritten line on a terminal, plain lines otherwise.

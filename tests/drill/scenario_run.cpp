@@ -8,10 +8,14 @@
 #include <algorithm>
 #include <caf/all.hpp>
 #include <condition_variable>
+#include <fstream>
 #include <future>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <optional>
+#include <set>
 #include <sstream>
+#include <unistd.h>
 
 namespace georoute::drill {
 
@@ -127,6 +131,15 @@ caf::expected<T> ask(caf::actor_system& sys, const Handle& h,
       .receive([&](T& x) { result = std::move(x); },
                [&](caf::error& e) { result = std::move(e); });
   return result;
+}
+
+// This process's resident memory, from /proc/self/statm.
+std::optional<double> resident_mib() {
+  std::ifstream f{"/proc/self/statm"};
+  uint64_t size = 0, resident = 0;
+  if (!(f >> size >> resident)) return std::nullopt;
+  return static_cast<double>(resident) *
+         static_cast<double>(sysconf(_SC_PAGESIZE)) / (1024.0 * 1024.0);
 }
 
 double percentile(std::vector<int64_t>& xs, double p) {
@@ -276,7 +289,8 @@ void scenario_run::start_workload() {
     caller_setup c;
     c.site = static_cast<int>(i % sites_.size());
     c.index = static_cast<int>(i);
-    c.router = sites_[static_cast<size_t>(c.site)].router();
+    auto* site = &sites_[static_cast<size_t>(c.site)];
+    c.current_router = [site] { return site->router(); };
     c.rec = rec_;
     c.seeds = seeds_;
     c.collection_link = collection_link;
@@ -286,6 +300,7 @@ void scenario_run::start_workload() {
     c.rate = per_caller;
     c.deadline = deadline_;
     if (world_.exclude_every_region) c.excluded_regions = regions_;
+    c.write_ids = world_.write_ids;
     c.seed = opts_.seed * 1000003 + i;
     callers_.push_back(spawn_caller(*sys_, std::move(c)));
   }
@@ -314,6 +329,7 @@ void scenario_run::sample_backend() {
       }
     last = std::move(now);
     backend_buckets_.push_back(std::move(b));
+    if (auto mb = resident_mib()) rss_.emplace_back(t_ms, *mb);
   };
   while (sampling_) {
     auto next = start + std::chrono::seconds{k + 1};
@@ -327,7 +343,10 @@ void scenario_run::sample_backend() {
 }
 
 void scenario_run::wait_until(double fraction) {
-  auto until = at_ms(fraction);
+  wait_until_ms(at_ms(fraction));
+}
+
+void scenario_run::wait_until_ms(int64_t until) {
   int64_t last_report = -1;
   while (now_ms() < until) {
     std::this_thread::sleep_for(std::min<int64_t>(50, until - now_ms()) * 1ms);
@@ -408,8 +427,9 @@ void scenario_run::finish() {
   std::vector<transport::request> reads;
   std::vector<std::string> ids;
   auto writer = emu_->endpoint(emu_->control().write_regions().front());
+  std::set<std::string> seen;
   for (const auto& op : ops_) {
-    if (op.written_id.empty()) continue;
+    if (op.written_id.empty() || !seen.insert(op.written_id).second) continue;
     auto nl = op.written_id.find('\n');
     auto id = op.written_id.substr(0, nl);
     auto pk = op.written_id.substr(nl + 1);
@@ -431,7 +451,29 @@ void scenario_run::finish() {
   }
   summarize();
   common_criteria();
+  teardown();
   progress_(out_.id + " done", true);
+}
+
+// Stops every engine and checks that nothing is left: no actor running in
+// the system, no connection open at the emulator.
+void scenario_run::teardown() {
+  for (auto& s : sites_)
+    s.stop();
+  auto give_up = recorder::clock::now() + 5s;
+  size_t actors = 0;
+  uint64_t connections = 0;
+  for (;;) {
+    actors = sys_->registry().running();
+    connections = emu_->open_connections();
+    if ((actors == 0 && connections == 0) || recorder::clock::now() > give_up)
+      break;
+    std::this_thread::sleep_for(10ms);
+  }
+  require("no leaked actors or connections once the engines stopped",
+          std::to_string(actors) + " actors running, " +
+              std::to_string(connections) + " connections open",
+          actors == 0 && connections == 0);
 }
 
 void scenario_run::summarize() {

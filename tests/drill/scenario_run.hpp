@@ -30,6 +30,8 @@ struct world_options {
   std::chrono::milliseconds deadline{0};
   /// Every request excludes every region (S5).
   bool exclude_every_region = false;
+  /// Writes upsert a bounded set of documents (see caller_setup).
+  uint32_t write_ids = 0;
 };
 
 class scenario_run {
@@ -51,6 +53,8 @@ public:
 
   /// Sleeps until `fraction` of the duration has passed (progress meanwhile).
   void wait_until(double fraction);
+  /// Sleeps until `ms` since the start.
+  void wait_until_ms(int64_t ms);
 
   /// Applies a fault now and marks it in the report.
   void fault(const std::string& label, const std::string& region,
@@ -65,11 +69,15 @@ public:
 
   const std::vector<std::string>& regions() const { return regions_; }
   emulator::emulator& emu() { return *emu_; }
+  /// The engine of site `i` (the region `regions()[i]`).
+  engine& site(size_t i) { return sites_.at(i); }
   int64_t now_ms() const;
   int64_t at_ms(double fraction) const;
   const std::vector<op_record>& ops() const { return ops_; }
   /// Router counters summed over the sites (after `finish`).
   const router_stats& routers() const { return router_totals_; }
+  /// Resident memory of the process, once a second: (ms, MiB).
+  const std::vector<std::pair<int64_t, double>>& rss() const { return rss_; }
   /// The caller deadline in force.
   std::chrono::milliseconds deadline() const { return deadline_; }
   const config::settings& engine_settings() const { return base_; }
@@ -86,6 +94,7 @@ public:
 
 private:
   void sample_backend();
+  void teardown();
   void summarize();
   void common_criteria();
   uint64_t account_fetches();
@@ -107,6 +116,7 @@ private:
   std::thread sampler_;
   std::atomic<bool> sampling_{false};
   std::vector<timeline_bucket> backend_buckets_;
+  std::vector<std::pair<int64_t, double>> rss_;
   uint64_t fetches_at_start_ = 0;
   std::vector<op_record> ops_;
   router_stats router_totals_;

@@ -54,6 +54,24 @@ TEST_P(Scenario, PassesEveryCriterion) {
 INSTANTIATE_TEST_SUITE_P(Drill, Scenario, ::testing::ValuesIn(scenario_ids()),
                          [](const auto& info) { return info.param; });
 
+// The soak of issue 11, one minute: random faults from the whole menu.
+TEST(DrillSoak, OneMinute_PassesEveryCriterion) {
+  drill_options o;
+  o.soak = 60s;
+  o.rate = 150;
+  o.callers = 12;
+  o.seed = 7;
+  auto report = run_drill(o, drill_settings(), [](const std::string&, bool) {});
+  ASSERT_EQ(report.scenarios.size(), 1u);
+  const auto& s = report.scenarios.front();
+  SCOPED_TRACE(render_table(report));
+  EXPECT_GE(s.faults.size(), 8u) << "the soak applied too few faults";
+  for (const auto& c : s.criteria)
+    EXPECT_TRUE(c.passed) << c.requirement << ": " << c.measured;
+  auto problems = validate_report_json(render_json(report));
+  EXPECT_TRUE(problems.empty()) << problems.front();
+}
+
 TEST(DrillCommand, UnknownOption_NamesIt) {
   auto r = parse_command({"--bogus=1"});
   ASSERT_FALSE(r);
@@ -68,7 +86,8 @@ TEST(DrillCommand, BadValues_NameTheOptionAndTheRange) {
         {"--callers=x", "not a number"},
         {"--regions=9", "between 2 and 5"},
         {"--scenario=S9", "unknown scenario 'S9'"},
-        {"--json", "needs a value"}}) {
+        {"--json", "needs a value"},
+        {"--soak=5s", "between"}}) {
     auto r = parse_command({arg});
     ASSERT_FALSE(r) << arg;
     EXPECT_NE(r.error().what.find(want), std::string::npos)

@@ -124,11 +124,21 @@ void fail(caller_ptr self, op_record r, const caf::error& e) {
     r.region.clear();
   } else {
     r.result = op_result::failure;
-    r.error = std::string{to_string(code_of(e))} + ": " + context_of(e);
+    // The engine's errors say what and where; anything else (CAF's
+    // request_receiver_down, say) by CAF's name for it.
+    r.error = e.category() == error_category
+                  ? std::string{to_string(code_of(e))} + ": " + context_of(e)
+                  : "caf: " + caf::to_string(e);
     if (const auto* d = diagnostics_of(e))
       take_diagnostics(self->state.cfg, *d, r);
   }
   finish(self, std::move(r));
+}
+
+// The router to ask now: the engine's current one when the caller follows
+// restarts (as an application holding the engine does), else the fixed one.
+router_actor router_of(const caller_setup& cfg) {
+  return cfg.current_router ? cfg.current_router() : cfg.router;
 }
 
 data_request base_request(const caller_setup& cfg, data_op op) {
@@ -146,7 +156,8 @@ void issue_read(caller_ptr self, op_record r) {
   auto req = base_request(st.cfg, data_op::read);
   req.id = id;
   req.options.partition_key_json = nlohmann::json::array({pk}).dump();
-  self->request(st.cfg.router, st.cfg.deadline, route_atom_v, std::move(req))
+  self->request(router_of(st.cfg), st.cfg.deadline, route_atom_v,
+                std::move(req))
       .then(
           [=](data_response& resp) mutable {
             take_diagnostics(self->state.cfg, resp.diag, r);
@@ -157,16 +168,22 @@ void issue_read(caller_ptr self, op_record r) {
 
 void issue_write(caller_ptr self, op_record r) {
   auto& st = self->state;
+  auto n = st.next_write++;
+  auto upsert = st.cfg.write_ids > 0;
+  if (upsert) n %= st.cfg.write_ids;
   auto id = st.cfg.tag + "-w" + std::to_string(st.cfg.index) + "-" +
-            std::to_string(st.next_write++);
-  auto pk = "p" + std::to_string(st.rng() % 40);
-  auto req = base_request(st.cfg, data_op::create);
+            std::to_string(n);
+  // An upserted id keeps its partition key.
+  auto pk = "p" + std::to_string(upsert ? (st.cfg.index * 31 + n) % 40
+                                        : st.rng() % 40);
+  auto req = base_request(st.cfg, upsert ? data_op::upsert : data_op::create);
   req.body =
       nlohmann::json{
           {"id", id}, {"pk", pk}, {"kind", "w"}, {"site", st.cfg.site}}
           .dump();
   req.options.partition_key_json = nlohmann::json::array({pk}).dump();
-  self->request(st.cfg.router, st.cfg.deadline, route_atom_v, std::move(req))
+  self->request(router_of(st.cfg), st.cfg.deadline, route_atom_v,
+                std::move(req))
       .then(
           [=](data_response& resp) mutable {
             take_diagnostics(self->state.cfg, resp.diag, r);
@@ -196,7 +213,7 @@ void query_page(caller_ptr self, op_record r,
   auto req = base_request(st.cfg, data_op::query);
   req.body = seed_query();
   req.options.continuation = std::move(continuation);
-  self->request(st.cfg.router, left, route_atom_v, std::move(req))
+  self->request(router_of(st.cfg), left, route_atom_v, std::move(req))
       .then(
           [=](data_response& resp) mutable {
             for (const auto& a : resp.diag.attempts)

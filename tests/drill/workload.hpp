@@ -11,6 +11,7 @@
 #include <caf/actor_system.hpp>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -88,6 +89,9 @@ struct caller_setup {
   int site = 0;
   int index = 0; ///< caller number (unique across sites)
   router_actor router;
+  /// When set, asked before every request (the engine's `router()`, which
+  /// names the successor after a restart); `router` is then unused.
+  std::function<router_actor()> current_router;
   std::shared_ptr<recorder> rec;
   std::shared_ptr<const seed_set> seeds;
   std::string collection_link;
@@ -97,6 +101,9 @@ struct caller_setup {
   double rate = 10; ///< operations per second of this caller
   std::chrono::milliseconds deadline{5000};
   std::vector<std::string> excluded_regions; ///< on every request
+  /// 0: every write creates a new document. N: writes upsert one of N
+  /// documents of this caller (the soak: the data set stays bounded).
+  uint32_t write_ids = 0;
   uint64_t seed = 1;
 };
 

@@ -75,6 +75,8 @@ public:
   /// Connections accepted per region (for keep-alive tests); "" = the
   /// global endpoint.
   uint64_t accepted_connections(const std::string& region) const;
+  /// Connections open now, over every server (the global endpoint too).
+  uint64_t open_connections() const;
 
   emulator(const emulator&) = delete;
   emulator& operator=(const emulator&) = delete;

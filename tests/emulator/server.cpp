@@ -129,6 +129,11 @@ public:
   }
   void set_latency(std::chrono::milliseconds x) { latency_ms_ = x.count(); }
   uint64_t accepted() const { return accepted_.load(); }
+  /// Sessions alive now (open connections).
+  size_t open_sessions() {
+    std::lock_guard<std::mutex> guard{mtx_};
+    return sessions_.size();
+  }
 
   /// Binds 127.0.0.1:`port` (0 = ephemeral) and listens.
   result<bool> open(uint16_t port);
@@ -729,6 +734,13 @@ uint64_t emulator::accepted_connections(const std::string& region) const {
   if (region.empty()) return impl_->global->accepted();
   auto* l = impl_->find(region);
   return l ? l->accepted() : 0;
+}
+
+uint64_t emulator::open_connections() const {
+  uint64_t n = impl_->global->open_sessions();
+  for (const auto& l : impl_->regions)
+    n += l->open_sessions();
+  return n;
 }
 
 } // namespace georoute::emulator

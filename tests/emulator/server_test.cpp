@@ -87,6 +87,18 @@ TEST_F(EmulatorServer, KeepAlive_SeveralRequests_OneAcceptedConnection) {
   EXPECT_EQ(fresh->stats().connections_opened, 1u);
 }
 
+TEST_F(EmulatorServer, OpenConnections_CountsLiveSessions_ZeroAfterTheClientCloses) {
+  auto base = emu->open_connections();
+  auto fresh = make_client();
+  auto o = send("GET", emu->endpoint("East US"), "/", {}, {}, 5s, fresh.get());
+  ASSERT_EQ(o.status, 200) << o.error_detail;
+  EXPECT_EQ(emu->open_connections(), base + 1);
+  fresh.reset(); // closes its pool
+  for (int i = 0; i < 200 && emu->open_connections() > base; ++i)
+    std::this_thread::sleep_for(10ms);
+  EXPECT_EQ(emu->open_connections(), base);
+}
+
 TEST_F(EmulatorServer, ConnectionClose_Honoured_ServerClosesAfterResponse) {
   auto reply = raw_exchange(west(), "GET / HTTP/1.1\r\nHost: x\r\n"
                                     "Connection: close\r\n\r\n");

@@ -1,0 +1,93 @@
+#pragma once
+
+// What the scenario scripts share: the engine's failover paths from its
+// settings, and the criteria built from the operations the callers saw.
+
+#include "config/settings.hpp"
+#include "tests/drill/report.hpp"
+#include "tests/drill/scenario_run.hpp"
+#include "tests/drill/workload.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace georoute::drill {
+
+/// "1.5 s".
+std::string secs(int64_t ms);
+
+inline int64_t ms_of(std::chrono::milliseconds d) {
+  return d.count();
+}
+
+/// The longest a read waits for a silent region before failing over: the
+/// whole partition-failover ladder (its steps retry the same endpoint).
+int64_t read_silence_ms(const config::settings& s);
+
+/// A write waits for one attempt of the default ladder (timeouts of writes
+/// are not retried).
+int64_t write_silence_ms(const config::settings& s);
+
+/// A failure because an attempt timed out inside the engine.
+bool timed_out_in_engine(const op_record& op);
+
+/// "West US 12, East US 3", or "none".
+std::string region_list(const std::map<std::string, uint64_t>& m);
+
+/// How many operations match `pred`.
+template <class Pred>
+uint64_t count(const std::vector<op_record>& ops, Pred pred) {
+  return static_cast<uint64_t>(std::count_if(ops.begin(), ops.end(), pred));
+}
+
+/// Successful operations matching `pred`, by serving region.
+template <class Pred>
+std::map<std::string, uint64_t> served(const std::vector<op_record>& ops,
+                                       Pred pred) {
+  std::map<std::string, uint64_t> m;
+  for (const auto& op : ops)
+    if (op.result == op_result::success && pred(op)) ++m[op.region];
+  return m;
+}
+
+/// Per site: when its first operation matching `pred` succeeded after
+/// `after_ms` (each site's engine learns a change on its own).
+template <class Pred>
+std::map<int, int64_t> settled_per_site(const std::vector<op_record>& ops,
+                                        int64_t after_ms, Pred pred) {
+  std::map<int, int64_t> first;
+  for (const auto& op : ops) {
+    if (op.result != op_result::success || op.end_us / 1000 < after_ms ||
+        !pred(op))
+      continue;
+    auto end = op.end_us / 1000;
+    auto [i, fresh] = first.emplace(op.site, end);
+    if (!fresh) i->second = std::min(i->second, end);
+  }
+  return first;
+}
+
+/// Requires a failover (`out.failover_ms`) within `bound_ms`.
+void require_failover(scenario_run& run, scenario_report& out, int64_t bound_ms,
+                      const std::string& why);
+
+/// The common criterion counts every failure. A write in flight to a
+/// region when it went silent times out inside the engine and is not
+/// retried (it may have been applied): reported on its own and excluded,
+/// provided every one of them started within one write timeout (+0.5 s) of
+/// an instant in `silent_at`, i.e. before the engine could know and mark
+/// the region.
+void allow_ambiguous_writes(scenario_run& run, scenario_report& out,
+                            const std::vector<int64_t>& silent_at);
+
+/// The soak (soak.cpp).
+void soak(scenario_run& run, scenario_report& out, uint64_t seed);
+
+/// Kills every actor of one site's engine in turn under load (soak.cpp).
+void kill_each_actor(scenario_run& run, scenario_report& out);
+
+} // namespace georoute::drill
