@@ -43,21 +43,25 @@ void require_failover(scenario_run& run, scenario_report& out, int64_t bound_ms,
               out.failover_ms && *out.failover_ms <= bound_ms);
 }
 
-void allow_ambiguous_writes(scenario_run& run, scenario_report& out,
-                            const std::vector<int64_t>& silent_at) {
-  auto window = write_silence_ms(run.engine_settings()) + 500;
+namespace {
+
+// Replaces the common failure criterion by one that excludes timed-out
+// writes, and requires each of them to start inside `windows`.
+void exclude_timed_out_writes(
+    scenario_run& run, scenario_report& out,
+    const std::vector<std::pair<int64_t, int64_t>>& windows,
+    const std::string& requirement) {
   uint64_t ambiguous = 0, late = 0;
   for (const auto& op : run.ops())
     if (op.type == op_type::write && timed_out_in_engine(op)) {
       ++ambiguous;
       auto start = op.start_us / 1000;
       bool explained =
-          std::any_of(silent_at.begin(), silent_at.end(), [&](int64_t at) {
-            return start >= at - window && start <= at + window;
+          std::any_of(windows.begin(), windows.end(), [&](const auto& w) {
+            return start >= w.first - 500 && start <= w.second + 500;
           });
       if (!explained) ++late;
     }
-  // Replace the common criterion with one that excludes them.
   for (auto& c : out.criteria)
     if (c.requirement == "user-visible failures = 0") {
       auto others = out.total.failures - ambiguous;
@@ -67,12 +71,32 @@ void allow_ambiguous_writes(scenario_run& run, scenario_report& out,
                    " timed-out writes)";
       c.passed = others == 0;
     }
-  run.require("timed-out writes all started before the region was known "
-              "silent (its fault + " +
-                  secs(write_silence_ms(run.engine_settings())) + ")",
+  run.require(requirement,
               std::to_string(ambiguous) + " timed out, " +
-                  std::to_string(late) + " started later",
+                  std::to_string(late) + " started outside",
               late == 0);
+}
+
+} // namespace
+
+void allow_ambiguous_writes(scenario_run& run, scenario_report& out,
+                            const std::vector<int64_t>& silent_at) {
+  auto wait = write_silence_ms(run.engine_settings());
+  std::vector<std::pair<int64_t, int64_t>> windows;
+  for (auto at : silent_at)
+    windows.emplace_back(at - wait, at + wait);
+  exclude_timed_out_writes(
+      run, out, windows,
+      "timed-out writes all started before the region was known silent "
+      "(its fault + " +
+          secs(wait) + ")");
+}
+
+void allow_ambiguous_writes_during(
+    scenario_run& run, scenario_report& out,
+    const std::vector<std::pair<int64_t, int64_t>>& silent) {
+  exclude_timed_out_writes(run, out, silent,
+                           "timed-out writes all started while a region hung");
 }
 
 } // namespace georoute::drill

@@ -84,6 +84,13 @@ void require_failover(scenario_run& run, scenario_report& out, int64_t bound_ms,
 void allow_ambiguous_writes(scenario_run& run, scenario_report& out,
                             const std::vector<int64_t>& silent_at);
 
+/// The same for the soak, where a region may hang longer than a mark
+/// lives: every timed-out write must have started inside one of the
+/// `silent` intervals (a hang's start to its end, +0.5 s each side).
+void allow_ambiguous_writes_during(
+    scenario_run& run, scenario_report& out,
+    const std::vector<std::pair<int64_t, int64_t>>& silent);
+
 /// The soak (soak.cpp).
 void soak(scenario_run& run, scenario_report& out, uint64_t seed);
 

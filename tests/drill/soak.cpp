@@ -67,7 +67,8 @@ void soak(scenario_run& run, scenario_report& out, uint64_t seed) {
   };
   std::vector<std::string> live_ranges{"0", "1"};
   int splits = 0;
-  std::vector<int64_t> silent_at; // hangs: writes in flight may time out
+  // Hangs: writes in flight to the region may time out.
+  std::vector<std::pair<int64_t, int64_t>> silent;
   auto end_ms = run.at_ms(1.0);
   auto& emu = run.emu();
   run.start_workload();
@@ -97,7 +98,7 @@ void soak(scenario_run& run, scenario_report& out, uint64_t seed) {
     switch (pick(splits < 16 ? 9 : 8)) {
     case 0:
       set_state(region_state::hang, "hangs");
-      silent_at.push_back(run.now_ms());
+      silent.emplace_back(run.now_ms(), -1);
       break;
     case 1:
       set_state(region_state::offline_refuse, "refuses connections");
@@ -140,11 +141,13 @@ void soak(scenario_run& run, scenario_report& out, uint64_t seed) {
     }
     run.wait_until_ms(run.now_ms() + between(1000, 4000));
     if (lift) lift();
+    if (!silent.empty() && silent.back().second < 0)
+      silent.back().second = run.now_ms();
     run.wait_until_ms(std::min(end_ms, run.now_ms() + between(1000, 3000)));
   }
   run.wait_until(1.0);
   run.finish();
-  allow_ambiguous_writes(run, out, silent_at);
+  allow_ambiguous_writes_during(run, out, silent);
   run.note(std::to_string(out.faults.size()) + " faults, " +
            std::to_string(splits) + " splits (" +
            std::to_string(live_ranges.size()) + " ranges at the end)");
