@@ -8,6 +8,7 @@
 
 #include "config/georoute_config.hpp"
 #include "messages/types.hpp"
+#include "tests/bench/bench_command.hpp"
 #include "tests/drill/drill.hpp"
 #include "tests/emulator/emulator_main.hpp"
 
@@ -22,6 +23,8 @@ constexpr const char* usage =
     "usage: georoute [command] [options]\n"
     "\n"
     "commands:\n"
+    "  bench          georoute against a raw client and @azure/cosmos, side\n"
+    "                 by side (georoute bench --help; reads no configuration)\n"
     "  check-config   validate the configuration and exit (default)\n"
     "  drill          run the disaster-recovery drill (georoute drill --help)\n"
     "  emulator       run the multi-region gateway emulator (own flags: see\n"
@@ -48,6 +51,8 @@ int main(int argc, char** argv) {
   // The emulator has its own flags and reads no georoute configuration.
   if (command == "emulator")
     return georoute::emulator::run_emulator_command(std::move(args));
+  if (command == "bench")
+    return georoute::bench::run_bench_command(std::move(args));
   // The drill reads the configuration itself, after its own options.
   if (command == "drill")
     return georoute::drill::run_drill_command(std::move(args));

@@ -1,0 +1,254 @@
+#include "tests/bench/bench_command.hpp"
+
+#include "tests/bench/bench_options.hpp"
+#include "tests/bench/georoute_load.hpp"
+#include "tests/bench/memory.hpp"
+#include "tests/bench/report.hpp"
+#include "tests/bench/scenarios.hpp"
+
+#include <algorithm>
+#include <csignal>
+#include <iostream>
+#include <thread>
+
+namespace georoute::bench {
+
+namespace {
+
+using namespace std::chrono_literals;
+
+/// Warm-up, then a measured window, around a load started by `start`.
+template <class Start, class Stop>
+round_figures timed_round(const options& o, size_t in_flight,
+                          child_emulator& emu, Start start, Stop stop) {
+  event_log log{in_flight};
+  start(log);
+  std::this_thread::sleep_for(to_ms(o.warmup));
+  auto t0 = log.now_us();
+  auto cpu0 = process_cpu_seconds();
+  auto emu0 = process_cpu_seconds(emu.pid());
+  std::this_thread::sleep_for(to_ms(o.seconds));
+  auto cpu1 = process_cpu_seconds();
+  auto emu1 = process_cpu_seconds(emu.pid());
+  auto t1 = log.now_us();
+  stop();
+  auto f = figures_of(log.take(), t0, t1, cpu1 - cpu0);
+  f.in_flight = in_flight;
+  if (emu0 >= 0 && emu1 >= 0) f.emulator_cpu_seconds = emu1 - emu0;
+  return f;
+}
+
+round_figures skipped_round(const std::string& client, size_t n, int round,
+                            const std::string& why) {
+  round_figures f;
+  f.client = client;
+  f.in_flight = n;
+  f.round = round;
+  f.skipped = why;
+  return f;
+}
+
+round_figures peer_round(node_peer* peer, const std::string& peer_skip,
+                         const options& o, size_t n, int round) {
+  if (!peer) return skipped_round("peer", n, round, peer_skip);
+  auto r = peer->call({{"cmd", "load"},
+                       {"inFlight", n},
+                       {"warmupMs", to_ms(o.warmup).count()},
+                       {"windowMs", to_ms(o.seconds).count()}},
+                      to_ms(o.warmup + o.seconds) + 60s);
+  if (!r) return skipped_round("peer", n, round, r.error().what);
+  round_figures f;
+  f.client = "peer";
+  f.in_flight = n;
+  f.round = round;
+  const auto& j = *r;
+  f.ok = j.value("ok", uint64_t{0});
+  f.failed = j.value("failed", uint64_t{0});
+  f.seconds = j.value("seconds", 0.0);
+  f.requests_per_second = j.value("rps", 0.0);
+  f.p50_ms = j.value("p50", 0.0);
+  f.p99_ms = j.value("p99", 0.0);
+  f.cpu_seconds = j.value("cpu", 0.0);
+  f.cpu_seconds_per_1k =
+      f.ok > 0 ? f.cpu_seconds * 1000.0 / static_cast<double>(f.ok) : 0;
+  return f;
+}
+
+} // namespace
+
+int run_bench_command(std::vector<std::string> args) {
+  options o;
+  if (auto e = parse(std::move(args), o); !e.empty()) {
+    if (e == "help") {
+      std::cout << usage;
+      return 0;
+    }
+    std::cerr << e << "\n";
+    return 2;
+  }
+  // A peer that dies must not take the bench with it.
+  std::signal(SIGPIPE, SIG_IGN);
+  auto started_at = steady::now();
+  report rep;
+  rep.command = "georoute bench";
+  rep.seconds_per_round = o.seconds;
+  rep.warmup_seconds = o.warmup;
+  rep.rounds = o.rounds;
+  rep.in_flight = o.in_flight;
+  bool failed = false;
+
+  std::string ports = "0,0,0";
+  auto emu = child_emulator::start(
+      self_exe(), {"--regions=West US,East US,North Europe", "--ports=" + ports,
+                   "--global-port=0", "--io-threads=1"});
+  if (!emu) {
+    std::cerr << "georoute bench: cannot start the emulator: "
+              << emu.error().what << "\n";
+    return 1;
+  }
+  auto& em = **emu;
+  log("emulator pid " + std::to_string(em.pid()) + " at " +
+      em.global_endpoint());
+  if (auto e = set_up(em, o); !e.empty()) {
+    std::cerr << "georoute bench: set-up failed: " << e << "\n";
+    return 1;
+  }
+  auto raw_req = raw_read(em);
+  if (!raw_req) {
+    std::cerr << "georoute bench: " << raw_req.error().what << "\n";
+    return 1;
+  }
+
+  size_t max_in_flight =
+      *std::max_element(o.in_flight.begin(), o.in_flight.end());
+  driver_options d;
+  d.global_endpoint = em.global_endpoint();
+  d.key = em.key();
+  d.preferred_regions = regions;
+  d.connections = max_in_flight;
+  auto drv = georoute_driver::start(d);
+  if (!drv) {
+    std::cerr << "georoute bench: " << drv.error().what << "\n";
+    return 1;
+  }
+  auto read = point_read(link, doc_id, doc_pk);
+  std::string err;
+  if (!(*drv)->route_once(read, &err)) {
+    std::cerr << "georoute bench: the first routed read failed: " << err
+              << "\n";
+    return 1;
+  }
+
+  std::unique_ptr<node_peer> peer;
+  std::string peer_skip = "skipped (--skip=peer)";
+  if (!o.skipped("peer")) {
+    auto p = node_peer::start(o.source_dir, o.peer_dir);
+    if (!p) {
+      peer_skip = p.error().what;
+    } else {
+      auto init = (*p)->call({{"cmd", "init"},
+                              {"endpoint", em.global_endpoint()},
+                              {"key", em.key()},
+                              {"db", db},
+                              {"coll", coll},
+                              {"id", doc_id},
+                              {"pk", doc_pk},
+                              {"preferred", regions},
+                              {"requestTimeoutMs", 1000}},
+                             60s);
+      if (!init) {
+        peer_skip = init.error().what;
+      } else {
+        rep.peer_version =
+            "@azure/cosmos on Node " + init->value("node", std::string{"?"});
+        peer = std::move(*p);
+      }
+    }
+    if (!peer) log("peer skipped: " + peer_skip);
+  }
+
+  // Interleaved rounds: every level and client once per round, the client
+  // order rotating, so that noise hits all alike.
+  const std::vector<std::string> clients{"raw", "georoute", "peer"};
+  for (int round = 0; round < o.rounds; ++round) {
+    for (auto n : o.in_flight) {
+      for (size_t c = 0; c < clients.size(); ++c) {
+        const auto& client =
+            clients[(c + static_cast<size_t>(round)) % clients.size()];
+        round_figures f;
+        if (o.skipped(client)) {
+          f = skipped_round(client, n, round, "skipped (--skip)");
+        } else if (client == "raw") {
+          std::unique_ptr<raw_load> load;
+          f = timed_round(
+              o, n, em,
+              [&](event_log& l) {
+                load = std::make_unique<raw_load>(*raw_req, n, l);
+              },
+              [&] { load->stop(); });
+        } else if (client == "georoute") {
+          std::unique_ptr<caller_load> load;
+          f = timed_round(
+              o, n, em,
+              [&](event_log& l) { load = (*drv)->start_load(read, n, l, 10s); },
+              [&] { load->stop(30s); });
+        } else {
+          f = peer_round(peer.get(), peer_skip, o, n, round);
+        }
+        f.client = client;
+        f.round = round;
+        log("round " + std::to_string(round + 1) + " " + client + " x" +
+            std::to_string(n) + ": " +
+            (f.skipped.empty()
+                 ? std::to_string(static_cast<long>(f.requests_per_second)) +
+                       " req/s"
+                 : f.skipped));
+        rep.rounds_raw.push_back(f);
+      }
+    }
+  }
+
+  if (!o.skipped("failover")) {
+    for (const auto& f : faults(em)) {
+      log("failover " + f.name + " (georoute)");
+      rep.failover.push_back(georoute_failover(em, f, o, 16));
+      log("failover " + f.name + " (peer)");
+      rep.failover.push_back(peer_failover(peer.get(), peer_skip, f, o, 16));
+    }
+  }
+
+  if (!o.skipped("cold")) {
+    for (auto k : o.cold) {
+      log("cold start, " + std::to_string(k) + " callers");
+      rep.cold.push_back((*drv)->cold_start(
+          point_read("dbs/bench/colls/" + cold_name("georoute", k), doc_id,
+                     doc_pk),
+          k));
+      rep.cold.push_back(peer_cold(peer.get(), peer_skip, k));
+    }
+  }
+  peer.reset();
+  drv->reset();
+
+  if (!o.skipped("memory") && o.memory_collections > 0) {
+    log("memory: " + std::to_string(o.memory_collections) + " collections x " +
+        std::to_string(o.memory_ranges) + " ranges");
+    rep.memory = measure_memory(o.memory_collections, o.memory_ranges);
+    rep.has_memory = true;
+  }
+  rep.total_seconds =
+      std::chrono::duration<double>(steady::now() - started_at).count();
+  rep.summarize();
+  std::cout << render_text(rep);
+  if (!o.json_file.empty()) {
+    if (!write_json(rep, o.json_file)) {
+      std::cerr << "georoute bench: cannot write " << o.json_file << "\n";
+      failed = true;
+    }
+  }
+  for (const auto& r : rep.rounds_raw)
+    if (r.client != "peer" && r.skipped.empty() && r.ok == 0) failed = true;
+  return failed ? 1 : 0;
+}
+
+} // namespace georoute::bench

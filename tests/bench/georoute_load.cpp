@@ -1,0 +1,325 @@
+#include "tests/bench/georoute_load.hpp"
+
+#include "actors/engine.hpp"
+#include "messages/error.hpp"
+#include "messages/types.hpp"
+#include "transport/http_client.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <caf/all.hpp>
+#include <condition_variable>
+#include <mutex>
+#include <optional>
+#include <thread>
+
+namespace georoute::bench {
+
+namespace {
+
+using namespace std::chrono_literals;
+
+/// After a failed operation a caller pauses this long before the next one,
+/// so that a fault answered at once does not turn into a busy loop (the
+/// peer's callers do the same).
+constexpr auto pause_after_failure = 10ms;
+
+struct bench_config : caf::actor_system_config {
+  explicit bench_config(size_t threads) {
+    register_types(*this);
+    set("scheduler.max-threads", static_cast<int>(threads));
+  }
+};
+
+/// Counts callers down to zero.
+struct load_control {
+  std::atomic<bool> stopping{false};
+  std::mutex mtx;
+  std::condition_variable cv;
+  size_t active = 0;
+  std::atomic<uint64_t> ok{0};
+  std::atomic<uint64_t> failed{0};
+  /// With `bounded`: operations left to start (else until `stopping`).
+  bool bounded = false;
+  std::atomic<int64_t> budget{0};
+
+  void finished() {
+    std::lock_guard<std::mutex> guard{mtx};
+    if (--active == 0) cv.notify_all();
+  }
+
+  bool wait(std::chrono::milliseconds d) {
+    std::unique_lock<std::mutex> guard{mtx};
+    return cv.wait_for(guard, d, [this] { return active == 0; });
+  }
+};
+
+struct caller_ctx {
+  router_actor router;
+  data_request req;
+  event_log* log = nullptr;
+  size_t slot = 0;
+  std::shared_ptr<load_control> ctl;
+  caf::timespan timeout;
+  bool once = false; ///< cold start: one operation, then quit
+};
+
+void issue(caf::event_based_actor* self, std::shared_ptr<caller_ctx> c);
+
+void after(caf::event_based_actor* self, const std::shared_ptr<caller_ctx>& c,
+           bool ok) {
+  if (c->once || c->ctl->stopping.load(std::memory_order_relaxed) ||
+      (c->ctl->bounded &&
+       c->ctl->budget.fetch_sub(1, std::memory_order_relaxed) <= 0)) {
+    c->ctl->finished();
+    self->quit();
+    return;
+  }
+  if (ok)
+    issue(self, c);
+  else
+    self->delayed_send(self, pause_after_failure, caf::ok_atom_v);
+}
+
+void issue(caf::event_based_actor* self, std::shared_ptr<caller_ctx> c) {
+  auto start = c->log ? c->log->now_us() : 0;
+  self->request(c->router, c->timeout, route_atom_v, c->req)
+      .then(
+          [self, c, start](data_response&) {
+            if (c->log) c->log->record(c->slot, start, c->log->now_us(), true);
+            ++c->ctl->ok;
+            after(self, c, true);
+          },
+          [self, c, start](caf::error&) {
+            if (c->log) c->log->record(c->slot, start, c->log->now_us(), false);
+            ++c->ctl->failed;
+            after(self, c, false);
+          });
+}
+
+caf::behavior caller(caf::event_based_actor* self,
+                     std::shared_ptr<caller_ctx> c) {
+  issue(self, c);
+  return {[self, c](caf::ok_atom) { issue(self, c); }};
+}
+
+class actor_load : public caller_load {
+public:
+  explicit actor_load(std::shared_ptr<load_control> ctl)
+      : ctl_(std::move(ctl)) {}
+  ~actor_load() override { stop(30s); }
+
+  bool stop(std::chrono::milliseconds wait) override {
+    ctl_->stopping = true;
+    return ctl_->wait(wait);
+  }
+
+private:
+  std::shared_ptr<load_control> ctl_;
+};
+
+} // namespace
+
+struct georoute_driver::impl {
+  std::unique_ptr<bench_config> cfg;
+  std::unique_ptr<caf::actor_system> sys;
+  std::shared_ptr<transport::http_client> client;
+  std::shared_ptr<counting_port> port;
+  std::optional<engine> eng;
+
+  template <class T, class Handle, class... Ts>
+  caf::expected<T> ask(const Handle& h, caf::timespan timeout, Ts&&... xs) {
+    caf::scoped_actor self{*sys};
+    caf::expected<T> result{caf::error{}};
+    self->request(h, timeout, std::forward<Ts>(xs)...)
+        .receive([&](T& x) { result = std::move(x); },
+                 [&](caf::error& e) { result = std::move(e); });
+    return result;
+  }
+};
+
+georoute_driver::georoute_driver() : impl_(std::make_unique<impl>()) {}
+
+georoute_driver::~georoute_driver() {
+  if (impl_->eng) impl_->eng->stop();
+  impl_->eng.reset();
+  impl_->port.reset();
+  impl_->client.reset(); // joins the io threads while the system lives
+  impl_->sys.reset();
+}
+
+result<std::unique_ptr<georoute_driver>>
+georoute_driver::start(driver_options opts) {
+  std::unique_ptr<georoute_driver> d{new georoute_driver};
+  auto& m = *d->impl_;
+  config::settings s;
+  s.account_endpoint = opts.global_endpoint;
+  s.account_key = config::secret{opts.key};
+  s.location.preferred_regions = opts.preferred_regions;
+  s.http.max_connections_per_endpoint = opts.connections;
+  s.scheduler_threads = opts.scheduler_threads;
+  http_port_ptr inner = opts.port;
+  if (!inner) {
+    transport::http_client_options co;
+    co.max_connections_per_endpoint = s.http.max_connections_per_endpoint;
+    co.max_response_body = s.http.response_body_limit;
+    co.io_threads = s.http.io_threads;
+    m.client = std::make_shared<transport::http_client>(co);
+    inner = make_http_port(m.client, s.account_key);
+  }
+  m.port = std::make_shared<counting_port>(inner);
+  m.cfg = std::make_unique<bench_config>(opts.scheduler_threads);
+  m.sys = std::make_unique<caf::actor_system>(*m.cfg);
+  engine_options eo;
+  eo.http = m.port;
+  eo.sweep_after = opts.sweep_after;
+  auto e = engine::start(*m.sys, s, eo);
+  if (!e) return problem{"engine::start: " + m.sys->render(e.error())};
+  m.eng.emplace(std::move(*e));
+  // Ready once the first account read landed: requests go to the regions.
+  for (int i = 0; i < 500; ++i) {
+    auto r = m.ask<resolution>(m.eng->locations(), 5s, resolve_atom_v,
+                               resolve_input{});
+    if (r && r->endpoint != opts.global_endpoint) return d;
+    std::this_thread::sleep_for(20ms);
+  }
+  return problem{"the engine did not read the account within 10 s"};
+}
+
+std::unique_ptr<caller_load>
+georoute_driver::start_load(const data_request& req, size_t in_flight,
+                            event_log& log, std::chrono::milliseconds timeout) {
+  auto ctl = std::make_shared<load_control>();
+  ctl->active = in_flight;
+  auto router = impl_->eng->router();
+  for (size_t i = 0; i < in_flight; ++i) {
+    auto c = std::make_shared<caller_ctx>();
+    c->router = router;
+    c->req = req;
+    c->log = &log;
+    c->slot = i;
+    c->ctl = ctl;
+    c->timeout = timeout;
+    impl_->sys->spawn(caller, c);
+  }
+  return std::make_unique<actor_load>(ctl);
+}
+
+cold_figures georoute_driver::cold_start(const data_request& req,
+                                         size_t callers) {
+  cold_figures f;
+  f.client = "georoute";
+  f.callers = callers;
+  impl_->port->counts().reset();
+  auto ctl = std::make_shared<load_control>();
+  ctl->active = callers;
+  auto router = impl_->eng->router();
+  auto t0 = steady::now();
+  for (size_t i = 0; i < callers; ++i) {
+    auto c = std::make_shared<caller_ctx>();
+    c->router = router;
+    c->req = req;
+    c->ctl = ctl;
+    c->timeout = 60s;
+    c->once = true;
+    impl_->sys->spawn(caller, c);
+  }
+  if (!ctl->wait(90s)) f.skipped = "callers still waiting after 90 s";
+  f.seconds = std::chrono::duration<double>(steady::now() - t0).count();
+  f.ok = ctl->ok;
+  f.failed = ctl->failed;
+  f.collection_reads = impl_->port->counts().collection_reads;
+  f.pkranges_reads = impl_->port->counts().pkranges_reads;
+  f.pkranges_not_modified = impl_->port->counts().pkranges_not_modified;
+  f.document_reads = impl_->port->counts().documents;
+  f.other = impl_->port->counts().other + impl_->port->counts().account;
+  return f;
+}
+
+std::pair<uint64_t, uint64_t>
+georoute_driver::route_many(const std::vector<data_request>& reqs,
+                            size_t batch) {
+  uint64_t ok = 0;
+  uint64_t failed = 0;
+  auto router = impl_->eng->router();
+  for (size_t first = 0; first < reqs.size(); first += batch) {
+    auto last = std::min(reqs.size(), first + batch);
+    auto ctl = std::make_shared<load_control>();
+    ctl->active = last - first;
+    for (size_t i = first; i < last; ++i) {
+      auto c = std::make_shared<caller_ctx>();
+      c->router = router;
+      c->req = reqs[i];
+      c->ctl = ctl;
+      c->timeout = 60s;
+      c->once = true;
+      impl_->sys->spawn(caller, c);
+    }
+    ctl->wait(90s);
+    ok += ctl->ok;
+    failed += ctl->failed;
+  }
+  return {ok, failed};
+}
+
+uint64_t georoute_driver::run_ops(const data_request& req, size_t total,
+                                  size_t in_flight) {
+  auto ctl = std::make_shared<load_control>();
+  in_flight = std::min(in_flight, total);
+  ctl->active = in_flight;
+  // Every caller starts one operation; the rest are started as answers
+  // come.
+  ctl->bounded = true;
+  ctl->budget = static_cast<int64_t>(total - in_flight);
+  auto router = impl_->eng->router();
+  for (size_t i = 0; i < in_flight; ++i) {
+    auto c = std::make_shared<caller_ctx>();
+    c->router = router;
+    c->req = req;
+    c->ctl = ctl;
+    c->timeout = 30s;
+    impl_->sys->spawn(caller, c);
+  }
+  ctl->wait(300s);
+  return ctl->ok;
+}
+
+bool georoute_driver::route_once(const data_request& req, std::string* error) {
+  auto r =
+      impl_->ask<data_response>(impl_->eng->router(), 30s, route_atom_v, req);
+  if (r) return true;
+  if (error) *error = impl_->sys->render(r.error());
+  return false;
+}
+
+port_counts& georoute_driver::counts() {
+  return impl_->port->counts();
+}
+
+std::pair<uint64_t, uint64_t> georoute_driver::cache_loads() {
+  auto c = impl_->ask<collection_cache_stats>(impl_->eng->collections(), 10s,
+                                              stats_atom_v);
+  auto p = impl_->ask<pkrange_cache_stats>(impl_->eng->pkranges(), 10s,
+                                           stats_atom_v);
+  return {c ? c->misses - c->evictions : 0, p ? p->misses - p->evictions : 0};
+}
+
+data_request point_read(const std::string& link, const std::string& id,
+                        const std::string& pk) {
+  data_request r;
+  r.op = data_op::read;
+  r.collection_link = link;
+  r.id = id;
+  r.options.partition_key_json = "[\"" + pk + "\"]";
+  return r;
+}
+
+data_request point_upsert(const std::string& link, const std::string& id,
+                          const std::string& pk) {
+  auto r = point_read(link, id, pk);
+  r.op = data_op::upsert;
+  r.body = "{\"id\":\"" + id + "\",\"pk\":\"" + pk + "\",\"n\":1}";
+  return r;
+}
+
+} // namespace georoute::bench

@@ -1,0 +1,141 @@
+#pragma once
+
+// What every load of `georoute bench` records, and how a round is turned
+// into figures. Plain C++: shared by the raw Beast client, the georoute
+// callers and the figures the Node peer reports.
+//
+// A load records one `op_event` per completed operation (start and end in
+// microseconds since the load's epoch, and whether it succeeded). A
+// throughput round is the events that ended inside the measured window; a
+// failover scenario is every event around the fault.
+
+#include <chrono>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace georoute::bench {
+
+using steady = std::chrono::steady_clock;
+
+/// One completed operation.
+struct op_event {
+  int64_t start_us = 0;
+  int64_t end_us = 0;
+  bool ok = false;
+};
+
+/// Collects events from many threads. Each writer appends to its own slot
+/// (no lock on the hot path); `take` is called once every writer is done.
+class event_log {
+public:
+  explicit event_log(size_t writers, steady::time_point epoch = steady::now());
+
+  steady::time_point epoch() const { return epoch_; }
+
+  /// Microseconds since the epoch.
+  int64_t now_us() const { return us_since_epoch(steady::now()); }
+  int64_t us_since_epoch(steady::time_point t) const;
+
+  /// Appends to writer `slot`'s own list (one thread per slot at a time).
+  void record(size_t slot, int64_t start_us, int64_t end_us, bool ok) {
+    slots_[slot].push_back(op_event{start_us, end_us, ok});
+  }
+
+  /// Every event, sorted by end time.
+  std::vector<op_event> take();
+
+private:
+  steady::time_point epoch_;
+  std::vector<std::vector<op_event>> slots_;
+};
+
+/// CPU seconds this process has used (every thread).
+double process_cpu_seconds();
+
+/// CPU seconds another process has used (utime + stime from /proc), or a
+/// negative value when it cannot be read.
+double process_cpu_seconds(int pid);
+
+/// Resident set size of this process in bytes (from /proc/self/statm).
+uint64_t resident_bytes();
+
+/// The figures of one throughput round.
+struct round_figures {
+  std::string client; ///< "raw", "georoute", "peer"
+  size_t in_flight = 0;
+  int round = 0; ///< repetition index
+  double seconds = 0;
+  uint64_t ok = 0;
+  uint64_t failed = 0;
+  double requests_per_second = 0;
+  double p50_ms = 0;
+  double p99_ms = 0;
+  double cpu_seconds = 0; ///< of the process doing the work, in the window
+  double cpu_seconds_per_1k = 0;
+  double emulator_cpu_seconds = -1; ///< of the emulator process (-1: unknown)
+  std::string skipped;              ///< non-empty: why there are no figures
+};
+
+/// Figures of the events that ended in [t0_us, t1_us), with `cpu_seconds`
+/// spent in that window.
+round_figures figures_of(const std::vector<op_event>& events, int64_t t0_us,
+                         int64_t t1_us, double cpu_seconds);
+
+/// The `q`-quantile (0..1) of sorted latencies in microseconds, in ms.
+double quantile_ms(const std::vector<int64_t>& sorted_us, double q);
+
+/// How a client came through one fault.
+struct failover_figures {
+  std::string scenario;     ///< "region-hang", "region-refuse", "write-switch"
+  std::string client;       ///< "georoute", "peer"
+  double fault_seconds = 0; ///< how long the fault lasted
+  uint64_t ok = 0;          ///< operations that succeeded from the fault on
+  uint64_t failed = 0;      ///< operations that failed from the fault on
+  /// From the fault to the first success of an operation started after
+  /// it; negative when no operation started after the fault succeeded.
+  double failover_ms = -1;
+  /// The slowest operation that ended after the fault.
+  double max_latency_ms = 0;
+  /// Operations that ended after the fault and took longer than 100 ms.
+  uint64_t slow = 0;
+  std::string skipped;
+  std::string note;
+};
+
+/// Failover figures of the events around a fault that started at
+/// `fault_us` and lasted until `restore_us`.
+failover_figures failover_of(const std::vector<op_event>& events,
+                             int64_t fault_us, int64_t restore_us);
+
+/// Cold-start amplification: K callers asked at once for an uncached
+/// collection; what reached the emulator.
+struct cold_figures {
+  std::string client;
+  size_t callers = 0;
+  uint64_t collection_reads = 0;
+  uint64_t pkranges_reads = 0;
+  uint64_t pkranges_not_modified = 0; ///< of those, 304s (end of the feed)
+  uint64_t document_reads = 0; ///< the callers' own requests, retries included
+  uint64_t other = 0;          ///< anything else (account reads, ...)
+  uint64_t ok = 0;             ///< callers that got their document
+  uint64_t failed = 0;         ///< callers that got an error
+  double seconds = 0;          ///< until the last caller had its answer
+  std::string skipped;
+};
+
+/// Resident memory of the caches.
+struct memory_figures {
+  size_t collections = 0;
+  size_t ranges_per_collection = 0;
+  uint64_t collections_cached = 0; ///< by the collection cache (its counters)
+  uint64_t maps_cached = 0;        ///< routing maps loaded
+  uint64_t rss_before = 0;
+  uint64_t rss_after = 0;
+  double bytes_per_range = 0;
+  double seconds = 0;
+  std::string skipped;
+};
+
+} // namespace georoute::bench

@@ -1,0 +1,363 @@
+#include "tests/bench/report.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <sys/utsname.h>
+#include <thread>
+
+namespace georoute::bench {
+
+namespace {
+
+using json = nlohmann::json;
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  auto n = v.size();
+  return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+const summary_row* find(const std::vector<summary_row>& rows,
+                        const std::string& client, size_t n) {
+  for (const auto& r : rows)
+    if (r.client == client && r.in_flight == n && r.rounds > 0) return &r;
+  return nullptr;
+}
+
+std::string fmt(const char* f, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, f, v);
+  return buf;
+}
+
+std::string pad(const std::string& s, size_t w, bool right = true) {
+  if (s.size() >= w) return s;
+  return right ? std::string(w - s.size(), ' ') + s
+               : s + std::string(w - s.size(), ' ');
+}
+
+} // namespace
+
+void report::summarize() {
+  summary.clear();
+  ratios.clear();
+  targets.clear();
+  for (auto n : in_flight) {
+    for (const char* client : {"raw", "georoute", "peer"}) {
+      summary_row s;
+      s.client = client;
+      s.in_flight = n;
+      std::vector<double> rps, p50, p99, cpu, emu;
+      for (const auto& r : rounds_raw) {
+        if (r.client != client || r.in_flight != n) continue;
+        if (!r.skipped.empty()) {
+          s.skipped = r.skipped;
+          continue;
+        }
+        rps.push_back(r.requests_per_second);
+        p50.push_back(r.p50_ms);
+        p99.push_back(r.p99_ms);
+        cpu.push_back(r.cpu_seconds_per_1k);
+        if (r.emulator_cpu_seconds >= 0 && r.ok > 0)
+          emu.push_back(r.emulator_cpu_seconds * 1000.0 /
+                        static_cast<double>(r.ok));
+      }
+      s.rounds = static_cast<int>(rps.size());
+      s.requests_per_second = median(rps);
+      s.p50_ms = median(p50);
+      s.p99_ms = median(p99);
+      s.cpu_seconds_per_1k = median(cpu);
+      if (!emu.empty()) s.emulator_cpu_seconds_per_1k = median(emu);
+      summary.push_back(s);
+    }
+    ratio_row q;
+    q.in_flight = n;
+    auto* raw = find(summary, "raw", n);
+    auto* geo = find(summary, "georoute", n);
+    auto* peer = find(summary, "peer", n);
+    if (geo && raw && raw->requests_per_second > 0) {
+      q.georoute_over_raw = geo->requests_per_second / raw->requests_per_second;
+      q.cpu_us_over_raw =
+          (geo->cpu_seconds_per_1k - raw->cpu_seconds_per_1k) * 1000.0;
+    }
+    if (geo && peer && peer->requests_per_second > 0)
+      q.georoute_over_peer =
+          geo->requests_per_second / peer->requests_per_second;
+    if (geo && peer && geo->cpu_seconds_per_1k > 0)
+      q.peer_cpu_over_georoute =
+          peer->cpu_seconds_per_1k / geo->cpu_seconds_per_1k;
+    ratios.push_back(q);
+  }
+  for (const auto& q : ratios) {
+    if (q.in_flight != 16 && q.in_flight != 64) continue;
+    auto level = " at " + std::to_string(q.in_flight) + " in flight";
+    target_row t{"georoute throughput >= 0.8x raw" + level,
+                 q.georoute_over_raw < 0 ? "-"
+                                         : fmt("%.2fx", q.georoute_over_raw),
+                 q.georoute_over_raw < 0      ? "not measured"
+                 : q.georoute_over_raw >= 0.8 ? "reached"
+                                              : "missed"};
+    targets.push_back(t);
+    target_row p{"georoute throughput >= 10x peer" + level,
+                 q.georoute_over_peer < 0 ? "-"
+                                          : fmt("%.1fx", q.georoute_over_peer),
+                 q.georoute_over_peer < 0       ? "not measured"
+                 : q.georoute_over_peer >= 10.0 ? "reached"
+                                                : "missed"};
+    targets.push_back(p);
+  }
+  for (const auto& c : cold) {
+    if (c.client != "georoute") continue;
+    // One load each: one collection read, one pkranges page (plus the 304
+    // that ends the change feed, which every load reads up to).
+    bool one = c.skipped.empty() && c.collection_reads == 1 &&
+               c.pkranges_reads - c.pkranges_not_modified == 1 && c.failed == 0;
+    targets.push_back(
+        {"metadata amplification exactly 1, " + std::to_string(c.callers) +
+             " callers",
+         std::to_string(c.collection_reads) + " collection read, " +
+             std::to_string(c.pkranges_reads) + " pkranges requests (" +
+             std::to_string(c.pkranges_not_modified) +
+             " of them the 304 "
+             "that ends the feed)",
+         c.skipped.empty() ? (one ? "reached" : "missed") : "not measured"});
+  }
+  if (has_memory)
+    targets.push_back(
+        {"resident memory, " + std::to_string(memory.collections) +
+             " collections x " + std::to_string(memory.ranges_per_collection) +
+             " ranges, measured",
+         memory.skipped.empty()
+             ? fmt("%.0f bytes per range", memory.bytes_per_range)
+             : memory.skipped,
+         memory.skipped.empty() ? "reached" : "not measured"});
+}
+
+std::string machine_description() {
+  std::string model;
+  std::ifstream cpuinfo{"/proc/cpuinfo"};
+  std::string line;
+  while (std::getline(cpuinfo, line))
+    if (line.rfind("model name", 0) == 0) {
+      model = line.substr(line.find(':') + 2);
+      break;
+    }
+  utsname u{};
+  uname(&u);
+  std::ostringstream s;
+  s << (model.empty() ? "unknown CPU" : model) << ", "
+    << std::thread::hardware_concurrency() << " CPUs, " << u.sysname << " "
+    << u.release;
+  return s.str();
+}
+
+std::string render_text(const report& r) {
+  std::ostringstream o;
+  o << "\ngeoroute bench: point reads of one small document (~100 B), "
+       "3-region emulator in a child process\n"
+    << "machine: " << machine_description() << "\n"
+    << "rounds: " << r.rounds << " x " << fmt("%.1f", r.seconds_per_round)
+    << " s per client and level (after " << fmt("%.1f", r.warmup_seconds)
+    << " s warm-up), interleaved; medians over rounds\n"
+    << "peer: " << (r.peer_version.empty() ? "-" : r.peer_version) << "\n\n";
+  o << "in flight | client   |    req/s |  p50 ms |  p99 ms | CPU s/1k req "
+       "| emulator CPU s/1k\n"
+    << "----------|----------|----------|---------|---------|-------------"
+       "-|------------------\n";
+  for (const auto& s : r.summary) {
+    o << pad(std::to_string(s.in_flight), 9) << " | " << pad(s.client, 8, false)
+      << " | ";
+    if (s.rounds == 0) {
+      o << "skipped: " << s.skipped << "\n";
+      continue;
+    }
+    o << pad(fmt("%.0f", s.requests_per_second), 8) << " | "
+      << pad(fmt("%.3f", s.p50_ms), 7) << " | " << pad(fmt("%.3f", s.p99_ms), 7)
+      << " | " << pad(fmt("%.3f", s.cpu_seconds_per_1k), 12) << " | "
+      << pad(s.emulator_cpu_seconds_per_1k < 0
+                 ? std::string{"-"}
+                 : fmt("%.3f", s.emulator_cpu_seconds_per_1k),
+             17)
+      << "\n";
+  }
+  o << "\nin flight | georoute/raw req/s | georoute/peer req/s | georoute CPU "
+       "over raw, us/read | peer CPU / georoute CPU\n"
+    << "----------|--------------------|---------------------|---------------"
+       "---------------|------------------------\n";
+  for (const auto& q : r.ratios)
+    o << pad(std::to_string(q.in_flight), 9) << " | "
+      << pad(q.georoute_over_raw < 0 ? "-" : fmt("%.2f", q.georoute_over_raw),
+             18)
+      << " | "
+      << pad(q.georoute_over_peer < 0 ? "-" : fmt("%.1f", q.georoute_over_peer),
+             19)
+      << " | " << pad(fmt("%.1f", q.cpu_us_over_raw), 28) << " | "
+      << pad(q.peer_cpu_over_georoute < 0
+                 ? "-"
+                 : fmt("%.1f", q.peer_cpu_over_georoute),
+             22)
+      << "\n";
+  if (!r.failover.empty()) {
+    o << "\nfailover (16 in flight; fault on the first preferred / write "
+         "region)\n"
+      << "scenario      | client   | fault s | failover ms | failed ops | ok "
+         "ops | max latency ms | ops > 100 ms\n"
+      << "--------------|----------|---------|-------------|------------|----"
+         "----|----------------|-------------\n";
+    for (const auto& f : r.failover) {
+      o << pad(f.scenario, 13, false) << " | " << pad(f.client, 8, false)
+        << " | ";
+      if (!f.skipped.empty()) {
+        o << "skipped: " << f.skipped << "\n";
+        continue;
+      }
+      o << pad(fmt("%.1f", f.fault_seconds), 7) << " | "
+        << pad(f.failover_ms < 0 ? std::string{"none"}
+                                 : fmt("%.0f", f.failover_ms),
+               11)
+        << " | " << pad(std::to_string(f.failed), 10) << " | "
+        << pad(std::to_string(f.ok), 6) << " | "
+        << pad(fmt("%.0f", f.max_latency_ms), 14) << " | "
+        << pad(std::to_string(f.slow), 12) << (f.note.empty() ? "" : "  ")
+        << f.note << "\n";
+    }
+  }
+  if (!r.cold.empty()) {
+    o << "\ncold start: K callers at once, uncached collection\n"
+      << "callers | client   | collection reads | pkranges reads | document "
+         "reads | account/other | ok | failed | seconds\n"
+      << "--------|----------|------------------|----------------|----------"
+         "------|---------------|----|--------|--------\n";
+    for (const auto& c : r.cold) {
+      o << pad(std::to_string(c.callers), 7) << " | " << pad(c.client, 8, false)
+        << " | ";
+      if (!c.skipped.empty()) {
+        o << "skipped: " << c.skipped << "\n";
+        continue;
+      }
+      o << pad(std::to_string(c.collection_reads), 16) << " | "
+        << pad(std::to_string(c.pkranges_reads) +
+                   (c.pkranges_not_modified
+                        ? " (" + std::to_string(c.pkranges_not_modified) +
+                              " 304)"
+                        : std::string{}),
+               14)
+        << " | " << pad(std::to_string(c.document_reads), 14) << " | "
+        << pad(std::to_string(c.other), 13) << " | "
+        << pad(std::to_string(c.ok), 2) << " | "
+        << pad(std::to_string(c.failed), 6) << " | "
+        << pad(fmt("%.3f", c.seconds), 7) << "\n";
+    }
+  }
+  if (r.has_memory) {
+    const auto& m = r.memory;
+    o << "\nmemory: " << m.collections << " collections x "
+      << m.ranges_per_collection << " ranges: ";
+    if (!m.skipped.empty())
+      o << "skipped: " << m.skipped << "\n";
+    else
+      o << m.collections_cached << " collections and " << m.maps_cached
+        << " routing maps cached, RSS " << fmt("%.1f", m.rss_before / 1048576.0)
+        << " -> " << fmt("%.1f", m.rss_after / 1048576.0)
+        << " MiB = " << fmt("%.0f", m.bytes_per_range) << " bytes per range\n";
+  }
+  o << "\ntargets (issue 10):\n";
+  for (const auto& t : r.targets)
+    o << "  " << pad(t.verdict, 12, false) << " " << t.name << ": "
+      << t.measured << "\n";
+  o << "\ntotal " << fmt("%.0f", r.total_seconds) << " s\n";
+  return o.str();
+}
+
+bool write_json(const report& r, const std::string& file) {
+  json j;
+  j["command"] = r.command;
+  j["machine"] = machine_description();
+  j["peer"] = r.peer_version;
+  j["seconds_per_round"] = r.seconds_per_round;
+  j["warmup_seconds"] = r.warmup_seconds;
+  j["rounds"] = r.rounds;
+  j["in_flight"] = r.in_flight;
+  j["total_seconds"] = r.total_seconds;
+  for (const auto& x : r.rounds_raw)
+    j["round_figures"].push_back(
+        {{"client", x.client},
+         {"in_flight", x.in_flight},
+         {"round", x.round},
+         {"seconds", x.seconds},
+         {"ok", x.ok},
+         {"failed", x.failed},
+         {"requests_per_second", x.requests_per_second},
+         {"p50_ms", x.p50_ms},
+         {"p99_ms", x.p99_ms},
+         {"cpu_seconds", x.cpu_seconds},
+         {"cpu_seconds_per_1k", x.cpu_seconds_per_1k},
+         {"emulator_cpu_seconds", x.emulator_cpu_seconds},
+         {"skipped", x.skipped}});
+  for (const auto& s : r.summary)
+    j["summary"].push_back(
+        {{"client", s.client},
+         {"in_flight", s.in_flight},
+         {"rounds", s.rounds},
+         {"requests_per_second", s.requests_per_second},
+         {"p50_ms", s.p50_ms},
+         {"p99_ms", s.p99_ms},
+         {"cpu_seconds_per_1k", s.cpu_seconds_per_1k},
+         {"emulator_cpu_seconds_per_1k", s.emulator_cpu_seconds_per_1k},
+         {"skipped", s.skipped}});
+  for (const auto& q : r.ratios)
+    j["ratios"].push_back(
+        {{"in_flight", q.in_flight},
+         {"georoute_over_raw", q.georoute_over_raw},
+         {"georoute_over_peer", q.georoute_over_peer},
+         {"cpu_us_over_raw", q.cpu_us_over_raw},
+         {"peer_cpu_over_georoute", q.peer_cpu_over_georoute}});
+  for (const auto& f : r.failover)
+    j["failover"].push_back({{"scenario", f.scenario},
+                             {"client", f.client},
+                             {"fault_seconds", f.fault_seconds},
+                             {"failover_ms", f.failover_ms},
+                             {"failed", f.failed},
+                             {"ok", f.ok},
+                             {"max_latency_ms", f.max_latency_ms},
+                             {"slow", f.slow},
+                             {"skipped", f.skipped},
+                             {"note", f.note}});
+  for (const auto& c : r.cold)
+    j["cold_start"].push_back(
+        {{"client", c.client},
+         {"callers", c.callers},
+         {"collection_reads", c.collection_reads},
+         {"pkranges_reads", c.pkranges_reads},
+         {"pkranges_not_modified", c.pkranges_not_modified},
+         {"document_reads", c.document_reads},
+         {"other_requests", c.other},
+         {"ok", c.ok},
+         {"failed", c.failed},
+         {"seconds", c.seconds},
+         {"skipped", c.skipped}});
+  if (r.has_memory) {
+    const auto& m = r.memory;
+    j["memory"] = {{"collections", m.collections},
+                   {"ranges_per_collection", m.ranges_per_collection},
+                   {"collections_cached", m.collections_cached},
+                   {"maps_cached", m.maps_cached},
+                   {"rss_before", m.rss_before},
+                   {"rss_after", m.rss_after},
+                   {"bytes_per_range", m.bytes_per_range},
+                   {"seconds", m.seconds},
+                   {"skipped", m.skipped}};
+  }
+  for (const auto& t : r.targets)
+    j["targets"].push_back(
+        {{"name", t.name}, {"measured", t.measured}, {"verdict", t.verdict}});
+  std::ofstream out{file};
+  out << j.dump(2) << "\n";
+  return out.good();
+}
+
+} // namespace georoute::bench

@@ -1,0 +1,71 @@
+#pragma once
+
+// The figures of one `georoute bench` run, summarized (medians over the
+// rounds, ratios, targets) and rendered as a terminal table or JSON.
+
+#include "tests/bench/measure.hpp"
+
+#include <string>
+#include <vector>
+
+namespace georoute::bench {
+
+/// Medians over the rounds of one client at one level.
+struct summary_row {
+  std::string client;
+  size_t in_flight = 0;
+  int rounds = 0; ///< rounds with figures
+  double requests_per_second = 0;
+  double p50_ms = 0;
+  double p99_ms = 0;
+  double cpu_seconds_per_1k = 0;
+  double emulator_cpu_seconds_per_1k = -1;
+  std::string skipped;
+};
+
+/// georoute against the others at one level.
+struct ratio_row {
+  size_t in_flight = 0;
+  double georoute_over_raw = -1;  ///< throughput; -1 when unknown
+  double georoute_over_peer = -1; ///< throughput
+  /// CPU per read of georoute minus raw's, in microseconds.
+  double cpu_us_over_raw = 0;
+  double peer_cpu_over_georoute = -1; ///< CPU per read, peer / georoute
+};
+
+/// One target of issue 10 and whether this run reached it.
+struct target_row {
+  std::string name;
+  std::string measured;
+  std::string verdict; ///< "reached", "missed", "not measured"
+};
+
+struct report {
+  std::string command;
+  std::string peer_version;
+  double seconds_per_round = 0;
+  double warmup_seconds = 0;
+  int rounds = 0;
+  std::vector<size_t> in_flight;
+  std::vector<round_figures> rounds_raw;
+  std::vector<failover_figures> failover;
+  std::vector<cold_figures> cold;
+  bool has_memory = false;
+  memory_figures memory;
+  double total_seconds = 0;
+
+  // Filled by summarize().
+  std::vector<summary_row> summary;
+  std::vector<ratio_row> ratios;
+  std::vector<target_row> targets;
+
+  void summarize();
+};
+
+/// The machine: CPU model, cores, kernel.
+std::string machine_description();
+
+std::string render_text(const report& r);
+bool write_json(const report& r, const std::string& file);
+
+} // namespace georoute::bench

@@ -1,0 +1,69 @@
+# bench.smoke: runs a short `georoute bench` and checks its --json output.
+#   cmake -DGEOROUTE=<georoute binary> -DOUT=<json file> -P smoke_check.cmake
+file(REMOVE "${OUT}")
+execute_process(
+  COMMAND "${GEOROUTE}" bench --seconds=0.4 --warmup=0.2 --rounds=1
+          --in-flight=1,4 --fault-seconds=0.5 --cold=1,20
+          --memory-collections=1000 --memory-ranges=10 --skip=peer
+          --json=${OUT}
+  RESULT_VARIABLE rc
+  TIMEOUT 150)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "georoute bench exited with '${rc}'")
+endif()
+file(READ "${OUT}" doc)
+
+function(expect_positive what)
+  string(JSON v ERROR_VARIABLE err GET "${doc}" ${ARGN})
+  if(err OR NOT v GREATER 0)
+    message(FATAL_ERROR "${what}: expected a positive number, got '${v}' ${err}")
+  endif()
+endfunction()
+
+string(JSON n LENGTH "${doc}" summary)
+if(NOT n EQUAL 6) # 2 levels x raw, georoute, peer
+  message(FATAL_ERROR "summary: expected 6 rows, got ${n}")
+endif()
+math(EXPR last "${n} - 1")
+foreach(i RANGE ${last})
+  string(JSON client GET "${doc}" summary ${i} client)
+  if(client STREQUAL "peer")
+    string(JSON skipped GET "${doc}" summary ${i} skipped)
+    if(skipped STREQUAL "")
+      message(FATAL_ERROR "summary ${i}: the peer was not skipped")
+    endif()
+    continue()
+  endif()
+  expect_positive("summary ${i} (${client}) req/s" summary ${i} requests_per_second)
+  expect_positive("summary ${i} (${client}) p50" summary ${i} p50_ms)
+  expect_positive("summary ${i} (${client}) CPU" summary ${i} cpu_seconds_per_1k)
+endforeach()
+expect_positive("georoute/raw at 4" ratios 1 georoute_over_raw)
+
+string(JSON n LENGTH "${doc}" failover)
+if(NOT n EQUAL 6)
+  message(FATAL_ERROR "failover: expected 6 rows, got ${n}")
+endif()
+foreach(i 0 2 4)
+  string(JSON client GET "${doc}" failover ${i} client)
+  if(NOT client STREQUAL "georoute")
+    message(FATAL_ERROR "failover ${i}: expected georoute, got ${client}")
+  endif()
+  expect_positive("failover ${i} ok" failover ${i} ok)
+endforeach()
+
+string(JSON n LENGTH "${doc}" cold_start)
+math(EXPR last "${n} - 1")
+foreach(i RANGE ${last})
+  string(JSON client GET "${doc}" cold_start ${i} client)
+  if(client STREQUAL "georoute")
+    string(JSON c GET "${doc}" cold_start ${i} collection_reads)
+    string(JSON p GET "${doc}" cold_start ${i} pkranges_reads)
+    string(JSON ok GET "${doc}" cold_start ${i} ok)
+    if(c LESS 1 OR p LESS 1 OR ok LESS 1)
+      message(FATAL_ERROR "cold start ${i}: ${c} collection, ${p} pkranges reads, ${ok} ok")
+    endif()
+  endif()
+endforeach()
+expect_positive("memory bytes per range" memory bytes_per_range)
+message(STATUS "bench.smoke: ${OUT} checked")
