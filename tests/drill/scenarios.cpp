@@ -308,24 +308,39 @@ void s6(scenario_run& run, scenario_report& out) {
   // Between the first mark and its expiry nothing goes to the dead region:
   // no attempt there, and no caller timeout (a timeout here means a request
   // waited for it).
-  auto from = fault_ms + silence + 500;
-  auto to = fault_ms + silence + ms_of(s.location.unavailable_region_expiry);
+  // The window opens once the dead region's own site has moved (its first
+  // success elsewhere: the mark is in place) and closes before the mark,
+  // placed no later than that, expires.
+  auto moved = out.failover_at_ms.value_or(fault_ms + silence);
+  auto from = moved + 250;
+  auto to = moved + ms_of(s.location.unavailable_region_expiry) - 500;
   to = std::min<int64_t>(to, out.duration_ms - run.deadline().count());
   uint64_t in_window = 0, touched = 0;
+  std::string first_touch;
   for (const auto& op : run.ops()) {
     auto start = op.start_us / 1000;
     if (start < from || start > to) continue;
     ++in_window;
-    if (op.result == op_result::timeout ||
+    // A timed-out operation's attempts are unknown: one of the dead
+    // region's own site (which prefers it) counts as having waited for it.
+    if ((op.result == op_result::timeout && op.site == 0) ||
         std::find(op.attempted.begin(), op.attempted.end(), dead) !=
-            op.attempted.end())
-      ++touched;
+            op.attempted.end()) {
+      if (touched++ == 0) {
+        first_touch = std::string{"first: a "} + to_string(op.type) +
+                      " of site " + std::to_string(op.site) + " started +" +
+                      secs(start - fault_ms) + ", " + to_string(op.result);
+        for (const auto& a : op.attempted)
+          first_touch += ", " + a;
+      }
+    }
   }
   run.require("after the region is marked, later requests avoid " + dead +
                   " (requests started +" + secs(from - fault_ms) + " .. +" +
                   secs(to - fault_ms) + ")",
               std::to_string(touched) + " of " + std::to_string(in_window) +
-                  " touched it",
+                  " touched it" +
+                  (first_touch.empty() ? "" : " (" + first_touch + ")"),
               in_window > 0 && touched == 0);
   allow_ambiguous_writes(run, out, {fault_ms});
 }
