@@ -11,6 +11,7 @@
 #include <caf/timespan.hpp>
 #include <cctype>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 #include <thread>
@@ -22,8 +23,10 @@ namespace {
 using caf::timespan;
 using string_list = std::vector<std::string>;
 
-constexpr const char* general = "georoute";
-constexpr const char* http = "georoute.http";
+// Arrays, not pointers: with clang, CAF 0.17's string_view converts only from
+// a char array (its `const char*` constructor exists for GCC only).
+constexpr const char general[] = "georoute";
+constexpr const char http[] = "georoute.http";
 
 // The ladder keys and where their values land.
 struct ladder_key {
@@ -270,7 +273,7 @@ georoute_config::georoute_config() {
       .add<std::string>("tls-ca-file", "PEM file of trusted CAs (system store)")
       .add<int64_t>("io-threads", "HTTP io threads (1)");
   for (const auto& lk : ladder_keys)
-    grp.add<string_list>(lk.name,
+    grp.add<string_list>(caf::string_view{lk.name, std::strlen(lk.name)},
                          "timeout ladder, e.g. [\"5s/0s\", \"10s/1s\"]");
 }
 

@@ -1,5 +1,6 @@
 #include "transport/codecs.hpp"
 
+#include "actors/policy/epk.hpp"
 #include "transport/auth.hpp"
 #include "transport/codecs_reader.hpp"
 #include "transport/url.hpp"
@@ -23,7 +24,9 @@ bool upper_hex(const std::string& s) {
   });
 }
 
-// EPK bounds are upper-case hex compared as strings; "" is the minimum.
+// EPK bounds are upper-case hex; "" is the minimum. They compare in EPK order
+// (epk_compare), where "" == "00" == "0000": comparing them as strings let
+// through empty ranges such as ["", "00") (found by tests/fuzz).
 void check_epk_bounds(reader& rd, const std::string& min_path,
                       const std::string& min, const std::string& max_path,
                       const std::string& max, bool allow_equal) {
@@ -32,7 +35,7 @@ void check_epk_bounds(reader& rd, const std::string& min_path,
     rd.fail(min_path, quote(min) + " is not upper-case hex");
   else if (max.empty() || !upper_hex(max))
     rd.fail(max_path, quote(max) + " is not non-empty upper-case hex");
-  else if (allow_equal ? max < min : !(min < max))
+  else if (allow_equal ? epk_compare(max, min) < 0 : epk_compare(min, max) >= 0)
     rd.fail(max_path, quote(max) +
                           (allow_equal ? " is below" : " is not above") +
                           " the minimum " + quote(min));

@@ -34,7 +34,8 @@ result<database_account> decode_database_account(std::string_view body);
 result<collection_info> decode_collection(std::string_view body);
 
 /// One `GET .../pkranges` page; `etag` is the response's `etag` header.
-/// Bounds must be upper-case hex ("" allowed as a minimum) with min < max.
+/// Bounds must be upper-case hex ("" allowed as a minimum) with min < max
+/// in EPK order (`epk_compare`: "" == "00", so ["", "00") is rejected).
 result<pkranges_page> decode_pkranges(std::string_view body,
                                       std::string_view etag);
 

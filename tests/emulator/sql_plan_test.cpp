@@ -379,3 +379,22 @@ TEST(SqlPlan, RewrittenAggregate_RunsPerRange) {
   ASSERT_TRUE(rows.ok());
   EXPECT_EQ(json(*rows), json::parse(R"([[{"item":{"sum":6,"count":2}}]])"));
 }
+
+// The rewrite prints every binary operator in parentheses, so a flat chain
+// of n ORs nests n levels deep: it must still parse (found by tests/fuzz).
+TEST(SqlPlan, LongOrChain_RewriteParses) {
+  std::string where = "c.n = 0";
+  for (int i = 1; i < 120; ++i)
+    where += " OR c.n = " + std::to_string(i);
+  for (const auto& text : {"SELECT VALUE SUM(c.n) FROM c WHERE " + where,
+                           "SELECT * FROM c WHERE " + where + " ORDER BY c.n"})
+    EXPECT_FALSE(plan_of(text).info.rewritten_query.empty()) << text;
+}
+
+// `31.n` is a malformed number: the rewrite writes `(31).n` (found by
+// tests/fuzz).
+TEST(SqlPlan, PropertyOfANumber_RewriteParses) {
+  auto p = plan_of("SELECT VALUE SUM(c.n) FROM c WHERE c.n = (31).n");
+  EXPECT_NE(p.info.rewritten_query.find("(31).n"), std::string::npos)
+      << p.info.rewritten_query;
+}

@@ -65,8 +65,13 @@ void print_to(std::string& out, const expr& e) {
   case expr_kind::root:
     out += e.name;
     return;
-  case expr_kind::property:
-    print_to(out, *e.operands[0]);
+  case expr_kind::property: {
+    // `31.n` would lex as a malformed number: write `(31).n` (tests/fuzz).
+    const auto& base = *e.operands[0];
+    bool number = base.kind == expr_kind::literal && base.literal.is_number();
+    if (number) out += '(';
+    print_to(out, base);
+    if (number) out += ')';
     if (!e.bracket && plain_identifier(e.name)) {
       out += '.';
       out += e.name;
@@ -76,6 +81,7 @@ void print_to(std::string& out, const expr& e) {
       out += ']';
     }
     return;
+  }
   case expr_kind::index:
     print_to(out, *e.operands[0]);
     out += '[';

@@ -227,6 +227,10 @@ TEST(SqlParse, ModerateNesting_Parses) {
   EXPECT_NE(parsed("SELECT * FROM c WHERE " + repeat("(", 50) + "true" +
                    repeat(")", 50)),
             nullptr);
+  // One level of the text is one level of the limit (max_depth 128).
+  EXPECT_NE(parsed("SELECT * FROM c WHERE " + repeat("(", 120) + "true" +
+                   repeat(")", 120)),
+            nullptr);
   EXPECT_NE(parsed("SELECT * FROM c WHERE true" + repeat(" AND true", 60)),
             nullptr);
 }

@@ -204,6 +204,12 @@ INSTANTIATE_TEST_SUITE_P(
                   with(pkr, R"("maxExclusive":"FF")", R"("maxExclusive":"7F")"),
                   "PartitionKeyRanges[1].maxExclusive: '7F' is not above the "
                   "minimum '7F'"},
+        // EPK order, not ordinal: "7F00" == "7F" (found by tests/fuzz).
+        shape_row{
+            "Pkranges_MaxEqualInEpkOrder_Problem", "pkranges",
+            with(pkr, R"("maxExclusive":"FF")", R"("maxExclusive":"7F00")"),
+            "PartitionKeyRanges[1].maxExclusive: '7F00' is not above the "
+            "minimum '7F'"},
         shape_row{"Pkranges_MinAboveMax_Problem", "pkranges",
                   with(pkr, R"("maxExclusive":"FF")", R"("maxExclusive":"3F")"),
                   "PartitionKeyRanges[1].maxExclusive: '3F' is not above"},

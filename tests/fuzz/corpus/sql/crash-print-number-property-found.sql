@@ -1,0 +1,1 @@
+SELECT VALUE SUM(c.n) FROM c WHERE c.n = 0 OR c.n = 1 OR c.n = 2 OR c.n = 3 OR c.n = 4 OR c.n = 5 OR c.n = 6 OR c.n = 7 OR c.n = 8 OR c.n = 9 OR c.n = 10 OR c.n = 11 OR c.n = 12 OR c.n = 13 OR c.t = 14 OR c.n = 15 OR c.n = 16 OR c.n = 17 OR c.n = 18 OR c.n = 19 OR c.n = 20 OR c.n = 21 OR c.n = 31 .n = 96 OR c.n = 97 OR c.n = 98 OR c.n = 99

@@ -1,0 +1,1 @@
+SELECT VALUE SUM(c.n) FROM c WHERE c.n = (31).n OR c.n = 1

@@ -1,0 +1,1 @@
+SELECT * FROM c WHERE c.n > @n

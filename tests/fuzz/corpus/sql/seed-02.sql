@@ -1,0 +1,1 @@
+SELECT c.id, c.n AS num FROM c WHERE c.pk = 'p0' AND NOT (c.n <= 1 OR c.s != "x")

@@ -1,0 +1,1 @@
+SELECT VALUE AVG(c.n) FROM root r

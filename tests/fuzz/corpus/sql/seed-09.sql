@@ -1,0 +1,1 @@
+SELECT {"a": c.n, "b": [c.t[0], c.o.k]} FROM c WHERE IS_DEFINED(c.t)

@@ -1,0 +1,1 @@
+SELECT VALUE MIN(c.n) FROM c WHERE c.pk = @pk

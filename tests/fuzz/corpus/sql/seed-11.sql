@@ -1,0 +1,1 @@
+SELECT * FROM c WHERE c.pk = 5 AND c.s = 'x'

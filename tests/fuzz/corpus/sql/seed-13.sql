@@ -1,0 +1,1 @@
+SELECT VALUE SUM(c.n) FROM c WHERE c.b = true OR c.b = false OR c.x = null

@@ -1,0 +1,1 @@
+SELECT c.n FROM c OFFSET @n LIMIT @n
