@@ -6,6 +6,11 @@ namespace georoute {
 
 bool snapshot_holder::apply(table_ptr table, uint64_t version) {
   if (!table) return false;
+  // A restarted location cache first publishes a table without an account
+  // (it answers the account endpoint until the endpoint manager feeds it).
+  // Keep routing on the regions we know until its first real table.
+  if (accept_any_ && table_ && table_->has_account() && !table->has_account())
+    return false;
   if (table_ && !accept_any_ && version <= version_) {
     ++stale_;
     return false;

@@ -31,7 +31,9 @@ public:
   bool apply(table_ptr table, uint64_t version);
 
   /// The next snapshot comes from a new location cache, which counts its
-  /// versions from scratch.
+  /// versions from scratch. Until it publishes a table with an account, the
+  /// held table (if it has one) is kept: a restart never sends requests to
+  /// the region-agnostic account endpoint.
   void reset_source() { accept_any_ = true; }
 
   /// Marks `endpoint` locally at `now` until the cache confirms it; returns
