@@ -483,8 +483,8 @@ load_result georoute_config::load(std::vector<std::string> args,
       rd.duration(g + ".throttle-max-wait", rt.throttle_max_wait,
                   milliseconds{0}, seconds{3600});
   rt.operation_budget =
-      rd.duration(g + ".operation-budget", rt.operation_budget,
-                  milliseconds{1}, seconds{86400});
+      rd.duration(g + ".operation-budget", rt.operation_budget, milliseconds{1},
+                  seconds{86400});
 
   auto threads = rd.integer(g + ".scheduler-threads", 0, 0, 256);
   s.scheduler_threads = threads > 0

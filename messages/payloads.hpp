@@ -241,8 +241,8 @@ struct router_stats {
   /// Decisions carried out after the operation's budget ended (nobody waits
   /// for the operation any more; the side effects still run).
   uint64_t decisions_after_budget = 0;
-  uint64_t marks = 0;     ///< regions marked unavailable
-  uint64_t refreshes = 0; ///< account refreshes requested
+  uint64_t marks = 0;              ///< regions marked unavailable
+  uint64_t refreshes = 0;          ///< account refreshes requested
   uint64_t metadata_refreshes = 0; ///< 410 range/collection gone
   uint64_t live = 0;               ///< operations in flight now
 };
@@ -261,7 +261,7 @@ struct collection_cache_stats {
   uint64_t refetch_skipped = 0;
   /// Refetches by name that found a new rid (collection recreated).
   uint64_t recreated = 0;
-  uint64_t evictions = 0; ///< entries dropped by the LRU bound (either index)
+  uint64_t evictions = 0;  ///< entries dropped by the LRU bound (either index)
   uint64_t overloaded = 0; ///< callers refused: too many waiting for one key
   /// Waiters failed at once because the retry actor went down.
   uint64_t collaborator_failures = 0;
@@ -277,9 +277,9 @@ struct pkrange_cache_stats {
   /// Refresh requests answered with the current map because its etag is
   /// newer than the caller's (someone refreshed since); also hits.
   uint64_t refresh_skipped = 0;
-  uint64_t pages = 0;    ///< pkranges pages requested
-  uint64_t failures = 0; ///< loads that ended in an error (old map kept)
-  uint64_t dropped = 0;  ///< maps dropped because the collection is gone
+  uint64_t pages = 0;      ///< pkranges pages requested
+  uint64_t failures = 0;   ///< loads that ended in an error (old map kept)
+  uint64_t dropped = 0;    ///< maps dropped because the collection is gone
   uint64_t evictions = 0;  ///< maps dropped by the LRU bound
   uint64_t overloaded = 0; ///< callers refused: too many waiting for one load
   uint64_t deadline_trips = 0; ///< loads cut off by the hard deadline
@@ -377,8 +377,8 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, router_stats& x) {
   return f(x.operations, x.attempts, x.succeeded, x.failed,
            x.failover_decisions, x.failover_decisions_completed,
-           x.decisions_after_budget, x.marks, x.refreshes,
-           x.metadata_refreshes, x.live);
+           x.decisions_after_budget, x.marks, x.refreshes, x.metadata_refreshes,
+           x.live);
 }
 
 template <class Inspector>

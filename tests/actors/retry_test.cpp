@@ -162,8 +162,9 @@ TEST_F(Retry, SucceedsFirstAttempt) {
   EXPECT_EQ(last_endpoint(), west_ep);
   EXPECT_EQ(http->at(0).request.timeout, 1s); // HotPath ladder, step 1
   answer(ok_response(R"({"id":"c"})"));
-  receive_now(self, h,[](transport::outcome& o) { EXPECT_EQ(o.status, 200); },
-            [](caf::error& e) { ADD_FAILURE() << caf::to_string(e); });
+  receive_now(
+      self, h, [](transport::outcome& o) { EXPECT_EQ(o.status, 200); },
+      [](caf::error& e) { ADD_FAILURE() << caf::to_string(e); });
   auto s = stats();
   EXPECT_EQ(s.attempts, 1u);
   EXPECT_EQ(s.live, 0u);
@@ -178,8 +179,9 @@ TEST_F(Retry, RetriesOnTransient_InTheNextRegion) {
   ASSERT_EQ(http->count(), 2u);
   EXPECT_EQ(last_endpoint(), east_ep); // UE: index 1
   answer(ok_response("{}"));
-  receive_now(self, h,[](transport::outcome& o) { EXPECT_EQ(o.endpoint, east_ep); },
-            [](caf::error& e) { ADD_FAILURE() << caf::to_string(e); });
+  receive_now(
+      self, h, [](transport::outcome& o) { EXPECT_EQ(o.endpoint, east_ep); },
+      [](caf::error& e) { ADD_FAILURE() << caf::to_string(e); });
   EXPECT_EQ(stats().retries, 1u);
 }
 
@@ -226,8 +228,10 @@ TEST_F(Retry, CallerTimesOut_WorkKeepsRunning_AndWaitingRequesterGetsResult) {
   for (auto i : http->pending())
     http->respond(i, ok_response(R"({"id":"c"})"));
   run();
-  receive_now(self, h,[](transport::outcome& o) { EXPECT_EQ(o.body, R"({"id":"c"})"); },
-            [](caf::error& e) { ADD_FAILURE() << caf::to_string(e); });
+  receive_now(
+      self, h,
+      [](transport::outcome& o) { EXPECT_EQ(o.body, R"({"id":"c"})"); },
+      [](caf::error& e) { ADD_FAILURE() << caf::to_string(e); });
   EXPECT_EQ(stats().live, 0u);
   self->send_exit(c, caf::exit_reason::user_shutdown);
 }
@@ -239,7 +243,8 @@ TEST_F(Retry, PolicyDeniesRetry_SurfacesOriginalFailure) {
   run();
   answer(status_response(404));
   EXPECT_EQ(http->count(), 1u);
-  receive_now(self, h,
+  receive_now(
+      self, h,
       [](transport::outcome&) { ADD_FAILURE() << "expected an error"; },
       [](caf::error& e) {
         EXPECT_EQ(code_of(e), errc::not_found);
@@ -257,11 +262,13 @@ TEST_F(Retry, DeadlineTripsDuringAttempt_BeforeAnyFinished_IsADeadlineError) {
       self->request(retry, caf::infinite, execute_atom_v, read_collection());
   run();
   advance(30s); // the region hangs: nothing ever answers
-  receive_now(self, h,[](transport::outcome&) { ADD_FAILURE() << "expected an error"; },
-            [](caf::error& e) {
-              EXPECT_EQ(code_of(e), errc::deadline_exceeded);
-              EXPECT_NE(context_of(e).find("30s"), std::string::npos);
-            });
+  receive_now(
+      self, h,
+      [](transport::outcome&) { ADD_FAILURE() << "expected an error"; },
+      [](caf::error& e) {
+        EXPECT_EQ(code_of(e), errc::deadline_exceeded);
+        EXPECT_NE(context_of(e).find("30s"), std::string::npos);
+      });
   // The answer arriving after the deadline is dropped and counted.
   answer(ok_response("{}"));
   auto s = stats();
@@ -290,7 +297,8 @@ TEST_F(Retry, DeadlineTripsDuringBackoff_ReportsLastUnderlyingFailure) {
   EXPECT_TRUE(self->mailbox().empty()) << "answered before the deadline";
   advance(1s); // t = 30 s, in the middle of the second pause
   receive_now(
-      self, h, [](transport::outcome&) { ADD_FAILURE() << "expected an error"; },
+      self, h,
+      [](transport::outcome&) { ADD_FAILURE() << "expected an error"; },
       [](caf::error& e) {
         EXPECT_EQ(code_of(e), errc::connection_refused);
         auto text = context_of(e);
@@ -349,12 +357,13 @@ TEST_F(Retry, AttemptCap_BoundsTheLoop) {
     advance(10ms);
   }
   EXPECT_EQ(http->count(), 3u);
-  receive_now(self, h,[](transport::outcome&) { ADD_FAILURE() << "expected an error"; },
-            [](caf::error& e) {
-              EXPECT_EQ(code_of(e), errc::throttled);
-              EXPECT_NE(context_of(e).find("attempt cap of 3"),
-                        std::string::npos);
-            });
+  receive_now(
+      self, h,
+      [](transport::outcome&) { ADD_FAILURE() << "expected an error"; },
+      [](caf::error& e) {
+        EXPECT_EQ(code_of(e), errc::throttled);
+        EXPECT_NE(context_of(e).find("attempt cap of 3"), std::string::npos);
+      });
 }
 
 TEST_F(Retry, TimeoutClimbsTheHotPathLadder_OnTheSameEndpoint) {
@@ -380,8 +389,9 @@ TEST_F(Retry, TimeoutClimbsTheHotPathLadder_OnTheSameEndpoint) {
   ASSERT_EQ(http->count(), 4u);
   EXPECT_EQ(last_endpoint(), east_ep);
   answer(ok_response("{}"));
-  receive_now(self, h,[](transport::outcome& o) { EXPECT_EQ(o.status, 200); },
-            [](caf::error& e) { ADD_FAILURE() << caf::to_string(e); });
+  receive_now(
+      self, h, [](transport::outcome& o) { EXPECT_EQ(o.status, 200); },
+      [](caf::error& e) { ADD_FAILURE() << caf::to_string(e); });
 }
 
 TEST_F(Retry, DetachOnly_HasNoOuterRetry) {
@@ -395,7 +405,8 @@ TEST_F(Retry, DetachOnly_HasNoOuterRetry) {
   EXPECT_EQ(routed->requests, 1);
   caf::anon_send(router, answer_atom_v, uint64_t{0}, status_response(503));
   run();
-  receive_now(self, h,
+  receive_now(
+      self, h,
       [](transport::outcome&) { ADD_FAILURE() << "expected an error"; },
       [](caf::error& e) { EXPECT_EQ(code_of(e), errc::service_unavailable); });
   EXPECT_EQ(routed->requests, 1); // no outer retry
@@ -417,7 +428,8 @@ TEST_F(Retry, DetachOnly_RouterThatNeverAnswers_IsCutOffAfterTheGrace) {
   EXPECT_TRUE(self->mailbox().empty()) << "the detach path raced the router";
   advance(5s);
   receive_now(
-      self, h, [](transport::outcome&) { ADD_FAILURE() << "expected an error"; },
+      self, h,
+      [](transport::outcome&) { ADD_FAILURE() << "expected an error"; },
       [](caf::error& e) { EXPECT_EQ(code_of(e), errc::deadline_exceeded); });
   EXPECT_EQ(stats().live, 0u);
 }
@@ -437,7 +449,8 @@ TEST_F(Retry, LiveGauge_ReturnsToZeroWhenWorkEnds) {
   run();
   EXPECT_EQ(stats().live, 0u);
   for (auto& h : handles)
-    receive_now(self, h,[](transport::outcome&) {}, [](caf::error&) {});
+    receive_now(
+        self, h, [](transport::outcome&) {}, [](caf::error&) {});
 }
 
 } // namespace

@@ -251,7 +251,8 @@ TEST_F(RetryWiring, RouterGoesDown_DetachedOperationsFailAtOnce) {
   self->send_exit(router, caf::exit_reason::kill);
   run(); // no time passes
   receive_now(
-      self, h, [](transport::outcome&) { ADD_FAILURE() << "expected an error"; },
+      self, h,
+      [](transport::outcome&) { ADD_FAILURE() << "expected an error"; },
       [](caf::error& e) {
         EXPECT_EQ(code_of(e), errc::collaborator_down);
         EXPECT_NE(context_of(e).find("georoute.router"), std::string::npos)
@@ -295,7 +296,8 @@ TEST_F(RetryWiring, Stopped_OperationsInFlightGetEngineStopped) {
   self->send_exit(retry, caf::exit_reason::user_shutdown);
   run();
   receive_now(
-      self, h, [](transport::outcome&) { ADD_FAILURE() << "expected an error"; },
+      self, h,
+      [](transport::outcome&) { ADD_FAILURE() << "expected an error"; },
       [](caf::error& e) {
         EXPECT_EQ(code_of(e), errc::shutting_down);
         EXPECT_NE(context_of(e).find("engine stopped"), std::string::npos)
@@ -326,15 +328,16 @@ TEST_F(DetachDeadline, QueryPlanPath_ReportsTheLastUnderlyingFailure) {
   cfg.hard_deadline = 30s;
   router_config rc;
   rc.pipeline = cfg;
-  auto router = spawn_router(sys, rc, {locations, endpoints, {}, {}, http, {}, {}});
+  auto router =
+      spawn_router(sys, rc, {locations, endpoints, {}, {}, http, {}, {}});
   auto retry =
       spawn_retry(sys, cfg, {locations, endpoints, http, router, {}, {}});
   auto plans = spawn_query_plan(sys, retry, 16);
-  for (auto a : {caf::actor_cast<caf::actor>(locations),
-                 caf::actor_cast<caf::actor>(endpoints),
-                 caf::actor_cast<caf::actor>(router),
-                 caf::actor_cast<caf::actor>(retry),
-                 caf::actor_cast<caf::actor>(plans)})
+  for (auto a :
+       {caf::actor_cast<caf::actor>(locations),
+        caf::actor_cast<caf::actor>(endpoints),
+        caf::actor_cast<caf::actor>(router), caf::actor_cast<caf::actor>(retry),
+        caf::actor_cast<caf::actor>(plans)})
     spawned.push_back(a);
   run();
   query_plan_request q;

@@ -85,9 +85,11 @@ std::variant<int64_t, http_response> page_size(const http_request& req) {
   return n;
 }
 
-/// The offset a continuation token resumes at, or a 400.
-std::variant<int64_t, http_response> resume_offset(const http_request& req,
-                                                   const std::string& hash) {
+/// The position a continuation token resumes at (its field `key`: "o" an
+/// offset, "d" a document creation number), 0 without a token, or a 400.
+std::variant<int64_t, http_response> resume_at(const http_request& req,
+                                               const std::string& hash,
+                                               const char* key = "o") {
   const auto& token = req.header("x-ms-continuation");
   if (token.empty()) return int64_t{0};
   auto bad = [&](const std::string& why) {
@@ -97,15 +99,22 @@ std::variant<int64_t, http_response> resume_offset(const http_request& req,
   if (!bytes) return bad("not a token of this emulator");
   auto parsed =
       nlohmann::json::parse(bytes->begin(), bytes->end(), nullptr, false);
-  if (parsed.is_discarded() || !parsed.is_object() || !parsed.contains("o") ||
-      !parsed["o"].is_number_integer() || !parsed.contains("h") ||
+  if (parsed.is_discarded() || !parsed.is_object() || !parsed.contains(key) ||
+      !parsed[key].is_number_integer() || !parsed.contains("h") ||
       !parsed["h"].is_string())
     return bad("not a token of this emulator");
   if (parsed["h"] != hash)
     return bad("the token belongs to another query or scope");
-  auto offset = parsed["o"].get<int64_t>();
-  if (offset < 0) return bad("negative offset");
-  return offset;
+  auto at = parsed[key].get<int64_t>();
+  if (at < 0) return bad("negative position");
+  return at;
+}
+
+/// The token `resume_at` reads.
+std::string make_token(const char* key, int64_t at, const std::string& hash) {
+  auto token = nlohmann::json{{key, at}, {"h", hash}}.dump();
+  return transport::base64_encode(
+      reinterpret_cast<const unsigned char*>(token.data()), token.size());
 }
 
 /// Answers one page of `rows`: {"_rid", <list_name>: [...], "_count"}.
@@ -115,7 +124,7 @@ http_response page_of(const http_request& req, std::vector<nlohmann::json> rows,
   auto hash = hash_text(detail::fnv1a(identity));
   auto size = page_size(req);
   if (auto* err = std::get_if<http_response>(&size)) return std::move(*err);
-  auto offset = resume_offset(req, hash);
+  auto offset = resume_at(req, hash);
   if (auto* err = std::get_if<http_response>(&offset)) return std::move(*err);
   auto begin = std::min<size_t>(static_cast<size_t>(std::get<int64_t>(offset)),
                                 rows.size());
@@ -129,11 +138,8 @@ http_response page_of(const http_request& req, std::vector<nlohmann::json> rows,
   auto res = json_response(200, body.dump());
   res.set("x-ms-item-count", std::to_string(end - begin));
   if (end < rows.size()) {
-    auto token = nlohmann::json{{"o", end}, {"h", hash}}.dump();
     res.set("x-ms-continuation",
-            transport::base64_encode(
-                reinterpret_cast<const unsigned char*>(token.data()),
-                token.size()));
+            make_token("o", static_cast<int64_t>(end), hash));
   }
   return res;
 }
@@ -237,23 +243,9 @@ http_response engine::state::stream_range_query(request_ctx& ctx,
       hash_text(detail::fnv1a("stream\n" + text + "\n" + params.dump()));
   auto size = page_size(ctx.req);
   if (auto* err = std::get_if<http_response>(&size)) return std::move(*err);
-  uint64_t after = 0;
-  if (const auto& token = ctx.req.header("x-ms-continuation"); !token.empty()) {
-    auto bad = [&](const std::string& why) {
-      return error_response(400, 0, "invalid x-ms-continuation: " + why);
-    };
-    auto bytes = transport::base64_decode(token);
-    if (!bytes) return bad("not a token of this emulator");
-    auto parsed =
-        nlohmann::json::parse(bytes->begin(), bytes->end(), nullptr, false);
-    if (parsed.is_discarded() || !parsed.is_object() || !parsed.contains("d") ||
-        !parsed["d"].is_number_unsigned() || !parsed.contains("h") ||
-        !parsed["h"].is_string())
-      return bad("not a token of this emulator");
-    if (parsed["h"] != hash)
-      return bad("the token belongs to another query or scope");
-    after = parsed["d"].get<uint64_t>();
-  }
+  auto resume = resume_at(ctx.req, hash, "d");
+  if (auto* err = std::get_if<http_response>(&resume)) return std::move(*err);
+  auto after = static_cast<uint64_t>(std::get<int64_t>(resume));
   std::vector<uint64_t> seqs;
   auto docs = gather(ctx, coll, s, &seqs);
   // gather() goes range by range; one range here, already in seq order.
@@ -308,11 +300,8 @@ http_response engine::state::stream_range_query(request_ctx& ctx,
   auto res = json_response(200, body.dump());
   res.set("x-ms-item-count", std::to_string(count));
   if (more) {
-    auto token = nlohmann::json{{"d", last}, {"h", hash}}.dump();
     res.set("x-ms-continuation",
-            transport::base64_encode(
-                reinterpret_cast<const unsigned char*>(token.data()),
-                token.size()));
+            make_token("d", static_cast<int64_t>(last), hash));
   }
   add_scope_headers(res, ctx, coll, s);
   return res;

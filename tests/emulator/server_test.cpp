@@ -87,7 +87,8 @@ TEST_F(EmulatorServer, KeepAlive_SeveralRequests_OneAcceptedConnection) {
   EXPECT_EQ(fresh->stats().connections_opened, 1u);
 }
 
-TEST_F(EmulatorServer, OpenConnections_CountsLiveSessions_ZeroAfterTheClientCloses) {
+TEST_F(EmulatorServer,
+       OpenConnections_CountsLiveSessions_ZeroAfterTheClientCloses) {
   auto base = emu->open_connections();
   auto fresh = make_client();
   auto o = send("GET", emu->endpoint("East US"), "/", {}, {}, 5s, fresh.get());

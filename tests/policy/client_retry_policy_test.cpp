@@ -174,8 +174,10 @@ std::vector<decision_row> decision_rows() {
       // multi-write account its silent region is marked so that the next
       // writes go elsewhere (georoute's addition; the reference marks
       // nothing and every later write waits for the same silence).
-      {"Timeout_MultiMasterWrite_NoRetry_MarksTheRegion", multi_write_facts(),
-       fs::timed_out(), {false, 0ms, 0, true, false, true, true, false, false}},
+      {"Timeout_MultiMasterWrite_NoRetry_MarksTheRegion",
+       multi_write_facts(),
+       fs::timed_out(),
+       {false, 0ms, 0, true, false, true, true, false, false}},
       {"Timeout_SingleMasterWrite_NoRetry_NoMark", single_write_facts(),
        fs::timed_out(), no_retry},
       {"Throttled_Read_ServerDelay",
