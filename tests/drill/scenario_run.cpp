@@ -283,7 +283,8 @@ uint64_t scenario_run::account_fetches() {
 void scenario_run::start_workload() {
   emu_->control().reset_counters();
   fetches_at_start_ = account_fetches();
-  rec_ = std::make_shared<recorder>(recorder::clock::now());
+  rec_ = std::make_shared<recorder>(recorder::clock::now(),
+                                    world_.fold_successes);
   auto per_caller = opts_.rate / std::max<uint32_t>(opts_.callers, 1);
   for (uint32_t i = 0; i < opts_.callers; ++i) {
     caller_setup c;
@@ -423,16 +424,18 @@ void scenario_run::finish() {
     std::this_thread::sleep_for(50ms);
   }
   ops_ = rec_->all();
+  folded_ = rec_->folded();
   // Read back every acknowledged write from the emulator itself.
   std::vector<transport::request> reads;
   std::vector<std::string> ids;
   auto writer = emu_->endpoint(emu_->control().write_regions().front());
-  std::set<std::string> seen;
-  for (const auto& op : ops_) {
-    if (op.written_id.empty() || !seen.insert(op.written_id).second) continue;
-    auto nl = op.written_id.find('\n');
-    auto id = op.written_id.substr(0, nl);
-    auto pk = op.written_id.substr(nl + 1);
+  std::set<std::string> written = folded_.written_ids;
+  for (const auto& op : ops_)
+    if (!op.written_id.empty()) written.insert(op.written_id);
+  for (const auto& written_id : written) {
+    auto nl = written_id.find('\n');
+    auto id = written_id.substr(0, nl);
+    auto pk = written_id.substr(nl + 1);
     ids.push_back(id);
     reads.push_back(direct_client::make("GET", writer,
                                         "/dbs/d/colls/c/docs/" + id, {},
@@ -478,6 +481,18 @@ void scenario_run::teardown() {
 
 void scenario_run::summarize() {
   std::vector<int64_t> latencies;
+  // Folded successes (the soak) count like kept ones; their latencies are
+  // in a histogram, and then every latency goes there.
+  for (const auto& [type, n] : folded_.successes) {
+    auto& k = out_.by_kind[to_string(type)];
+    for (auto* c : {&k, &out_.total}) {
+      c->ops += n;
+      c->successes += n;
+    }
+  }
+  for (const auto& [region, n] : folded_.served_by)
+    out_.served_by[region] += n;
+  auto histogram = folded_.latency;
   for (const auto& op : ops_) {
     auto& k = out_.by_kind[to_string(op.type)];
     for (auto* c : {&k, &out_.total}) {
@@ -503,8 +518,15 @@ void scenario_run::summarize() {
                          ? 0
                          : 100.0 * static_cast<double>(out_.total.successes) /
                                static_cast<double>(out_.total.ops);
-  out_.p50_ms = percentile(latencies, 0.50);
-  out_.p99_ms = percentile(latencies, 0.99);
+  if (histogram.count() > 0) {
+    for (auto us : latencies)
+      histogram.add(us);
+    out_.p50_ms = histogram.percentile_ms(0.50);
+    out_.p99_ms = histogram.percentile_ms(0.99);
+  } else {
+    out_.p50_ms = percentile(latencies, 0.50);
+    out_.p99_ms = percentile(latencies, 0.99);
+  }
   // The timeline: the backend samples plus the callers' outcomes.
   out_.timeline = backend_buckets_;
   auto last_ms = out_.duration_ms;
@@ -517,6 +539,12 @@ void scenario_run::summarize() {
     auto idx = static_cast<size_t>(std::max<int64_t>(op.end_us, 0) / 1000000);
     if (idx >= out_.timeline.size()) idx = out_.timeline.size() - 1;
     ++out_.timeline[idx].callers[to_string(op.result)];
+  }
+  for (size_t second = 0; second < folded_.per_second.size(); ++second) {
+    if (folded_.per_second[second] == 0) continue;
+    auto idx = std::min(second, out_.timeline.size() - 1);
+    out_.timeline[idx].callers[to_string(op_result::success)] +=
+        folded_.per_second[second];
   }
   for (const auto& b : out_.timeline)
     for (const auto& [region, by_status] : b.backend)
@@ -546,7 +574,7 @@ void scenario_run::common_criteria() {
               std::to_string(checked_writes_) + " read back" +
               (readback_problem_.empty() ? "" : " (" + readback_problem_ + ")"),
           lost_writes_ == 0 && checked_writes_ > 0);
-  uint64_t complete = 0, dup = 0, missing = 0;
+  uint64_t complete = folded_.complete_queries, dup = 0, missing = 0;
   for (const auto& op : ops_)
     if (op.type == op_type::query && op.result == op_result::success) {
       ++complete;

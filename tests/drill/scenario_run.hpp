@@ -32,6 +32,10 @@ struct world_options {
   bool exclude_every_region = false;
   /// Writes upsert a bounded set of documents (see caller_setup).
   uint32_t write_ids = 0;
+  /// Plain successes are folded into counts instead of kept whole (the
+  /// soak); `ops()` then holds only the rest. Scripts that look at
+  /// successes (failover instants, who served what) must not set it.
+  bool fold_successes = false;
 };
 
 class scenario_run {
@@ -73,7 +77,10 @@ public:
   engine& site(size_t i) { return sites_.at(i); }
   int64_t now_ms() const;
   int64_t at_ms(double fraction) const;
+  /// Every operation, or with `fold_successes` every one but the plain
+  /// successes (those are in `folded()`).
   const std::vector<op_record>& ops() const { return ops_; }
+  const folded_ops& folded() const { return folded_; }
   /// Router counters summed over the sites (after `finish`).
   const router_stats& routers() const { return router_totals_; }
   /// Resident memory of the process, once a second: (ms, MiB).
@@ -119,6 +126,7 @@ private:
   std::vector<std::pair<int64_t, double>> rss_;
   uint64_t fetches_at_start_ = 0;
   std::vector<op_record> ops_;
+  folded_ops folded_;
   router_stats router_totals_;
   uint64_t lost_writes_ = 0;
   uint64_t checked_writes_ = 0;

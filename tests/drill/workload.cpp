@@ -4,6 +4,7 @@
 #include "messages/types.hpp"
 
 #include <caf/all.hpp>
+#include <cmath>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <set>
@@ -69,12 +70,60 @@ void recorder::add(op_record r) {
     break;
   }
   std::lock_guard<std::mutex> guard{mtx_};
-  ops_.push_back(std::move(r));
+  bool plain = r.result == op_result::success && r.region != "(global)" &&
+               r.duplicates == 0 && r.missing == 0;
+  if (!fold_ || !plain) {
+    ops_.push_back(std::move(r));
+    return;
+  }
+  auto& f = folded_;
+  ++f.successes[r.type];
+  ++f.served_by[r.region];
+  auto second = static_cast<size_t>(std::max<int64_t>(r.end_us, 0) / 1000000);
+  if (f.per_second.size() <= second) f.per_second.resize(second + 1);
+  ++f.per_second[second];
+  f.latency.add(r.end_us - r.start_us);
+  if (!r.written_id.empty()) f.written_ids.insert(std::move(r.written_id));
+  if (r.type == op_type::query) ++f.complete_queries;
 }
 
 std::vector<op_record> recorder::all() const {
   std::lock_guard<std::mutex> guard{mtx_};
   return ops_;
+}
+
+folded_ops recorder::folded() const {
+  std::lock_guard<std::mutex> guard{mtx_};
+  return folded_;
+}
+
+namespace {
+
+// Bucket k holds [1.01^k, 1.01^(k+1)) microseconds; 0 and below go to -1.
+int32_t bucket_of(int64_t us) {
+  if (us <= 0) return -1;
+  return static_cast<int32_t>(std::floor(std::log(static_cast<double>(us)) /
+                                         std::log(1.01)));
+}
+
+} // namespace
+
+void latency_histogram::add(int64_t us) {
+  ++buckets_[bucket_of(us)];
+  ++count_;
+}
+
+double latency_histogram::percentile_ms(double p) const {
+  if (count_ == 0) return 0;
+  auto rank = static_cast<uint64_t>(p * static_cast<double>(count_ - 1) + 0.5);
+  uint64_t seen = 0;
+  for (const auto& [k, n] : buckets_) {
+    seen += n;
+    if (seen > rank)
+      // The bucket's geometric middle: within 0.5 % of any value in it.
+      return k < 0 ? 0.0 : std::pow(1.01, k + 0.5) / 1000.0;
+  }
+  return std::pow(1.01, buckets_.rbegin()->first + 0.5) / 1000.0;
 }
 
 std::string seed_query() {

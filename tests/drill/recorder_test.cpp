@@ -1,0 +1,115 @@
+// The drill's recorder: what a folding recorder keeps whole, what it folds,
+// and the histogram its percentiles come from.
+
+#include "tests/drill/workload.hpp"
+
+#include <algorithm>
+#include <gtest/gtest.h>
+#include <random>
+
+using namespace georoute::drill;
+
+namespace {
+
+op_record success(op_type type, const std::string& region, int64_t start_us,
+                  int64_t end_us) {
+  op_record r;
+  r.type = type;
+  r.region = region;
+  r.start_us = start_us;
+  r.end_us = end_us;
+  return r;
+}
+
+} // namespace
+
+TEST(Recorder, NotFolding_KeepsEveryOperation) {
+  recorder rec{recorder::clock::now()};
+  rec.add(success(op_type::read, "West US", 0, 1000));
+  rec.add(success(op_type::write, "East US", 0, 2000));
+  EXPECT_EQ(rec.all().size(), 2u);
+  EXPECT_TRUE(rec.folded().successes.empty());
+  EXPECT_EQ(rec.ok, 2u);
+}
+
+TEST(Recorder, Folding_KeepsWholeOnlyWhatIsNotAPlainSuccess) {
+  recorder rec{recorder::clock::now(), true};
+  rec.add(success(op_type::read, "West US", 0, 1500));
+  auto w = success(op_type::write, "East US", 1000, 2'100'000);
+  w.written_id = "S-c1-7\npk7";
+  rec.add(w);
+  rec.add(w); // the same document upserted again: read back once
+  auto global = success(op_type::read, "(global)", 0, 900);
+  rec.add(global);
+  auto q = success(op_type::query, "West US", 0, 3000);
+  q.duplicates = 1;
+  rec.add(q);
+  op_record failed;
+  failed.result = op_result::failure;
+  failed.error = "write timeout in East US";
+  rec.add(failed);
+  op_record late;
+  late.result = op_result::timeout;
+  rec.add(late);
+
+  auto kept = rec.all();
+  ASSERT_EQ(kept.size(), 4u);
+  EXPECT_EQ(kept[0].region, "(global)");
+  EXPECT_EQ(kept[1].duplicates, 1u);
+  EXPECT_EQ(kept[2].result, op_result::failure);
+  EXPECT_EQ(kept[3].result, op_result::timeout);
+
+  auto f = rec.folded();
+  EXPECT_EQ(f.successes[op_type::read], 1u);
+  EXPECT_EQ(f.successes[op_type::write], 2u);
+  EXPECT_EQ(f.served_by["West US"], 1u);
+  EXPECT_EQ(f.served_by["East US"], 2u);
+  ASSERT_EQ(f.per_second.size(), 3u); // ended at 1.5 ms and 2.1 s
+  EXPECT_EQ(f.per_second[0], 1u);
+  EXPECT_EQ(f.per_second[2], 2u);
+  EXPECT_EQ(f.written_ids, std::set<std::string>{"S-c1-7\npk7"});
+  EXPECT_EQ(f.latency.count(), 3u);
+  EXPECT_EQ(f.complete_queries, 0u);
+  EXPECT_EQ(rec.ok + rec.failed + rec.timed_out, 7u);
+}
+
+TEST(Recorder, Folding_MemoryDoesNotGrowWithPlainSuccesses) {
+  recorder rec{recorder::clock::now(), true};
+  for (int i = 0; i < 100000; ++i) {
+    auto r = success(op_type::write, "West US", i, i + 700 + i % 5000);
+    r.written_id = "S-c0-" + std::to_string(i % 200) + "\npk";
+    rec.add(r);
+  }
+  EXPECT_TRUE(rec.all().empty());
+  auto f = rec.folded();
+  EXPECT_EQ(f.written_ids.size(), 200u);
+  EXPECT_EQ(f.per_second.size(), 1u);
+  EXPECT_EQ(f.latency.count(), 100000u);
+}
+
+TEST(LatencyHistogram, PercentilesWithinOnePercentOfTheExactOnes) {
+  std::mt19937_64 rng{42};
+  std::lognormal_distribution<double> dist{8.0, 1.2}; // ~3 ms median, long tail
+  std::vector<int64_t> xs;
+  latency_histogram h;
+  for (int i = 0; i < 20000; ++i) {
+    auto us = static_cast<int64_t>(dist(rng)) + 1;
+    xs.push_back(us);
+    h.add(us);
+  }
+  std::sort(xs.begin(), xs.end());
+  for (double p : {0.0, 0.5, 0.9, 0.99, 1.0}) {
+    auto idx = static_cast<size_t>(p * static_cast<double>(xs.size() - 1) + 0.5);
+    auto exact = static_cast<double>(xs[idx]) / 1000.0;
+    EXPECT_NEAR(h.percentile_ms(p), exact, exact * 0.01) << "p=" << p;
+  }
+}
+
+TEST(LatencyHistogram, EmptyAndNonPositive) {
+  latency_histogram h;
+  EXPECT_EQ(h.percentile_ms(0.5), 0.0);
+  h.add(0);
+  h.add(-5);
+  EXPECT_EQ(h.count(), 2u);
+  EXPECT_EQ(h.percentile_ms(0.99), 0.0);
+}
