@@ -311,18 +311,23 @@ private:
     return binary_chain("AND", binary_op::logical_and, &parser::not_expr);
   }
 
+  // A run of NOTs is a loop, not a recursion: the printer writes a NOT as
+  // "(NOT x)", one level of text per level of the tree, as it does for
+  // every operator, so that what it prints parses again. Recursing here
+  // counted a printed NOT twice (its parenthesis and itself).
   res<expr_ptr> not_expr() {
     depth_guard guard{depth_};
     if (guard.too_deep())
       return syntax_error(cur().pos, "expression is nested too deeply");
-    if (at_keyword("NOT")) {
-      size_t pos = cur().pos;
+    std::vector<size_t> nots;
+    while (at_keyword("NOT")) {
+      nots.push_back(cur().pos);
       ++i_;
-      auto operand = not_expr();
-      if (!operand) return operand;
-      return node(expr_kind::logical_not, pos, ops(std::move(*operand)));
     }
-    return comparison();
+    auto e = comparison();
+    for (auto pos = nots.rbegin(); e && pos != nots.rend(); ++pos)
+      e = node(expr_kind::logical_not, *pos, ops(std::move(*e)));
+    return e;
   }
 
   static bool comparison_op(token_kind k, binary_op& op) {

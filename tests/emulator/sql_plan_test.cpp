@@ -5,6 +5,7 @@
 
 #include "actors/policy/epk.hpp"
 #include "tests/emulator/sql.hpp"
+#include "tests/emulator/sql_ast.hpp"
 
 #include <gtest/gtest.h>
 #include <string>
@@ -398,3 +399,33 @@ TEST(SqlPlan, PropertyOfANumber_RewriteParses) {
   EXPECT_NE(p.info.rewritten_query.find("(31).n"), std::string::npos)
       << p.info.rewritten_query;
 }
+
+namespace {
+
+// A WHERE as tall as the parser allows (max_depth): the ORDER BY rewrite
+// nests it one level deeper, which the parser would refuse. The plan is a
+// clear error instead of a rewrite every range refuses; a little lower, the
+// plan and its rewrite are fine (the open edge case of tests/fuzz/sql).
+TEST(SqlPlan, WhereAtTheHeightLimit_RewriteTooDeep_IsAClearError) {
+  // NOT^(k-1) over `true`: height k (a leaf is 1).
+  auto where = [](int height) {
+    std::string w = "true";
+    for (int i = 1; i < height; ++i)
+      w = "NOT " + w;
+    return w;
+  };
+  auto tall = "SELECT * FROM c WHERE " + where(max_depth) + " ORDER BY c.n";
+  auto q = parse(tall);
+  ASSERT_TRUE(q.ok()) << q.error().what;
+  ASSERT_EQ((*q)->where->height, max_depth);
+  auto p = make_plan(**q, tall, hash_pk(), json());
+  ASSERT_FALSE(p.ok());
+  EXPECT_NE(p.error().what.find("nested too deeply to be rewritten"),
+            std::string::npos)
+      << p.error().what;
+
+  auto lower = "SELECT * FROM c WHERE " + where(max_depth - 1) + " ORDER BY c.n";
+  EXPECT_FALSE(plan_of(lower).info.rewritten_query.empty());
+}
+
+} // namespace

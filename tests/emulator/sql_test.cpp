@@ -235,6 +235,35 @@ TEST(SqlParse, ModerateNesting_Parses) {
             nullptr);
 }
 
+// A tree as tall as the limit prints (every operator in parentheses) as
+// text one level deeper than the tree, and that text parses to the same
+// tree; one level taller is refused. The query plan's rewrite depends on it
+// (the open edge case of tests/fuzz/sql: height 127-128 failed).
+TEST(SqlParse, TreeAtTheHeightLimit_PrintsTextThatParsesAgain) {
+  const std::vector<std::pair<std::string, std::string>> shapes = {
+      // A leaf is height 1: 127 levels over `true` make max_depth (128).
+      {"", repeat(" AND true", 127)},          // a left-deep chain
+      {repeat("NOT ", 127), ""},               // NOT of NOT of ...
+      {repeat("[", 127), repeat("]", 127)},    // arrays in arrays
+      {repeat("IS_NULL(", 127), repeat(")", 127)}, // calls in calls
+  };
+  for (const auto& [before, after] : shapes) {
+    auto text = "SELECT * FROM c WHERE " + before + "true" + after;
+    auto q = parsed(text);
+    ASSERT_NE(q, nullptr) << text.substr(0, 80);
+    ASSERT_EQ(q->where->height, max_depth) << text.substr(0, 80);
+    auto printed = print(*q->where);
+    auto again = parsed("SELECT * FROM c WHERE " + printed);
+    ASSERT_NE(again, nullptr) << printed.substr(0, 80);
+    EXPECT_EQ(print(*again->where), printed);
+    // One more level is refused, as text and as tree.
+    auto taller = "SELECT * FROM c WHERE " + before + "NOT true" + after;
+    auto res = parse(taller);
+    ASSERT_FALSE(res.ok()) << taller.substr(0, 80);
+    EXPECT_NE(res.error().what.find("nested too deeply"), std::string::npos);
+  }
+}
+
 TEST(SqlLexer, Tokens_HavePositionsAndKinds) {
   auto toks = tokenize("SELECT c.a<>@p, -2.5e1 'x' != <= >= ");
   ASSERT_TRUE(toks.ok());
