@@ -500,6 +500,17 @@ void on_outcome(self_ptr self, uint64_t id, transport::outcome& o) {
   op.diag.request_charge += o.request_charge;
   capture_session(st, op, o);
   if (o.success()) {
+    // A broken body is the gateway breaking the protocol: an error, never a
+    // success the caller cannot parse. Not retried: a write was applied.
+    if (auto bad = success_body_problem(op.req.op, o)) {
+      auto why = *bad;
+      if (is_write(op.req.op))
+        why += "; the write may have been applied: read it back before "
+               "retrying";
+      finish_error(self, id, errc::protocol_violation,
+                   failure_text(o, op.region, op.attempts, describe(op), why));
+      return;
+    }
     finish_ok(self, id, o);
     return;
   }

@@ -1,6 +1,7 @@
 #include "actors/router_wire.hpp"
 
 #include "actors/policy/epk.hpp"
+#include "transport/codecs.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -184,6 +185,31 @@ data_response to_response(const transport::outcome& o) {
   r.continuation = o.continuation;
   r.request_charge = o.request_charge;
   return r;
+}
+
+std::optional<std::string> success_body_problem(data_op op,
+                                                const transport::outcome& o) {
+  if (o.status == 204 || o.status == 304) return std::nullopt;
+  if (o.body.empty()) {
+    if (op == data_op::remove) return std::nullopt;
+    return std::string{"the body is empty; expected a JSON object"};
+  }
+  if (auto deep = transport::check_json_depth(o.body)) return deep->what;
+  // accept() validates without building a document; the parse that says
+  // where it broke runs only on the error path.
+  if (!nlohmann::json::accept(o.body)) {
+    try {
+      auto parsed = nlohmann::json::parse(o.body);
+      static_cast<void>(parsed);
+    } catch (const nlohmann::json::exception& e) {
+      return std::string{"the body is not valid JSON ("} + e.what() + ")";
+    }
+    return std::string{"the body is not valid JSON"};
+  }
+  auto first = o.body.find_first_not_of(" \t\r\n");
+  if (first == std::string::npos || o.body[first] != '{')
+    return std::string{"the body is valid JSON but not an object"};
+  return std::nullopt;
 }
 
 } // namespace georoute

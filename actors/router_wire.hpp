@@ -46,4 +46,12 @@ transport::request to_wire(const data_request& req, const wire_target& t);
 /// The response of a successful attempt (2xx, or 304 on a conditional read).
 data_response to_response(const transport::outcome& o);
 
+/// Checks the body of a successful attempt: a 2xx that carries a resource
+/// (a document, a query page) must carry one JSON object; 204, 304 and the
+/// empty answer of a remove carry none. Returns the problem, or nothing.
+/// Without it a broken body reached the caller as a success (the
+/// bad-input table, `integration.BadInput.MalformedJson_*`).
+std::optional<std::string> success_body_problem(data_op op,
+                                                const transport::outcome& o);
+
 } // namespace georoute

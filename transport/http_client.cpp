@@ -563,9 +563,16 @@ private:
               at + "response header block exceeds the limit of " +
                   std::to_string(opts.max_header_bytes) + " bytes"};
     // A truncated body (partial_message) is the peer closing mid-exchange,
-    // not malformed HTTP: it is reported as reset, like an RST.
-    if (is_peer_closed(ec) || ec == http::error::partial_message)
-      return {failure::reset, at + ec.message()};
+    // not malformed HTTP: it is reported as reset, like an RST, and said so
+    // (Beast's own text is just "partial message"; bad-input table,
+    // `integration.BadInput.TruncatedBody_*`).
+    if (ec == http::error::partial_message)
+      return {failure::reset,
+              at +
+                  "the connection closed before the whole response arrived "
+                  "(truncated response: " +
+                  ec.message() + ")"};
+    if (is_peer_closed(ec)) return {failure::reset, at + ec.message()};
     if (is_http_error(ec)) return {failure::protocol, at + ec.message()};
     if (is_tls_error(ec)) return {failure::tls, at + ec.message()};
     return {failure::reset, at + ec.message()};

@@ -6,9 +6,11 @@
 #include "transport/http_client.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <caf/all.hpp>
 #include <condition_variable>
 #include <fstream>
+#include <functional>
 #include <future>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -565,6 +567,26 @@ void scenario_run::common_criteria() {
       first_failure = op.error.substr(0, 400);
       break;
     }
+  // What the users were told: the failures grouped by their text (numbers,
+  // ports and ids blanked), the most common first, one example each.
+  std::map<std::string, std::pair<uint64_t, std::string>> by_text;
+  for (const auto& op : ops_) {
+    if (op.result != op_result::failure) continue;
+    std::string key;
+    for (char ch : op.error.substr(0, 160))
+      if (!std::isdigit(static_cast<unsigned char>(ch)) ||
+          key.empty() || key.back() != '#')
+        key += std::isdigit(static_cast<unsigned char>(ch)) ? '#' : ch;
+    auto& [n, example] = by_text[std::string{to_string(op.type)} + ": " + key];
+    if (n++ == 0) example = op.error.substr(0, 300);
+  }
+  std::vector<std::pair<uint64_t, std::string>> ranked;
+  for (const auto& [key, v] : by_text)
+    ranked.emplace_back(v.first, key.substr(0, key.find(':')) + ": " + v.second);
+  std::sort(ranked.begin(), ranked.end(), std::greater<>{});
+  for (size_t i = 0; i < ranked.size() && i < 6; ++i)
+    note("failures " + std::to_string(ranked[i].first) + "x " +
+         ranked[i].second);
   require("user-visible failures = 0",
           std::to_string(out_.total.failures) +
               (first_failure.empty() ? "" : " (first: " + first_failure + ")"),

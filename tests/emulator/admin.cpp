@@ -13,7 +13,10 @@
 //   POST   /_emulator/split                  {"db":"d","coll":"c","range":"0"}
 //   POST   /_emulator/replication-lag        {"ms":N}
 //   POST   /_emulator/throughput             {"region":"","ru_per_second":N}
+//   POST   /_emulator/clock-offset           {"ms":N} (N may be negative)
 //   POST   /_emulator/faults                 fault_rule fields -> {"id":N}
+//                                            ("body":"...", "headers":{..},
+//                                            "truncate":true included)
 //   DELETE /_emulator/faults/{id}, DELETE /_emulator/faults
 //   GET    /_emulator/counters               {"West US":{"200":N},...}
 //   POST   /_emulator/counters/reset
@@ -168,9 +171,10 @@ json state_json(emulator& emu) {
 }
 
 result<fault_rule> parse_fault(const json& j) {
-  if (auto r = only(j, {"region", "method", "resource_type", "operation",
-                        "path_contains", "status", "substatus",
-                        "retry_after_ms", "count", "probability"});
+  if (auto r =
+          only(j, {"region", "method", "resource_type", "operation",
+                   "path_contains", "status", "substatus", "retry_after_ms",
+                   "count", "probability", "body", "headers", "truncate"});
       !r)
     return r.error();
   fault_rule f;
@@ -219,6 +223,27 @@ result<fault_rule> parse_fault(const json& j) {
     auto v = get_number(j, "probability", 0.0, 1.0);
     if (!v) return v.error();
     f.probability = *v;
+  }
+  if (j.contains("body")) {
+    auto v = get_string(j, "body");
+    if (!v) return v.error();
+    f.body = std::move(*v);
+  }
+  if (auto i = j.find("headers"); i != j.end()) {
+    if (!i->is_object())
+      return problem{"headers: expected an object of strings, got " +
+                     i->dump()};
+    for (const auto& [name, value] : i->items()) {
+      if (!value.is_string())
+        return problem{"headers." + name + ": expected a string, got " +
+                       value.dump()};
+      f.headers.emplace_back(name, value.get<std::string>());
+    }
+  }
+  if (auto i = j.find("truncate"); i != j.end()) {
+    if (!i->is_boolean())
+      return problem{"truncate: expected true or false, got " + i->dump()};
+    f.truncate = i->get<bool>();
   }
   return f;
 }
@@ -332,7 +357,8 @@ http_response dispatch(emulator& emu, const http_request& req) {
   if (parts.size() != 1) return not_found();
   // Everything below is POST with a JSON object body.
   static const char* post_only[] = {"write-regions",   "multi-write", "split",
-                                    "replication-lag", "throughput",  "faults"};
+                                    "replication-lag", "throughput",  "faults",
+                                    "clock-offset"};
   if (std::find(std::begin(post_only), std::end(post_only), top) ==
       std::end(post_only))
     return not_found();
@@ -382,6 +408,13 @@ http_response dispatch(emulator& emu, const http_request& req) {
     auto children = eng.split_range(*db, *coll, *range);
     if (!children) return bad("range: " + children.error().what);
     return reply(200, json{{"children", *children}});
+  }
+  if (top == "clock-offset") {
+    if (auto r = only(j, {"ms"}); !r) return bad(r.error().what);
+    auto ms = get_int(j, "ms", -max_ms, max_ms);
+    if (!ms) return bad(ms.error().what);
+    eng.set_clock_offset(std::chrono::milliseconds{*ms});
+    return ok();
   }
   if (top == "replication-lag") {
     if (auto r = only(j, {"ms"}); !r) return bad(r.error().what);

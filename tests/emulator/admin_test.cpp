@@ -2,7 +2,9 @@
 
 #include "tests/emulator/server_fixture.hpp"
 
+#include <fstream>
 #include <set>
+#include <sstream>
 
 namespace {
 
@@ -119,6 +121,45 @@ TEST_F(EmulatorAdmin, Fault_InjectedThenDeleted) {
   EXPECT_EQ(send("GET", west(), "/").status, 200);
 }
 
+TEST_F(EmulatorAdmin,
+       Fault_BodyHeadersTruncate_ParsedOrRejectedNamingTheField) {
+  auto added = admin("POST", "faults",
+                     R"({"operation":"account","status":200,"count":1,)"
+                     R"("body":"{\"id\": 5}","headers":{"etag":"\"9\""}})");
+  ASSERT_EQ(added.status, 200) << added.body;
+  auto got = send("GET", west(), "/");
+  EXPECT_EQ(got.status, 200);
+  EXPECT_EQ(got.body, R"({"id": 5})");
+  EXPECT_EQ(got.etag, "\"9\"");
+  ASSERT_EQ(admin("POST", "faults",
+                  R"({"operation":"account","truncate":true,"count":1})")
+                .status,
+            200);
+  EXPECT_EQ(send("GET", west(), "/").error, failure::reset);
+  EXPECT_EQ(send("GET", west(), "/").status, 200);
+
+  auto error_of = [&](const std::string& body) {
+    auto o = admin("POST", "faults", body);
+    EXPECT_EQ(o.status, 400) << o.body;
+    return parse(o).value("error", std::string{});
+  };
+  EXPECT_EQ(error_of(R"({"body":5})").rfind("body:", 0), 0u);
+  EXPECT_EQ(error_of(R"({"headers":"etag"})").rfind("headers:", 0), 0u);
+  EXPECT_EQ(error_of(R"({"headers":{"etag":1}})").rfind("headers.etag:", 0),
+            0u);
+  EXPECT_EQ(error_of(R"({"truncate":"yes"})").rfind("truncate:", 0), 0u);
+}
+
+TEST_F(EmulatorAdmin, ClockOffset_SignedRequestsForbiddenUntilReset) {
+  ASSERT_EQ(admin("POST", "clock-offset", R"({"ms":-1200000})").status, 200);
+  EXPECT_EQ(send("GET", west(), "/").status, 403);
+  auto wrong = admin("POST", "clock-offset", R"({"ms":"late"})");
+  EXPECT_EQ(wrong.status, 400);
+  EXPECT_EQ(parse(wrong).value("error", std::string{}).rfind("ms:", 0), 0u);
+  ASSERT_EQ(admin("POST", "clock-offset", R"({"ms":0})").status, 200);
+  EXPECT_EQ(send("GET", west(), "/").status, 200);
+}
+
 TEST_F(EmulatorAdmin, Split_ChildrenInPkranges) {
   create_collection();
   auto o = admin("POST", "split", R"({"db":"d","coll":"c","range":"0"})");
@@ -168,6 +209,58 @@ TEST_F(EmulatorAdmin, OnRegionalEndpoint_NotServed) {
   auto o = send("GET", west(), "/_emulator/state");
   EXPECT_NE(o.status, 200);
   EXPECT_EQ(emu->get_region_state("West US"), region_state::online);
+}
+
+} // namespace
+
+namespace {
+
+// The local address of every listening TCP socket of this process on
+// `port`, from the kernel's table (/proc/net/tcp and tcp6: "local
+// address" is hex IP:port, state 0A is LISTEN). Reading the table sends
+// nothing, so the test needs no non-loopback traffic to prove the point.
+std::vector<std::string> listening_addresses(uint16_t port) {
+  std::vector<std::string> out;
+  for (const char* file : {"/proc/net/tcp", "/proc/net/tcp6"}) {
+    std::ifstream in{file};
+    std::string line;
+    std::getline(in, line); // the header
+    while (std::getline(in, line)) {
+      std::istringstream fields{line};
+      std::string slot, local, remote, state;
+      fields >> slot >> local >> remote >> state;
+      auto colon = local.rfind(':');
+      if (state != "0A" || colon == std::string::npos) continue;
+      if (std::stoul(local.substr(colon + 1), nullptr, 16) != port) continue;
+      out.push_back(local.substr(0, colon));
+    }
+  }
+  return out;
+}
+
+uint16_t port_of(const std::string& endpoint) {
+  auto colon = endpoint.rfind(':');
+  return static_cast<uint16_t>(std::stoul(endpoint.substr(colon + 1)));
+}
+
+} // namespace
+
+namespace {
+
+// Issue 11, item 6: the admin API (on the global endpoint) and every
+// regional endpoint listen on 127.0.0.1 only, never on a wildcard or an
+// external address. 0100007F is 127.0.0.1 in the table's byte order.
+TEST_F(EmulatorAdmin, EveryListener_BindsLoopbackOnly) {
+  std::vector<std::string> endpoints{emu->global_endpoint(), west(),
+                                     emu->endpoint("East US"),
+                                     emu->endpoint("North Europe")};
+  for (const auto& e : endpoints) {
+    auto addresses = listening_addresses(port_of(e));
+    ASSERT_EQ(addresses.size(), 1u) << e;
+    EXPECT_EQ(addresses[0], "0100007F") << e;
+  }
+  // And the admin API answers there.
+  EXPECT_EQ(admin("GET", "state").status, 200);
 }
 
 } // namespace

@@ -192,7 +192,13 @@ http_response engine::state::serve(const std::string& arrived,
                   db_by_rid.count(ctx.segs[1]) != 0;
 
   if (auto denied = check_auth(ctx)) return std::move(*denied);
-  if (auto fault = check_faults(ctx)) return std::move(*fault);
+  // A fault answers instead of serving, except a bare `truncate` rule: its
+  // status-0 marker means "serve, then have the server cut the response".
+  bool cut = false;
+  if (auto fault = check_faults(ctx)) {
+    if (fault->status != 0) return std::move(*fault);
+    cut = true;
+  }
   bool metered = ctx.type == "docs" && ctx.op != "query_plan";
   if (metered)
     if (auto throttled = check_budget(ctx, estimated_charge(ctx.op)))
@@ -200,6 +206,7 @@ http_response engine::state::serve(const std::string& arrived,
   auto res = dispatch(ctx);
   if (metered) spend(ctx);
   res.set("x-ms-request-charge", detail::charge_text(ctx.charge));
+  if (cut) res.set(truncate_marker, "1");
   return res;
 }
 
@@ -212,7 +219,7 @@ std::optional<http_response> engine::state::check_auth(request_ctx& ctx) {
   auto path = req.target.substr(0, req.target.find('?'));
   auto check = transport::verify_authorization(
       *key, req.method, path, req.header("authorization"),
-      req.header("x-ms-date"), ctx.now, ctx.rid_based);
+      req.header("x-ms-date"), ctx.now + opts.clock_offset, ctx.rid_based);
   switch (check.verdict) {
   case transport::auth_verdict::ok:
     return std::nullopt;
@@ -245,11 +252,23 @@ std::optional<http_response> engine::state::check_faults(request_ctx& ctx) {
       if (draw(fault_rng) >= r.probability) continue;
     }
     if (r.count > 0) --r.count;
-    auto res = error_response(r.status, r.substatus,
-                              "injected fault (rule " +
-                                  std::to_string(it->first) + ")");
+    http_response res;
+    if (r.body) {
+      res = json_response(r.status, *r.body);
+      if (r.substatus != 0)
+        res.set("x-ms-substatus", std::to_string(r.substatus));
+      for (const auto& [name, value] : r.headers)
+        res.set(name, value);
+    } else if (r.truncate) {
+      res.status = 0; // serve() serves the request, the server cuts it
+    } else {
+      res = error_response(r.status, r.substatus,
+                           "injected fault (rule " + std::to_string(it->first) +
+                               ")");
+    }
     if (r.retry_after_ms >= 0)
       res.set("x-ms-retry-after-ms", std::to_string(r.retry_after_ms));
+    if (r.truncate) res.set(truncate_marker, "1");
     if (r.count == 0) faults.erase(it);
     return res;
   }
@@ -417,6 +436,11 @@ result<bool> engine::restore_region(const std::string& region) {
 void engine::set_replication_lag(std::chrono::milliseconds lag) {
   std::lock_guard<std::mutex> guard{state_->mutex};
   state_->opts.replication_lag = lag;
+}
+
+void engine::set_clock_offset(std::chrono::milliseconds offset) {
+  std::lock_guard<std::mutex> guard{state_->mutex};
+  state_->opts.clock_offset = offset;
 }
 
 void engine::set_throughput(const std::string& region, double ru_per_second) {

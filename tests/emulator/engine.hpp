@@ -21,7 +21,9 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace georoute::emulator {
@@ -52,10 +54,27 @@ struct engine_options {
   /// Verify master-key signatures (tests of the engine alone may turn it off;
   /// the servers always verify).
   bool verify_auth = true;
+  /// Added to the current time when the engine checks a request's x-ms-date
+  /// (the server's clock is this far ahead; negative: behind). Past the
+  /// allowed skew of 15 minutes every signed request gets 403.
+  std::chrono::milliseconds clock_offset{0};
 };
+
+/// Internal between the engine and the servers: a response carrying this
+/// header is cut by the server (the header itself is never sent). See
+/// `fault_rule::truncate`.
+constexpr const char* truncate_marker = "x-georoute-emulator-truncate";
 
 /// An injected failure: requests matching every non-empty field answer
 /// `status`/`substatus` instead of being served.
+///
+/// Bad responses (the "bad input" tests): with `body`, the answer is `status`
+/// with exactly that body (content-type application/json) and `headers`,
+/// instead of the gateway error body. With `truncate`, the server announces
+/// the full Content-Length, writes only the first half of the body (half of
+/// the header block when the body is empty), then closes the connection;
+/// without `body` the request IS served first (a write is applied) and its
+/// real response is cut, as when the connection drops on the way back.
 struct fault_rule {
   std::string region; ///< "" = any region (and the global endpoint)
   std::string method; ///< "" = any, else "GET", "POST", ...
@@ -69,6 +88,11 @@ struct fault_rule {
   int64_t retry_after_ms = -1; ///< adds x-ms-retry-after-ms when >= 0
   int64_t count = -1;          ///< remaining matches; -1 = unlimited
   double probability = 1.0;    ///< chance that a matching request fails
+  /// When set: the response body, verbatim, instead of the error body.
+  std::optional<std::string> body;
+  /// Extra headers of an injected response (an etag for a pkranges page).
+  std::vector<std::pair<std::string, std::string>> headers;
+  bool truncate = false; ///< cut the response short (see above)
 };
 
 /// Requests served per region and status ("" is the global endpoint).
@@ -104,6 +128,8 @@ public:
   result<bool> remove_region(const std::string& region);
   result<bool> restore_region(const std::string& region);
   void set_replication_lag(std::chrono::milliseconds lag);
+  /// See `engine_options::clock_offset`.
+  void set_clock_offset(std::chrono::milliseconds offset);
   /// Request units per second for `region` ("" = every region); 0 = off.
   void set_throughput(const std::string& region, double ru_per_second);
   /// Splits a range of collection `dbs/{db}/colls/{coll}` into two children;

@@ -1055,6 +1055,66 @@ TEST_F(Engine, Fault_Probability_DeterministicAndPartial) {
   EXPECT_LT(failed, 80);
 }
 
+TEST_F(Engine, Fault_Body_AnsweredVerbatimWithHeaders_NothingServed) {
+  setup_coll();
+  fault_rule rule;
+  rule.operation = "write";
+  rule.status = 201;
+  rule.body = R"({"id": 5, not json)";
+  rule.headers = {{"etag", "\"7\""}};
+  rule.count = 1;
+  eng->add_fault(rule);
+  auto res = create_doc(west, "p", "a");
+  EXPECT_EQ(res.status, 201);
+  EXPECT_EQ(res.body, R"({"id": 5, not json)");
+  EXPECT_EQ(res.get("content-type"), "application/json");
+  EXPECT_EQ(res.get("etag"), "\"7\"");
+  EXPECT_EQ(res.get(truncate_marker), "");
+  // The request was answered, not served: the document does not exist.
+  EXPECT_EQ(read_doc(west, "p", "a").status, 404);
+  EXPECT_EQ(create_doc(west, "p", "a").status, 201);
+}
+
+TEST_F(Engine, Fault_Truncate_ServedThenMarkedForTheServer) {
+  setup_coll();
+  fault_rule rule;
+  rule.operation = "write";
+  rule.truncate = true;
+  rule.count = 1;
+  eng->add_fault(rule);
+  auto res = create_doc(west, "p", "a");
+  // Served (the write is applied), the real response marked to be cut.
+  EXPECT_EQ(res.status, 201);
+  EXPECT_EQ(body(res)["id"], "a");
+  EXPECT_EQ(res.get(truncate_marker), "1");
+  EXPECT_EQ(read_doc(west, "p", "a").status, 200);
+  EXPECT_EQ(read_doc(west, "p", "a").get(truncate_marker), "");
+  // With a body: that body is answered (not served) and marked.
+  rule.operation = "read";
+  rule.status = 200;
+  rule.body = R"({"id":"zz"})";
+  eng->add_fault(rule);
+  auto cut = read_doc(west, "p", "nope");
+  EXPECT_EQ(cut.status, 200);
+  EXPECT_EQ(cut.body, R"({"id":"zz"})");
+  EXPECT_EQ(cut.get(truncate_marker), "1");
+}
+
+TEST_F(Engine, ClockOffset_PastTheAllowedSkew_Returns403_Reversible) {
+  eng->set_clock_offset(16min);
+  auto res = send(west, "GET", "/");
+  EXPECT_EQ(res.status, 403);
+  EXPECT_NE(body(res)["message"].get<std::string>().find("current time"),
+            std::string::npos)
+      << res.body;
+  eng->set_clock_offset(-14min);
+  EXPECT_EQ(send(west, "GET", "/").status, 200);
+  eng->set_clock_offset(-16min);
+  EXPECT_EQ(send(west, "GET", "/").status, 403);
+  eng->set_clock_offset(0min);
+  EXPECT_EQ(send(west, "GET", "/").status, 200);
+}
+
 // -- counters and robustness -------------------------------------------------
 
 TEST_F(Engine, Counters_EveryResponse_CountedByRegionAndStatus) {

@@ -35,6 +35,7 @@
 #include <mutex>
 #include <optional>
 #include <pthread.h>
+#include <sstream>
 #include <thread>
 #include <unordered_map>
 #include <utility>
@@ -310,8 +311,14 @@ private:
     res_.result(static_cast<unsigned>(r.status));
     if (http::obsolete_reason(res_.result()) == "<unknown-status>")
       res_.reason(r.status == 449 ? "Retry With" : "Unknown");
-    for (auto& [name, value] : r.headers)
+    bool cut = false;
+    for (auto& [name, value] : r.headers) {
+      if (name == truncate_marker) {
+        cut = true;
+        continue;
+      }
       res_.set(name, value);
+    }
     res_.set(http::field::date, http_date());
     res_.keep_alive(keep_alive_);
     auto cls = http::to_status_class(res_.result());
@@ -320,6 +327,7 @@ private:
       r.body.clear();
     res_.body() = std::move(r.body);
     res_.prepare_payload();
+    if (cut) return write_cut();
     http::async_write(sock_, res_,
                       [self = shared_from_this()](error_code ec, size_t) {
                         self->on_write(ec);
@@ -335,6 +343,28 @@ private:
       return close();
     }
     read();
+  }
+
+  /// A `fault_rule::truncate` response: the header block announces the
+  /// whole body, half of it goes out (half of the header block when there
+  /// is no body), then the connection closes.
+  void write_cut() {
+    std::ostringstream head;
+    head << res_.base();
+    const auto& body = res_.body();
+    raw_ = head.str();
+    if (body.empty())
+      raw_.resize(raw_.size() / 2);
+    else
+      raw_.append(body, 0, body.size() / 2);
+    net::async_write(sock_, net::buffer(raw_),
+                     [self = shared_from_this()](error_code, size_t) {
+                       if (self->closed_) return;
+                       error_code ignored;
+                       self->sock_.shutdown(socket_type::shutdown_send,
+                                            ignored);
+                       self->close();
+                     });
   }
 
   /// Accepted and read; never answered. Reads on to notice the peer leaving.
@@ -373,6 +403,7 @@ private:
   std::optional<http::request_parser<http::string_body>> parser_;
   http::response<http::string_body> res_;
   http_request req_;
+  std::string raw_; ///< a cut response (write_cut)
   bool keep_alive_ = true;
   bool closed_ = false;
   bool hung_ = false;

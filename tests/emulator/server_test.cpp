@@ -118,6 +118,38 @@ TEST_F(EmulatorServer, MalformedRequest_Answered400AndClosed) {
 
 // -- region states ------------------------------------------------------------
 
+TEST_F(EmulatorServer, TruncateFault_FullLengthAnnounced_HalfTheBodySent) {
+  auto whole = send("GET", west(), "/");
+  ASSERT_EQ(whole.status, 200) << whole.error_detail;
+  emulator::fault_rule rule;
+  rule.operation = "account";
+  rule.truncate = true;
+  rule.count = 1;
+  emu->control().add_fault(rule);
+  // Unsigned is fine: the fault is checked after auth, so sign by hand.
+  transport::request r;
+  r.target = "/";
+  transport::sign_request(r, *key, std::chrono::system_clock::now());
+  std::string text = "GET / HTTP/1.1\r\nHost: x\r\n";
+  for (auto& [name, value] : r.headers)
+    text += name + ": " + value + "\r\n";
+  auto got = raw_exchange(west(), text + "\r\n");
+  auto end = got.find("\r\n\r\n");
+  ASSERT_NE(end, std::string::npos) << got;
+  auto head = got.substr(0, end);
+  EXPECT_NE(head.find("Content-Length: " + std::to_string(whole.body.size())),
+            std::string::npos)
+      << head;
+  EXPECT_EQ(head.find(emulator::truncate_marker), std::string::npos) << head;
+  EXPECT_EQ(got.size() - end - 4, whole.body.size() / 2);
+  // The client sees the peer close mid-body; the next request is whole.
+  rule.count = 1;
+  emu->control().add_fault(rule);
+  auto cut = send("GET", west(), "/");
+  EXPECT_EQ(cut.error, failure::reset) << cut.error_detail;
+  EXPECT_EQ(send("GET", west(), "/").status, 200);
+}
+
 TEST_F(EmulatorServer, OfflineRefuse_ConnectRefused_OnlineAgainSamePort) {
   auto ep = emu->endpoint("East US");
   ASSERT_EQ(send("GET", ep, "/").status, 200); // a kept-alive connection
