@@ -195,6 +195,24 @@ TEST(LocationTable, WriteEndpoints_MultiWriteMarked_Demoted) {
   EXPECT_EQ(t.read_endpoints(t0), (strings{east, west, north}));
 }
 
+// Every write region marked on a multi-write account: the reference would
+// lead with the account endpoint (its fallback); georoute keeps to the
+// known regions, in preference order, and so do reads once every region is
+// marked for them too. Nothing resolves to the region-agnostic endpoint.
+TEST(LocationTable, EveryRegionMarked_MultiWrite_MarkedRegionsNotTheAccountEndpoint) {
+  auto t = fixture(true);
+  for (const auto& ep : {east, west, north})
+    t = t.with_mark(ep, true, true, t0);
+  EXPECT_EQ(t.write_endpoints(t0), (strings{east, west, north}));
+  EXPECT_EQ(t.read_endpoints(t0), (strings{east, west, north}));
+  for (uint32_t i = 0; i < 3; ++i) {
+    EXPECT_NE(resolve_ep(t, req(op_kind::write, i)), global_ep) << i;
+    EXPECT_NE(resolve_ep(t, req(op_kind::read, i)), global_ep) << i;
+  }
+  // Once the marks expire, the order is the preference again.
+  EXPECT_EQ(t.write_endpoints(t0 + expiry + 1ms), (strings{east, west, north}));
+}
+
 TEST(LocationTable, Mark_AtExpiryBoundary_LiveThenGone) {
   auto t = fixture(false).with_mark(east, true, false, t0);
   EXPECT_TRUE(t.is_unavailable(east, op_kind::read, t0 + expiry));
