@@ -91,4 +91,17 @@ TEST(Secrets, DrillOutputAndReports_ShowNoKey) {
   EXPECT_FALSE(leaks(slurp(html), key, "the HTML report"));
 }
 
+// Crash output: a georoute that dies of SIGABRT mid-drill (what a failed
+// assertion or std::terminate does) with the key in its environment. What
+// it wrote up to its death, and what dying adds, must not show the key.
+TEST(Secrets, CrashOutput_ShowsNoKey) {
+  auto r = run("exec 2>&1; ulimit -c 0; GEOROUTE_ACCOUNT_KEY='" + key + "' " +
+               binary +
+               " drill --scenario=S1a --duration=30s --rate=50 & pid=$!; "
+               "sleep 3; kill -ABRT $pid; wait $pid; echo \"exit=$?\"");
+  EXPECT_NE(r.output.find("exit=134"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("S1a"), std::string::npos) << r.output;
+  EXPECT_FALSE(leaks(r.output, key, "a crashed georoute's output"));
+}
+
 } // namespace

@@ -477,6 +477,56 @@ TEST_F(BadInput, WrongKey_Unauthorized_NamesTheKey_RightKeyServes) {
   expect_serves("doc1");
 }
 
+// Issue 11, item 6: neither the right key nor a wrong one shows in what the
+// engine hands its callers: responses with their diagnostics, errors (the
+// text as rendered) and the diagnostics attached to them. Any 12-character
+// window of a key counts.
+TEST_F(BadInput, ResponsesErrorsAndDiagnostics_ShowNoKey) {
+  const std::string right = emu->key();
+  const std::string wrong_key =
+      "dGhpcyBpcyBub3QgdGhlIGtleSBvZiB0aGUgZW11bGF0b3IgYXQgYWxsIQ==";
+  std::vector<std::pair<std::string, std::string>> seen; // (what, text)
+  auto keep_error = [&](const std::string& what, const caf::error& e) {
+    seen.emplace_back(what + " (error)", sys->render(e));
+    if (const auto* d = diagnostics_of(e))
+      seen.emplace_back(what + " (diagnostics)", caf::deep_to_string(*d));
+  };
+  auto keep = [&](const std::string& what,
+                  const caf::expected<data_response>& r) {
+    if (r)
+      seen.emplace_back(what, caf::deep_to_string(*r));
+    else
+      keep_error(what, r.error());
+  };
+  keep("create", route(point(data_op::create, "doc1")));
+  keep("read", read("doc1"));
+  keep("read of a missing document", read("missing"));
+  if (auto acc = refresh_account())
+    seen.emplace_back("account refresh", caf::deep_to_string(*acc));
+  else
+    keep_error("account refresh", acc.error());
+  auto bad = settings;
+  bad.account_key = config::secret{wrong_key};
+  engine_options eo;
+  eo.sweep_after = 500ms;
+  auto wrong = engine::start(*sys, bad, eo);
+  ASSERT_TRUE(wrong) << sys->render(wrong.error());
+  keep("create with a wrong key",
+       ask<data_response>(wrong->router(), 10s, route_atom_v,
+                          point(data_op::create, "doc2")));
+  auto a = ask<database_account>(wrong->endpoints(), 5s, refresh_atom_v, true);
+  ASSERT_FALSE(a);
+  keep_error("account read with a wrong key", a.error());
+  wrong->stop();
+  ASSERT_GE(seen.size(), 6u);
+  for (const auto& [what, text] : seen)
+    for (const auto& k : {right, wrong_key})
+      for (size_t i = 0; i + 12 <= k.size(); ++i)
+        ASSERT_EQ(text.find(k.substr(i, 12)), std::string::npos)
+            << what << " shows key characters " << i << ".." << i + 12 << ": "
+            << text;
+}
+
 // -- clock skew: 403
 // -----------------------------------------------------------
 
