@@ -65,8 +65,8 @@ bool valid_id(const std::string& id) {
 } // namespace
 
 std::optional<std::string> validate(const data_request& req) {
-  auto what = std::string{to_string(req.op)} + " on '" + req.collection_link +
-              "': ";
+  auto what =
+      std::string{to_string(req.op)} + " on '" + req.collection_link + "': ";
   if (req.options.budget.count() < 0)
     return what + "the operation budget may not be negative";
   if (!req.range_id.empty() && req.op != data_op::query)

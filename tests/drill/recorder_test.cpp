@@ -99,7 +99,8 @@ TEST(LatencyHistogram, PercentilesWithinOnePercentOfTheExactOnes) {
   }
   std::sort(xs.begin(), xs.end());
   for (double p : {0.0, 0.5, 0.9, 0.99, 1.0}) {
-    auto idx = static_cast<size_t>(p * static_cast<double>(xs.size() - 1) + 0.5);
+    auto idx =
+        static_cast<size_t>(p * static_cast<double>(xs.size() - 1) + 0.5);
     auto exact = static_cast<double>(xs[idx]) / 1000.0;
     EXPECT_NEAR(h.percentile_ms(p), exact, exact * 0.01) << "p=" << p;
   }

@@ -6,8 +6,8 @@
 #include "transport/http_client.hpp"
 
 #include <algorithm>
-#include <cctype>
 #include <caf/all.hpp>
+#include <cctype>
 #include <condition_variable>
 #include <fstream>
 #include <functional>
@@ -285,8 +285,8 @@ uint64_t scenario_run::account_fetches() {
 void scenario_run::start_workload() {
   emu_->control().reset_counters();
   fetches_at_start_ = account_fetches();
-  rec_ = std::make_shared<recorder>(recorder::clock::now(),
-                                    world_.fold_successes);
+  rec_ =
+      std::make_shared<recorder>(recorder::clock::now(), world_.fold_successes);
   auto per_caller = opts_.rate / std::max<uint32_t>(opts_.callers, 1);
   for (uint32_t i = 0; i < opts_.callers; ++i) {
     caller_setup c;
@@ -574,15 +574,16 @@ void scenario_run::common_criteria() {
     if (op.result != op_result::failure) continue;
     std::string key;
     for (char ch : op.error.substr(0, 160))
-      if (!std::isdigit(static_cast<unsigned char>(ch)) ||
-          key.empty() || key.back() != '#')
+      if (!std::isdigit(static_cast<unsigned char>(ch)) || key.empty() ||
+          key.back() != '#')
         key += std::isdigit(static_cast<unsigned char>(ch)) ? '#' : ch;
     auto& [n, example] = by_text[std::string{to_string(op.type)} + ": " + key];
     if (n++ == 0) example = op.error.substr(0, 300);
   }
   std::vector<std::pair<uint64_t, std::string>> ranked;
   for (const auto& [key, v] : by_text)
-    ranked.emplace_back(v.first, key.substr(0, key.find(':')) + ": " + v.second);
+    ranked.emplace_back(v.first,
+                        key.substr(0, key.find(':')) + ": " + v.second);
   std::sort(ranked.begin(), ranked.end(), std::greater<>{});
   for (size_t i = 0; i < ranked.size() && i < 6; ++i)
     note("failures " + std::to_string(ranked[i].first) + "x " +

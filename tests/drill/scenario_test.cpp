@@ -15,10 +15,11 @@ using namespace georoute;
 using namespace georoute::drill;
 using namespace std::chrono_literals;
 
-// Under AddressSanitizer or ThreadSanitizer the engine and the emulator run several times
-// slower on the same two cores: the same scripts at a third of the load and
-// with three times the ladders, so that what is measured is the engine's
-// behaviour, not the instrumentation (the criteria follow the ladders).
+// Under AddressSanitizer or ThreadSanitizer the engine and the emulator run
+// several times slower on the same two cores: the same scripts at a third of
+// the load and with three times the ladders, so that what is measured is the
+// engine's behaviour, not the instrumentation (the criteria follow the
+// ladders).
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 constexpr bool instrumented = true;
 #else

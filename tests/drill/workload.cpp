@@ -102,8 +102,8 @@ namespace {
 // Bucket k holds [1.01^k, 1.01^(k+1)) microseconds; 0 and below go to -1.
 int32_t bucket_of(int64_t us) {
   if (us <= 0) return -1;
-  return static_cast<int32_t>(std::floor(std::log(static_cast<double>(us)) /
-                                         std::log(1.01)));
+  return static_cast<int32_t>(
+      std::floor(std::log(static_cast<double>(us)) / std::log(1.01)));
 }
 
 } // namespace

@@ -424,7 +424,8 @@ TEST(SqlPlan, WhereAtTheHeightLimit_RewriteTooDeep_IsAClearError) {
             std::string::npos)
       << p.error().what;
 
-  auto lower = "SELECT * FROM c WHERE " + where(max_depth - 1) + " ORDER BY c.n";
+  auto lower =
+      "SELECT * FROM c WHERE " + where(max_depth - 1) + " ORDER BY c.n";
   EXPECT_FALSE(plan_of(lower).info.rewritten_query.empty());
 }
 

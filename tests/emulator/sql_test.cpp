@@ -242,9 +242,9 @@ TEST(SqlParse, ModerateNesting_Parses) {
 TEST(SqlParse, TreeAtTheHeightLimit_PrintsTextThatParsesAgain) {
   const std::vector<std::pair<std::string, std::string>> shapes = {
       // A leaf is height 1: 127 levels over `true` make max_depth (128).
-      {"", repeat(" AND true", 127)},          // a left-deep chain
-      {repeat("NOT ", 127), ""},               // NOT of NOT of ...
-      {repeat("[", 127), repeat("]", 127)},    // arrays in arrays
+      {"", repeat(" AND true", 127)},              // a left-deep chain
+      {repeat("NOT ", 127), ""},                   // NOT of NOT of ...
+      {repeat("[", 127), repeat("]", 127)},        // arrays in arrays
       {repeat("IS_NULL(", 127), repeat(")", 127)}, // calls in calls
   };
   for (const auto& [before, after] : shapes) {

@@ -199,7 +199,8 @@ TEST(LocationTable, WriteEndpoints_MultiWriteMarked_Demoted) {
 // lead with the account endpoint (its fallback); georoute keeps to the
 // known regions, in preference order, and so do reads once every region is
 // marked for them too. Nothing resolves to the region-agnostic endpoint.
-TEST(LocationTable, EveryRegionMarked_MultiWrite_MarkedRegionsNotTheAccountEndpoint) {
+TEST(LocationTable,
+     EveryRegionMarked_MultiWrite_MarkedRegionsNotTheAccountEndpoint) {
   auto t = fixture(true);
   for (const auto& ep : {east, west, north})
     t = t.with_mark(ep, true, true, t0);
