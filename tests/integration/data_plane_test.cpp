@@ -29,17 +29,6 @@ protected:
     start();
   }
 
-  data_request point(data_op op, std::string id, std::string pk = "p0") {
-    data_request r;
-    r.op = op;
-    r.collection_link = "dbs/d/colls/c";
-    r.id = id;
-    r.options.partition_key_json = "[\"" + pk + "\"]";
-    if (op == data_op::create || op == data_op::upsert ||
-        op == data_op::replace)
-      r.body = nlohmann::json{{"id", id}, {"pk", pk}, {"n", 1}}.dump();
-    return r;
-  }
 
   caf::expected<data_response> route(data_request r,
                                      caf::timespan timeout = 10s) {

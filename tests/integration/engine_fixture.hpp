@@ -19,6 +19,7 @@
 #include <future>
 #include <gtest/gtest.h>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <thread>
 
@@ -70,6 +71,19 @@ inline caf::behavior collection_caller(caf::event_based_actor* self,
             self->quit();
           });
   return {[](caf::ok_atom) {}};
+}
+
+// A point operation on document `id` of dbs/d/colls/c; writes carry
+// {"id", "pk", "n": 1}.
+inline data_request point(data_op op, std::string id, std::string pk = "p0") {
+  data_request r;
+  r.op = op;
+  r.collection_link = "dbs/d/colls/c";
+  r.id = id;
+  r.options.partition_key_json = "[\"" + pk + "\"]";
+  if (op == data_op::create || op == data_op::upsert || op == data_op::replace)
+    r.body = nlohmann::json{{"id", id}, {"pk", pk}, {"n", 1}}.dump();
+  return r;
 }
 
 class engine_test : public ::testing::Test {
