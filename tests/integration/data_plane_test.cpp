@@ -29,7 +29,6 @@ protected:
     start();
   }
 
-
   caf::expected<data_response> route(data_request r,
                                      caf::timespan timeout = 10s) {
     return ask<data_response>(eng->router(), timeout, route_atom_v,
@@ -216,8 +215,8 @@ TEST_F(DataPlane, CollectionRecreated_410_1000_RefreshesTheCollection) {
 
 TEST_F(DataPlane, WriteRegionMoved_403_3_RefreshesAndRedirects) {
   create("doc1");
-  ASSERT_TRUE(emu->control().set_write_regions(
-      {"East US", "West US", "North Europe"}));
+  ASSERT_TRUE(
+      emu->control().set_write_regions({"East US", "West US", "North Europe"}));
   auto r = route(point(data_op::upsert, "doc1"));
   ASSERT_TRUE(r) << sys->render(r.error());
   auto attempts = regions_of(r->diag);
@@ -237,9 +236,9 @@ TEST_F(DataPlane, Throttled_429_BacksOffAndSucceeds) {
   emu->control().add_fault(f);
   auto r = route(point(data_op::read, "doc1"));
   ASSERT_TRUE(r) << sys->render(r.error());
-  EXPECT_EQ(regions_of(r->diag),
-            (std::vector<std::string>{"West US 429", "West US 429",
-                                      "West US 200"}));
+  EXPECT_EQ(
+      regions_of(r->diag),
+      (std::vector<std::string>{"West US 429", "West US 429", "West US 200"}));
   EXPECT_GE(r->diag.total_us, 100'000);
 }
 
@@ -258,8 +257,8 @@ TEST_F(DataPlane, ExcludedRegions_AreNotUsed) {
 
 TEST_F(DataPlane, EveryRegionExcluded_AfterWriteSwitch_ReadsGoToTheNewWriter) {
   create("doc1");
-  ASSERT_TRUE(emu->control().set_write_regions(
-      {"East US", "West US", "North Europe"}));
+  ASSERT_TRUE(
+      emu->control().set_write_regions({"East US", "West US", "North Europe"}));
   auto acct = ask<database_account>(eng->endpoints(), 5s, refresh_atom_v, true);
   ASSERT_TRUE(acct) << sys->render(acct.error());
   wait_for(
@@ -300,8 +299,8 @@ TEST_F(DataPlane, RangeGone_RefreshesTheRoutingMap_AndReroutes) {
 TEST_F(DataPlane, OperationBudget_NoNewAttemptOnceSpent) {
   create("doc1");
   for (auto region : {"West US", "East US", "North Europe"})
-    ASSERT_TRUE(emu->set_region_state(region,
-                                      emulator::region_state::offline_refuse));
+    ASSERT_TRUE(
+        emu->set_region_state(region, emulator::region_state::offline_refuse));
   auto req = point(data_op::read, "doc1");
   req.options.budget = 300ms;
   auto r = route(req);
@@ -370,6 +369,35 @@ TEST_F(MultiWrite, WriteGets503_RetriedInTheNextWriteRegion) {
   ASSERT_TRUE(r) << sys->render(r.error());
   EXPECT_EQ(regions_of(r->diag),
             (std::vector<std::string>{"West US 503", "East US 200"}));
+}
+
+// The soak's one failing criterion (issue 11): a single-write moment ends,
+// the engine still sees the account as single-write, and the hub answers a
+// write 503. §3.6 would not retry it; georoute reads the account again and
+// retries once, on the table as it then is.
+TEST_F(MultiWrite, StaleSingleWriteView_WriteGets503_RefreshedAndRetried) {
+  create("doc1");
+  emu->control().set_multi_write(false);
+  ASSERT_TRUE(
+      ask<database_account>(eng->endpoints(), 5s, refresh_atom_v, true));
+  emu->control().set_multi_write(true); // the engine has not seen this yet
+  emulator::fault_rule f;
+  f.region = "West US";
+  f.operation = "write";
+  f.status = 503;
+  f.count = 1;
+  emu->control().add_fault(f);
+  auto before = ask<endpoint_manager_stats>(eng->endpoints(), 5s, stats_atom_v);
+  ASSERT_TRUE(before);
+  auto r = route(point(data_op::upsert, "doc1"));
+  ASSERT_TRUE(r) << sys->render(r.error());
+  EXPECT_EQ(regions_of(r->diag),
+            (std::vector<std::string>{"West US 503", "West US 200"}));
+  // The account was read again between the attempts, and shows multi-write.
+  auto after = ask<endpoint_manager_stats>(eng->endpoints(), 5s, stats_atom_v);
+  ASSERT_TRUE(after);
+  EXPECT_EQ(after->fetches_started, before->fetches_started + 1);
+  EXPECT_EQ(after->multi_write_changes, before->multi_write_changes + 1);
 }
 
 TEST_F(MultiWrite, SessionReadThatKeepsMissing_WalksTheRegions) {

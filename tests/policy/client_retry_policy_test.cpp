@@ -120,8 +120,12 @@ std::vector<decision_row> decision_rows() {
        multi_write_facts(),
        fs::http(503),
        {true, 0ms, 1, true}},
-      {"ServiceUnavailable_SingleMasterWrite_NoRetry", single_write_facts(),
-       fs::http(503), no_retry},
+      // georoute's one deviation from §3.6 (the reference: no retry): the
+      // account is read again and the write retried once.
+      {"ServiceUnavailable_SingleMasterWrite_RefreshThenRetryOnce",
+       single_write_facts(),
+       fs::http(503),
+       {true, 0ms, 0, true, false, false, false, true, false}},
       {"ServiceUnavailable_OnePreferredRegion_NoRetry", read_facts(1),
        fs::http(503), no_retry},
       {"ServiceUnavailable_NoPreferredRegion_NoRetry", read_facts(0),
@@ -278,6 +282,26 @@ TEST(ClientRetryPolicy, EndpointFailover_Write_FirstAtOnceThenInterval) {
 
 // ValidateRetryOnWriteForbiddenExceptionAsync: the index walks the failover
 // count, so branch A flips between the first two write regions.
+// The deviation from §3.6: a single-master write's first 503 reads the
+// account and retries once; the second 503 of the same operation is final,
+// and a 503 after another retry path (connection failure) is too.
+TEST(ClientRetryPolicy, ServiceUnavailable_SingleMasterWrite_OnlyOnce) {
+  client_retry_policy policy;
+  auto first =
+      policy.on_failure(failure_signal::http(503), single_write_facts());
+  ASSERT_TRUE(first.retry);
+  EXPECT_TRUE(first.refresh_account);
+  EXPECT_FALSE(first.force_refresh);
+  EXPECT_TRUE(first.mark_endpoint.empty());
+  auto second =
+      policy.on_failure(failure_signal::http(503), single_write_facts());
+  EXPECT_FALSE(second.retry) << second.reason;
+  // 500 on a write is never retried: it may have been applied.
+  client_retry_policy other;
+  EXPECT_FALSE(
+      other.on_failure(failure_signal::http(500), single_write_facts()).retry);
+}
+
 TEST(ClientRetryPolicy, WriteForbidden_Repeated_FlipFlopsWriteRegions) {
   auto t = table(false);
   client_retry_policy policy;

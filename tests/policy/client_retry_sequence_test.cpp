@@ -113,12 +113,23 @@ TEST(ClientRetryPolicy, ServiceUnavailable_AcrossStatuses_AtMostOnce) {
       policy.on_failure(failure_signal::http(503), read_facts()).retry);
 }
 
+// The one retry a 503 allows is spent by any path that takes it: after a
+// refused one (410.1022 on a single-master write, as §3.6 says) and after
+// georoute's refresh-and-retry of a single-master write's 503 (its
+// deviation), a later 503 is not retried.
 TEST(ClientRetryPolicy, ServiceUnavailable_RefusedFirst_StillCountsAttempt) {
-  client_retry_policy policy;
+  client_retry_policy refused;
   EXPECT_FALSE(
-      policy.on_failure(failure_signal::http(503), single_write_facts()).retry);
+      refused.on_failure(failure_signal::http(410, 1022), single_write_facts())
+          .retry);
   EXPECT_FALSE(
-      policy.on_failure(failure_signal::http(503), read_facts()).retry);
+      refused.on_failure(failure_signal::http(503), read_facts()).retry);
+  client_retry_policy refreshed;
+  EXPECT_TRUE(
+      refreshed.on_failure(failure_signal::http(503), single_write_facts())
+          .retry);
+  EXPECT_FALSE(
+      refreshed.on_failure(failure_signal::http(503), read_facts()).retry);
 }
 
 TEST(ClientRetryPolicy, ServiceUnavailable_Read_ResolvesSecondPreferred) {
