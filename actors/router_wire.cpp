@@ -1,7 +1,6 @@
 #include "actors/router_wire.hpp"
 
 #include "actors/policy/epk.hpp"
-#include "transport/codecs.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -194,9 +193,10 @@ std::optional<std::string> success_body_problem(data_op op,
     if (op == data_op::remove) return std::nullopt;
     return std::string{"the body is empty; expected a JSON object"};
   }
-  if (auto deep = transport::check_json_depth(o.body)) return deep->what;
-  // accept() validates without building a document; the parse that says
-  // where it broke runs only on the error path.
+  // One pass on the hot path: accept() validates without building a
+  // document, and nlohmann's SAX parser keeps its nesting on the heap, so
+  // no depth pre-check is needed here. The parse that says where it broke
+  // runs only on the error path.
   if (!nlohmann::json::accept(o.body)) {
     try {
       auto parsed = nlohmann::json::parse(o.body);

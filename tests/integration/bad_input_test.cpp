@@ -38,7 +38,6 @@ protected:
     settings.http.ladders.partition_failover = ladder;
   }
 
-
   caf::expected<data_response> route(data_request r,
                                      caf::timespan timeout = 10s) {
     return ask<data_response>(eng->router(), timeout, route_atom_v,

@@ -56,9 +56,9 @@ inline std::string describe(const caf::error& e) {
 
 // Asks the collection cache with its own timeout, records the answer, quits.
 inline caf::behavior collection_caller(caf::event_based_actor* self,
-                                collection_cache_actor cache,
-                                caf::timespan timeout,
-                                std::shared_ptr<replies> out) {
+                                       collection_cache_actor cache,
+                                       caf::timespan timeout,
+                                       std::shared_ptr<replies> out) {
   self->request(cache, timeout, by_name_atom_v, std::string{"dbs/d/colls/c"},
                 false, std::string{})
       .then(
@@ -149,10 +149,11 @@ protected:
   void create_collection() {
     auto key = transport::parse_master_key(emu->key());
     transport::http_client c{transport::http_client_options{}};
-    for (auto [target, body] :
-         {std::pair<std::string, std::string>{"/dbs", R"({"id":"d"})"},
-          {"/dbs/d/colls",
-           R"({"id":"c","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2}})"}}) {
+    for (
+        auto [target, body] :
+        {std::pair<std::string, std::string>{"/dbs", R"({"id":"d"})"},
+         {"/dbs/d/colls",
+          R"({"id":"c","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2}})"}}) {
       transport::request r;
       r.method = "POST";
       r.endpoint = emu->global_endpoint();
