@@ -307,7 +307,7 @@ void on_outcome(self_ptr self, uint64_t http_id, transport::outcome& o) {
                                  excluded_for(st, op.req), op.endpoint, now);
           return p.on_failure(signal, facts);
         } else {
-          return p.on_failure(signal);
+          return p.on_failure(signal, op.endpoint);
         }
       },
       *op.policy);

@@ -290,7 +290,8 @@ struct pkrange_cache_stats {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, resolve_input& x) {
   return f(x.op, x.is_document, x.use_preferred, x.location_index,
-           x.excluded_regions, x.route_to_hub, x.pinned_endpoint);
+           x.excluded_regions, x.route_to_hub, x.pinned_endpoint,
+           x.avoid_endpoint);
 }
 
 template <class Inspector>

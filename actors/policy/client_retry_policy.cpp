@@ -69,6 +69,7 @@ retry_decision client_retry_policy::evaluate(const failure_signal& s,
   d.next.location_index = 0;
   d.next.use_preferred = true;
   d.next.route_to_hub = false;
+  d.next.avoid_endpoint.clear();
 
   auto decide = [&]() -> retry_decision {
     switch (s.what) {
@@ -126,6 +127,8 @@ retry_decision client_retry_policy::evaluate(const failure_signal& s,
       d.next.service_unavailable = 1;
       d.refresh_account = true;
       set_context(d, 0, true);
+      // If the refresh finds multi-write, the write may go elsewhere.
+      d.next.avoid_endpoint = f.endpoint;
       d.reason = "503 service unavailable on a single-master write: the "
                  "account is read again and the write retried once";
       return d;
@@ -236,6 +239,9 @@ retry_decision client_retry_policy::unavailable_endpoint(
     return d;
   }
   set_context(d, d.next.service_unavailable, true);
+  // The index names the next preferred region only while the list stands
+  // still; a mark that expires in between shifts it back onto this one.
+  d.next.avoid_endpoint = f.endpoint;
   d.reason = why + ": next preferred region";
   return d;
 }
@@ -263,10 +269,12 @@ resolve_input client_retry_policy::route(resolve_input base) const {
     base.location_index = counters_.location_index;
     base.use_preferred = counters_.use_preferred;
     base.route_to_hub = counters_.route_to_hub;
+    base.avoid_endpoint = counters_.avoid_endpoint;
   } else {
     base.location_index = 0;
     base.use_preferred = true;
     base.route_to_hub = false;
+    base.avoid_endpoint.clear();
   }
   return base;
 }
@@ -280,9 +288,11 @@ partition_range_retry_policy::partition_range_retry_policy(
           std::max<std::size_t>(1, preferred_location_count))) {}
 
 retry_decision
-partition_range_retry_policy::evaluate(const failure_signal& s) const {
+partition_range_retry_policy::evaluate(const failure_signal& s,
+                                       const std::string& endpoint) const {
   retry_decision d;
   d.next = counters_;
+  d.next.avoid_endpoint.clear();
   d.location_index = counters_.location_index;
   // A refused or reset connection is as regional as a 503: hop too (the
   // reference hops only on statuses; its hedging strategy counts connection
@@ -295,6 +305,7 @@ partition_range_retry_policy::evaluate(const failure_signal& s) const {
     d.next.service_unavailable = before + 1;
     if (before < max_hops_) {
       set_context(d, before + 1, true);
+      d.next.avoid_endpoint = endpoint;
       d.reason =
           status_text(s) + ": next region, hop " + std::to_string(before + 1);
       return d;
@@ -312,6 +323,7 @@ resolve_input partition_range_retry_policy::route(resolve_input base) const {
   base.location_index = counters_.location_index;
   base.use_preferred = true;
   base.route_to_hub = false;
+  base.avoid_endpoint = counters_.avoid_endpoint;
   return base;
 }
 

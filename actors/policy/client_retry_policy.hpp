@@ -28,6 +28,11 @@
 //   408, timeouts, the rest   no retry
 // EF = endpoint failover (§3.4), UE = one cross-region retry (§3.6).
 //
+// A UE retry, and a partition-range hop, also steps past the endpoint that
+// just failed (`resolve_input::avoid_endpoint`): the reference resolves
+// index 1 on the list as it is at the retry, and a mark expiring in between
+// can put the failed region back at index 1.
+//
 // Not modelled (no counterpart in georoute): per-partition failover and the
 // circuit breaker, AAD revocation, DTX, thin client.
 //
@@ -126,6 +131,9 @@ struct retry_counters {
   uint32_t location_index = 0;
   bool use_preferred = true;
   bool route_to_hub = false;
+  /// The endpoint the next attempt steps past (`resolve_input`), set with
+  /// the context by the cross-region retries (503 and its kin); empty: none.
+  std::string avoid_endpoint;
 };
 
 /// The answer of a retry policy.
@@ -214,10 +222,13 @@ public:
   explicit partition_range_retry_policy(std::size_t preferred_location_count,
                                         throttle_options throttle = {});
 
-  retry_decision evaluate(const failure_signal& signal) const;
+  /// `endpoint`: where the failed attempt went; a hop steps past it.
+  retry_decision evaluate(const failure_signal& signal,
+                          const std::string& endpoint = {}) const;
   void apply(const retry_decision& decision) { counters_ = decision.next; }
-  retry_decision on_failure(const failure_signal& signal) {
-    auto decision = evaluate(signal);
+  retry_decision on_failure(const failure_signal& signal,
+                            const std::string& endpoint = {}) {
+    auto decision = evaluate(signal, endpoint);
     apply(decision);
     return decision;
   }

@@ -359,7 +359,14 @@ resolution location_table::resolve(const resolve_input& in,
   } else {
     bool fell_back = false;
     auto eps = applicable(in.op, in.excluded_regions, now, fell_back);
-    out.endpoint = eps[in.location_index % eps.size()];
+    auto pick = in.location_index % eps.size();
+    if (!in.avoid_endpoint.empty()) {
+      const auto avoid = normalize_endpoint(in.avoid_endpoint);
+      for (std::size_t step = 1;
+           step < eps.size() && normalize_endpoint(eps[pick]) == avoid; ++step)
+        pick = (pick + 1) % eps.size();
+    }
+    out.endpoint = eps[pick];
     out.route = fell_back ? resolve_route::exclusion_fallback
                           : resolve_route::applicable;
   }

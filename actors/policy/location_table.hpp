@@ -91,6 +91,14 @@ struct resolve_input {
   bool route_to_hub = false;
   /// A pinned endpoint wins over everything else; empty: not pinned.
   std::string pinned_endpoint;
+  /// The endpoint that just answered a regional error (503, 500 on a read,
+  /// 410.1022); empty: none. Branch B steps past it to the next applicable
+  /// endpoint when `eps[index % size]` names it and another one applies.
+  /// The index walks a list that marks reorder: a mark expiring between two
+  /// attempts moves its region forward, and the same index can then name
+  /// the region that failed (the 30-minute soak's one avoidable failure).
+  /// Branch A (single-master writes) ignores it: only the hub takes those.
+  std::string avoid_endpoint;
 };
 
 /// How `resolve` reached its answer.

@@ -141,6 +141,40 @@ TEST(ClientRetryPolicy, ServiceUnavailable_Read_ResolvesSecondPreferred) {
   EXPECT_EQ(t.resolve(policy.route(base), t0).endpoint, west);
 }
 
+// The soak's one avoidable failure: East US was marked (it refused
+// connections), so West US led the read list and took the first attempt; it
+// answered 503. East's mark expired before the retry, which moved East back
+// to the front, and index 1 named West again: a second 503. The retry steps
+// past the endpoint that answered 503, whatever the list looks like by then.
+TEST(ClientRetryPolicy,
+     ServiceUnavailable_MarkExpiresBeforeRetry_NotSameRegion) {
+  location_table_options o;
+  o.default_endpoint = global_ep;
+  o.preferred_regions = {"East US", "West US", "North Europe"};
+  o.use_multiple_write_locations = true;
+  o.unavailable_expiry = std::chrono::seconds{3};
+  database_account a;
+  a.enable_multiple_write_locations = true;
+  a.writable = {{"East US", east}, {"West US", west}, {"North Europe", north}};
+  a.readable = a.writable;
+  auto t =
+      location_table(o).with_account(a, t0).with_mark(east, true, true, t0);
+  client_retry_policy policy;
+  resolve_input base;
+  const auto first_at = t0 + std::chrono::milliseconds{2900};
+  ASSERT_EQ(t.resolve(policy.route(base), first_at).endpoint, west);
+  auto facts = facts_for(t, true, true, {}, west, first_at);
+  auto d = policy.on_failure(failure_signal::http(503), facts);
+  ASSERT_TRUE(d.retry);
+  EXPECT_EQ(d.location_index, 1u);
+  const auto retry_at = t0 + std::chrono::milliseconds{3100};
+  ASSERT_FALSE(t.is_unavailable(east, op_kind::read, retry_at));
+  EXPECT_NE(t.resolve(policy.route(base), retry_at).endpoint, west);
+  // A later failure of another kind clears what to avoid with the context.
+  policy.on_failure(failure_signal::http(429, 0, 10), facts);
+  EXPECT_TRUE(policy.route(base).avoid_endpoint.empty());
+}
+
 // -- counters, routes, purity ----------------------------------------------
 
 TEST(ClientRetryPolicy, Evaluate_AnySignal_CountersUnchanged) {

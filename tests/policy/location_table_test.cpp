@@ -320,6 +320,33 @@ TEST(LocationTable, Resolve_SingleWriteMarkedWriteRegion_MarksIgnored) {
   EXPECT_EQ(resolve_ep(t, req(op_kind::read, 0)), west);
 }
 
+// An endpoint to avoid (the one that just answered 503) is stepped past in
+// branch B, wherever the index lands; branch A and a lone applicable
+// endpoint keep it.
+TEST(LocationTable, Resolve_AvoidEndpoint_StepsPastItInBranchB) {
+  auto t = fixture(true);
+  auto avoiding = [](resolve_input in, const std::string& ep) {
+    in.avoid_endpoint = ep;
+    return in;
+  };
+  EXPECT_EQ(resolve_ep(t, avoiding(req(op_kind::read, 1), west)), north);
+  EXPECT_EQ(resolve_ep(t, avoiding(req(op_kind::read, 1), east)), west);
+  // Matched like every endpoint: case and the trailing slash do not count.
+  EXPECT_EQ(
+      resolve_ep(t, avoiding(req(op_kind::read, 0), "HTTP://127.0.0.1:4301")),
+      west);
+  EXPECT_EQ(resolve_ep(t, avoiding(req(op_kind::read, 3), asia)), east);
+  EXPECT_EQ(resolve_ep(t, avoiding(req(op_kind::write, 2), north)), east);
+  // The only applicable region: nowhere else to go.
+  EXPECT_EQ(resolve_ep(t, avoiding(req(op_kind::read, 1, true,
+                                       {"East US", "North Europe"}),
+                                   west)),
+            west);
+  // Single-master writes go to the write region regardless.
+  EXPECT_EQ(resolve_ep(fixture(false), avoiding(req(op_kind::write, 0), east)),
+            east);
+}
+
 TEST(LocationTable, Resolve_DiscoveryOff_DefaultEverywhere) {
   auto t = fixture(true, false);
   EXPECT_EQ(resolve_ep(t, req(op_kind::read, 1)), global_ep);

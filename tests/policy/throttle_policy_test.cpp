@@ -208,3 +208,29 @@ TEST(PartitionRangeRetryPolicy, Route_Hops_WalkPreferredEndpoints) {
             "http://127.0.0.1:4301/");
   EXPECT_FALSE(p.on_failure(failure_signal::http(503)).retry);
 }
+
+// A hop steps past the region that just failed, even when a mark expiring
+// in between has shifted the list under the index.
+TEST(PartitionRangeRetryPolicy, Hop_AvoidsTheRegionThatFailed) {
+  location_table_options o;
+  o.default_endpoint = "http://127.0.0.1:4300/";
+  o.preferred_regions = {"East US", "West US", "North Europe"};
+  o.unavailable_expiry = std::chrono::seconds{3};
+  database_account a;
+  a.writable = {{"East US", "http://127.0.0.1:4301/"}};
+  a.readable = {{"East US", "http://127.0.0.1:4301/"},
+                {"West US", "http://127.0.0.1:4302/"},
+                {"North Europe", "http://127.0.0.1:4303/"}};
+  const auto t0 = policy_time{} + std::chrono::hours{1};
+  auto t = location_table(o).with_account(a, t0).with_mark(
+      "http://127.0.0.1:4301/", true, false, t0);
+  partition_range_retry_policy p(t.preferred_location_count());
+  resolve_input base;
+  const auto first_at = t0 + std::chrono::milliseconds{2900};
+  const auto failed = t.resolve(p.route(base), first_at).endpoint;
+  ASSERT_EQ(failed, "http://127.0.0.1:4302/");
+  EXPECT_TRUE(p.on_failure(failure_signal::http(503), failed).retry);
+  EXPECT_EQ(p.route(base).avoid_endpoint, failed);
+  EXPECT_NE(t.resolve(p.route(base), t0 + std::chrono::seconds{4}).endpoint,
+            failed);
+}
