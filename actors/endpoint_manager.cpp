@@ -206,13 +206,17 @@ void on_outcome(self_ptr self, uint64_t attempt_id, transport::outcome& o) {
   auto& f = *st.fetch;
   if (o.success()) {
     auto account = transport::decode_database_account(o.body);
+    std::string refused;
     if (account) {
-      finish_fetch(self, std::move(*account));
-      return;
+      refused = refused_topology(st.account ? &*st.account : nullptr, *account);
+      if (refused.empty()) {
+        finish_fetch(self, std::move(*account));
+        return;
+      }
     }
     f.last_error = make_error(errc::protocol_violation,
                               "account read from " + attempt.endpoint + ": " +
-                                  account.error().what);
+                                  (account ? refused : account.error().what));
   } else {
     f.last_error = failure_of(o);
     auto code = code_of(f.last_error);

@@ -135,8 +135,8 @@ std::vector<std::string> excluded_for(const retry_state& st,
 
 policy_variant make_policy(const retry_state& st, const metadata_request& req) {
   if (req.policy == retry_policy_kind::partition_range)
-    return partition_range_retry_policy{st.snap.table()->preferred_location_count(),
-                                        st.cfg.client.throttle};
+    return partition_range_retry_policy{
+        st.snap.table()->preferred_location_count(), st.cfg.client.throttle};
   return client_retry_policy{st.cfg.client};
 }
 
@@ -250,9 +250,25 @@ void refresh_then_attempt(self_ptr self, uint64_t op_id, bool force,
     return;
   }
   st.awaiting_refresh.insert(op_id);
-  auto go_on = [=] {
+  auto retry = [=] {
     if (self->state.awaiting_refresh.erase(op_id) > 0)
       schedule_attempt(self, op_id, delay);
+  };
+  // The refreshed table reaches us from the location cache a hop after the
+  // endpoint manager's answer; asking the cache for it queues behind the
+  // account in its mailbox, so the retry resolves on the new table (as the
+  // router does).
+  auto go_on = [=] {
+    auto& st = self->state;
+    if (!st.with.locations) return retry();
+    self->request(st.with.locations, caf::infinite, subscribe_atom_v,
+                  caf::actor_cast<caf::actor>(self))
+        .then(
+            [=](location_snapshot& snap) {
+              apply_snapshot(self, snap);
+              retry();
+            },
+            [=](const caf::error&) { retry(); });
   };
   self->request(st.with.endpoints, caf::infinite, refresh_atom_v, force)
       .then([=](const database_account&) { go_on(); },
@@ -303,8 +319,9 @@ void on_outcome(self_ptr self, uint64_t http_id, transport::outcome& o) {
       [&](auto& p) {
         if constexpr (std::is_same_v<std::decay_t<decltype(p)>,
                                      client_retry_policy>) {
-          auto facts = facts_for(*st.snap.table(), op.req.op == op_kind::read, false,
-                                 excluded_for(st, op.req), op.endpoint, now);
+          auto facts =
+              facts_for(*st.snap.table(), op.req.op == op_kind::read, false,
+                        excluded_for(st, op.req), op.endpoint, now);
           return p.on_failure(signal, facts);
         } else {
           return p.on_failure(signal, op.endpoint);
@@ -375,17 +392,18 @@ caf::result<transport::outcome> detach(self_ptr self, document_request& req) {
   auto what = req.method + " " + req.path;
   self->request(st.with.router, limit + st.cfg.detach_grace, route_atom_v,
                 std::move(req))
-      .then([=](transport::outcome& o) { end_detached(self, id, std::move(o)); },
-            [=](caf::error& e) {
-              if (e == caf::sec::request_timeout) {
-                ++self->state.stats.deadline_trips;
-                e = make_error(errc::deadline_exceeded,
-                               "the request router did not answer " + what +
-                                   " within the hard deadline of " +
-                                   format_duration(limit));
-              }
-              end_detached(self, id, std::move(e));
-            });
+      .then(
+          [=](transport::outcome& o) { end_detached(self, id, std::move(o)); },
+          [=](caf::error& e) {
+            if (e == caf::sec::request_timeout) {
+              ++self->state.stats.deadline_trips;
+              e = make_error(errc::deadline_exceeded,
+                             "the request router did not answer " + what +
+                                 " within the hard deadline of " +
+                                 format_duration(limit));
+            }
+            end_detached(self, id, std::move(e));
+          });
   return rp;
 }
 
@@ -465,10 +483,8 @@ retry_impl_actor::behavior_type retry_impl(self_ptr self, retry_config cfg,
         schedule_attempt(self, id, std::chrono::milliseconds{0});
         return rp;
       },
-      [=](detach_atom,
-          document_request& req) -> caf::result<transport::outcome> {
-        return detach(self, req);
-      },
+      [=](detach_atom, document_request& req)
+          -> caf::result<transport::outcome> { return detach(self, req); },
       [=](stats_atom) { return self->state.stats; },
       [=](snapshot_atom, location_snapshot& snap) {
         auto& st = self->state;

@@ -85,4 +85,13 @@ topology_change diff_accounts(const database_account* before,
   return c;
 }
 
+std::string refused_topology(const database_account* held,
+                             const database_account& read) {
+  if (held == nullptr || held->writable.empty() || !read.writable.empty())
+    return {};
+  return "writableLocations is empty (the account read before listed " +
+         std::to_string(held->writable.size()) +
+         " writable region(s)); the last topology is kept";
+}
+
 } // namespace georoute

@@ -60,4 +60,13 @@ struct topology_change {
 topology_change diff_accounts(const database_account* before,
                               const database_account& after);
 
+/// Why an account read must not replace the one held; empty: it may. A read
+/// that lists no writable region, after one that listed regions, is refused:
+/// every real account lists its write region, and taking it would send
+/// every request to the region-agnostic account endpoint. The last topology
+/// stays. The first read (nothing held) is taken as it is: the account
+/// endpoint is then the only address known (as the reference does).
+std::string refused_topology(const database_account* held,
+                             const database_account& read);
+
 } // namespace georoute

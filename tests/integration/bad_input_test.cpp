@@ -337,26 +337,28 @@ TEST_F(BadPreference, PreferredRegionTheAccountLacks_Skipped) {
 
 // -- empty location lists ----------------------------------------------------
 
-TEST_F(BadInput, EmptyLocationLists_Served_ThenTopologyReturns) {
+// An account read that lists no region, after one that did, is refused:
+// taking it would send every request to the region-agnostic account
+// endpoint. The last topology stays and keeps serving.
+TEST_F(BadInput, EmptyLocationLists_Refused_LastTopologyServes) {
   ASSERT_TRUE(route(point(data_op::create, "doc1")));
+  auto before = read_endpoint();
+  ASSERT_EQ(before, emu->endpoint("West US"));
   bad_body("account", "", account_with([](json& a) {
              a["writableLocations"] = json::array();
              a["readableLocations"] = json::array();
            }));
   auto a = refresh_account();
-  // Either rejected (the last good topology stays) or accepted (requests
-  // then go to the account endpoint): never a crash, never a hang.
-  if (!a) {
-    EXPECT_EQ(code_of(a.error()), errc::protocol_violation);
-    EXPECT_CONTAINS(text_of(a.error()), "Locations");
-  }
+  ASSERT_FALSE(a);
+  EXPECT_EQ(code_of(a.error()), errc::protocol_violation);
+  EXPECT_CONTAINS(text_of(a.error()), "writableLocations is empty");
+  EXPECT_CONTAINS(text_of(a.error()), "last topology is kept");
+  EXPECT_EQ(read_endpoint(), before);
   auto r = read("doc1");
   ASSERT_TRUE(r) << sys->render(r.error());
   ASSERT_TRUE(route(point(data_op::upsert, "during")));
   emu->control().clear_faults();
   EXPECT_TRUE(refresh_account());
-  wait_for([&] { return read_endpoint() == emu->endpoint("West US"); },
-           "the regions to return");
   EXPECT_EQ(stored("during"), 200);
   expect_serves("after");
 }

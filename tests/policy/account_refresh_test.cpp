@@ -102,3 +102,21 @@ TEST(DiffAccounts, EndpointMoved_IsAChange) {
 }
 
 } // namespace
+
+TEST(RefusedTopology, NoWritableRegionAfterSome_Refused) {
+  auto held = three_regions();
+  auto empty = held;
+  empty.writable.clear();
+  empty.readable.clear();
+  auto why = refused_topology(&held, empty);
+  EXPECT_NE(why.find("writableLocations is empty"), std::string::npos) << why;
+  EXPECT_NE(why.find("last topology is kept"), std::string::npos) << why;
+  // Only the readable list empty: reads use the write regions; taken.
+  auto reads_gone = held;
+  reads_gone.readable.clear();
+  EXPECT_EQ(refused_topology(&held, reads_gone), "");
+  // The first read, and a read after one without regions, are taken.
+  EXPECT_EQ(refused_topology(nullptr, empty), "");
+  EXPECT_EQ(refused_topology(&empty, empty), "");
+  EXPECT_EQ(refused_topology(&held, held), "");
+}
