@@ -16,6 +16,7 @@
 #include "transport/outcome.hpp"
 
 #include <caf/actor_addr.hpp>
+#include <caf/actor_cast.hpp>
 #include <caf/allowed_unsafe_message_type.hpp>
 #include <caf/error.hpp>
 #include <caf/exit_reason.hpp>
@@ -112,6 +113,31 @@ template <class Self>
 void mark_region(Self* self, const std::string& endpoint, bool read,
                  bool write) {
   mark_region(self, endpoint, read, write, [] {});
+}
+
+/// Takes the location cache's current table into the subscriber's own
+/// snapshot, then runs `done` (also when the cache fails to answer or there
+/// is none). Called between an account refresh and the retry that waited
+/// for it: the endpoint manager answers once it has sent the account to the
+/// cache, whose push of the new table comes a hop later, so a retry
+/// resolved at once would use the table from before the refresh. This
+/// request queues behind the account in the cache's mailbox, so its answer
+/// has it. `Self` as for `mark_region`.
+template <class Self, class Done>
+void take_current_table(Self* self, Done done) {
+  auto& st = self->state;
+  if (!st.with.locations) {
+    done();
+    return;
+  }
+  self->request(st.with.locations, caf::infinite, subscribe_atom_v,
+                caf::actor_cast<caf::actor>(self))
+      .then(
+          [=](location_snapshot& snap) {
+            self->state.snap.apply(snap.table, snap.version);
+            done();
+          },
+          [=](caf::error&) { done(); });
 }
 
 } // namespace georoute

@@ -254,22 +254,8 @@ void refresh_then_attempt(self_ptr self, uint64_t op_id, bool force,
     if (self->state.awaiting_refresh.erase(op_id) > 0)
       schedule_attempt(self, op_id, delay);
   };
-  // The refreshed table reaches us from the location cache a hop after the
-  // endpoint manager's answer; asking the cache for it queues behind the
-  // account in its mailbox, so the retry resolves on the new table (as the
-  // router does).
-  auto go_on = [=] {
-    auto& st = self->state;
-    if (!st.with.locations) return retry();
-    self->request(st.with.locations, caf::infinite, subscribe_atom_v,
-                  caf::actor_cast<caf::actor>(self))
-        .then(
-            [=](location_snapshot& snap) {
-              apply_snapshot(self, snap);
-              retry();
-            },
-            [=](const caf::error&) { retry(); });
-  };
+  // The retry resolves on the table the refresh produced, as the router's.
+  auto go_on = [=] { take_current_table(self, retry); };
   self->request(st.with.endpoints, caf::infinite, refresh_atom_v, force)
       .then([=](const database_account&) { go_on(); },
             [=](const caf::error&) { go_on(); });

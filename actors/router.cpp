@@ -466,24 +466,12 @@ void carry_out(self_ptr self, uint64_t id, const retry_decision& d) {
     if (i == st.ops.end() || i->second.waiting != waiting_for::refresh) return;
     schedule_attempt(self, id, delay);
   };
-  // The endpoint manager answers once it has sent the account to the
-  // location cache, whose new table reaches us a hop later: resolved at
-  // once, the retry would use the table from before the refresh (the soak
-  // saw single-master writes retried to the hub of a single-write view the
-  // refresh had already replaced). Asking the cache for its table queues
-  // behind the account in its mailbox, so the answer has it.
+  // The retry resolves on the table the refresh produced (see
+  // take_current_table): the soak saw single-master writes retried to the
+  // hub of a single-write view the refresh had already replaced.
   auto go_on = [=] {
     one_done();
-    auto& st = self->state;
-    if (!st.with.locations) return retry();
-    self->request(st.with.locations, caf::infinite, subscribe_atom_v,
-                  caf::actor_cast<caf::actor>(self))
-        .then(
-            [=](location_snapshot& snap) {
-              self->state.snap.apply(snap.table, snap.version);
-              retry();
-            },
-            [=](const caf::error&) { retry(); });
+    take_current_table(self, retry);
   };
   self->request(st.with.endpoints, caf::infinite, refresh_atom_v,
                 d.force_refresh)
