@@ -7,10 +7,9 @@
 #include "actors/query_plan.hpp"
 #include "actors/retry.hpp"
 #include "actors/router.hpp"
+#include "config/georoute_config.hpp"
 #include "messages/error.hpp"
-#include "transport/auth.hpp"
 #include "transport/http_client.hpp"
-#include "transport/url.hpp"
 
 #include <caf/event_based_actor.hpp>
 #include <caf/scoped_actor.hpp>
@@ -18,8 +17,6 @@
 #include <deque>
 #include <map>
 #include <mutex>
-#include <optional>
-#include <variant>
 
 namespace georoute {
 
@@ -261,43 +258,13 @@ caf::behavior supervisor_impl(sup_ptr self,
   return {[](caf::ok_atom) {}};
 }
 
-// What engine::start checks of settings that an embedding program may have
-// built by hand (config/ validates what it loads, with more rules): the
-// values that would otherwise fail every request later with an unclear error
-// (an endpoint that is not a URL, a key that is not base64) or read out of
-// bounds (an empty ladder). Found by the bad-input table
-// (`integration.BadInput.InvalidSettings_*`). The key never appears.
-std::optional<std::string> settings_problem(const config::settings& s) {
-  const auto& ep = s.account_endpoint;
-  if (ep.empty()) return "the engine needs georoute.account-endpoint";
-  auto parsed = transport::parse_url(ep);
-  if (auto err = std::get_if<std::string>(&parsed))
-    return "georoute.account-endpoint = \"" + ep + "\": " + *err;
-  if (!s.account_key.empty())
-    if (auto key = transport::parse_master_key(s.account_key.reveal()); !key)
-      return "the account key (GEOROUTE_ACCOUNT_KEY or georoute.key-file) is "
-             "not usable: " +
-             key.error().what;
-  const std::pair<const char*, const timeout_ladder*> ladders[] = {
-      {"ladder-control-plane-read", &s.http.ladders.control_plane_read},
-      {"ladder-hot-path", &s.http.ladders.hot_path},
-      {"ladder-default", &s.http.ladders.default_ladder},
-      {"ladder-partition-failover", &s.http.ladders.partition_failover},
-      {"ladder-no-retry", &s.http.ladders.no_retry}};
-  for (const auto& [name, ladder] : ladders)
-    if (ladder->empty())
-      return std::string{"georoute.http."} + name +
-             " = []: a ladder needs at least one step";
-  return std::nullopt;
-}
-
 } // namespace
 
 caf::expected<engine> engine::start(caf::actor_system& sys,
                                     const config::settings& settings,
                                     engine_options options) {
-  if (auto problem = settings_problem(settings))
-    return make_error(errc::validation_error, std::move(*problem));
+  if (auto problems = config::check_settings(settings); !problems.empty())
+    return make_error(errc::validation_error, problems.front());
   auto s = std::make_shared<shared>();
   s->sys = &sys;
   s->settings = settings;

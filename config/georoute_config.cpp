@@ -532,4 +532,24 @@ load_result georoute_config::load(std::vector<std::string> args,
   return out;
 }
 
+std::vector<std::string> check_settings(const settings& s) {
+  const caf::settings none;
+  load_result out;
+  reader rd{none, out};
+  const std::string g = general;
+  if (s.account_endpoint.empty())
+    out.errors.push_back("the engine needs " + g + ".account-endpoint");
+  else
+    check_endpoint(rd, g + ".account-endpoint", s.account_endpoint);
+  if (!s.account_key.empty() && !valid_base64(s.account_key.reveal()))
+    out.errors.push_back("the account key (" + std::string{account_key_env} +
+                         " or " + g +
+                         ".key-file) is not usable: not a base64 master key");
+  for (const auto& lk : ladder_keys)
+    if ((s.http.ladders.*lk.member).empty())
+      out.errors.push_back(std::string{http} + "." + lk.name +
+                           " = []: a ladder needs at least one step");
+  return out.errors;
+}
+
 } // namespace georoute::config

@@ -40,6 +40,13 @@ struct load_result {
   bool ok() const { return errors.empty(); }
 };
 
+/// The rules `load` applies that also hold for settings an embedding program
+/// built by hand: the account endpoint (present, an absolute URL, plain http
+/// only on loopback, no path), a key in base64, no empty ladder. One line per
+/// problem, as `load` words them; the key never appears. `engine::start`
+/// refuses settings that fail.
+std::vector<std::string> check_settings(const settings& s);
+
 /// See the file comment.
 class georoute_config : public caf::actor_system_config {
 public:

@@ -5,6 +5,7 @@
 #include "config/georoute_config.hpp"
 
 #include <fstream>
+#include <functional>
 #include <gtest/gtest.h>
 #include <map>
 
@@ -379,3 +380,43 @@ TEST(Config, ShippedIni_IsValid) {
 }
 
 } // namespace
+
+// The rules engine::start applies to settings built by hand: the same as
+// `load`'s, one line each, and the key never in them.
+TEST(CheckSettings, HandBuiltSettings_LoadRulesOneLineEach) {
+  settings good;
+  good.account_endpoint = "http://127.0.0.1:8081/";
+  good.account_key = secret{"a2V5a2V5a2V5"};
+  EXPECT_TRUE(check_settings(good).empty());
+  struct row {
+    const char* name;
+    std::function<void(settings&)> edit;
+    const char* expected;
+  };
+  const std::vector<row> rows = {
+      {"no endpoint", [](settings& s) { s.account_endpoint.clear(); },
+       "the engine needs georoute.account-endpoint"},
+      {"not a URL", [](settings& s) { s.account_endpoint = "not a url"; },
+       "georoute.account-endpoint = \"not a url\""},
+      {"plain http off loopback",
+       [](settings& s) { s.account_endpoint = "http://example.com/"; },
+       "plain http is allowed only for loopback hosts"},
+      {"a path", [](settings& s) { s.account_endpoint += "dbs/"; },
+       "an endpoint has no path"},
+      {"key not base64",
+       [](settings& s) { s.account_key = secret{"not base64 !"}; },
+       "the account key (GEOROUTE_ACCOUNT_KEY or georoute.key-file) is not "
+       "usable"},
+      {"empty ladder", [](settings& s) { s.http.ladders.no_retry = {}; },
+       "georoute.http.ladder-no-retry = []: a ladder needs at least one step"},
+  };
+  for (const auto& r : rows) {
+    SCOPED_TRACE(r.name);
+    auto s = good;
+    r.edit(s);
+    auto problems = check_settings(s);
+    ASSERT_EQ(problems.size(), 1u);
+    EXPECT_NE(problems[0].find(r.expected), std::string::npos) << problems[0];
+    EXPECT_EQ(problems[0].find("not base64 !"), std::string::npos);
+  }
+}
