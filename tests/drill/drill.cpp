@@ -39,6 +39,11 @@ constexpr const char* help_text =
     "                        random faults (hangs, refusals, resets, 503, "
     "429,\n"
     "                        403/3, write-region rotations, splits); 20s..24h\n"
+    "  --cpu-hog=4           busy threads beside the run (0..64): an "
+    "overloaded\n"
+    "                        machine; memory, no loss and no stuck request\n"
+    "                        are still judged, user-visible failures only\n"
+    "                        reported\n"
     "  --json=FILE           write the report as JSON\n"
     "  --html=FILE           write the report as HTML with a timeline chart "
     "per\n"
@@ -153,8 +158,8 @@ result<parsed_command> parse_command(std::vector<std::string> args) {
     auto name =
         a.substr(2, eq == std::string::npos ? std::string::npos : eq - 2);
     static const std::vector<std::string> known{
-        "scenario", "duration", "rate", "callers", "regions",
-        "seed",     "deadline", "json", "html",    "soak"};
+        "scenario", "duration", "rate", "callers", "regions", "seed",
+        "deadline", "json",     "html", "soak",    "cpu-hog"};
     if (std::find(known.begin(), known.end(), name) == known.end())
       return problem{"unknown option --" + name +
                      " (see georoute drill --help)"};
@@ -219,6 +224,10 @@ result<parsed_command> parse_command(std::vector<std::string> args) {
                             std::chrono::hours{24});
       if (!d) return d.error();
       out.options.soak = *d;
+    } else if (name == "cpu-hog") {
+      auto n = number_arg<uint32_t>(name, value, 0, 64);
+      if (!n) return n.error();
+      out.options.cpu_hog = *n;
     } else if (name == "json") {
       out.options.json_file = value;
     } else if (name == "html") {

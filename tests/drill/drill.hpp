@@ -37,6 +37,11 @@ struct drill_options {
   std::chrono::milliseconds deadline{5000};
   /// Instead of the scenarios: one soak of this length (random faults).
   std::chrono::milliseconds soak{0};
+  /// Busy threads competing for the cores during the run (0: none): an
+  /// overloaded machine, reproducibly. Criteria that only an unloaded
+  /// machine can meet (no user-visible failure) are reported, not judged;
+  /// memory, no loss and no stuck request still are.
+  uint32_t cpu_hog = 0;
   std::string json_file;
   std::string html_file;
   /// Progress: a rewritten line on a terminal, plain lines otherwise.

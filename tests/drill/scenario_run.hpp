@@ -7,6 +7,7 @@
 
 #include "actors/engine.hpp"
 #include "tests/drill/drill.hpp"
+#include "tests/drill/readback.hpp"
 #include "tests/drill/workload.hpp"
 #include "tests/emulator/emulator.hpp"
 
@@ -128,9 +129,7 @@ private:
   std::vector<op_record> ops_;
   folded_ops folded_;
   router_stats router_totals_;
-  uint64_t lost_writes_ = 0;
-  uint64_t checked_writes_ = 0;
-  std::string readback_problem_;
+  readback_result readback_;
 };
 
 } // namespace georoute::drill

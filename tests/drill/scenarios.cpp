@@ -2,6 +2,7 @@
 // criteria of its verdict. Times are fractions of the scenario's duration so
 // that a short run (ctest) and the default run follow the same script.
 
+#include "tests/drill/cpu_hog.hpp"
 #include "tests/drill/criteria.hpp"
 #include "tests/drill/drill.hpp"
 #include "tests/drill/scenario_run.hpp"
@@ -429,6 +430,47 @@ const std::vector<scenario_def>& scenarios() {
 }
 
 // The verdict: every criterion passed (a scenario that never ran fails).
+// Under --cpu-hog the machine cannot keep up by design: callers time out and
+// the engine refuses work it cannot take. What still must hold is judged as
+// usual (no loss, every write verified, memory, no stuck request, ...);
+// "no user-visible failure" is reported as a note instead, with the rule
+// that every failure the engine returned says what happened.
+void judge_under_overload(const scenario_run& run, scenario_report& out,
+                          uint32_t hog_threads) {
+  uint64_t unclear = 0;
+  std::string example;
+  for (const auto& op : run.ops())
+    if (op.result == op_result::failure && op.error.size() < 20) {
+      ++unclear;
+      if (example.empty()) example = op.error;
+    }
+  out.notes.push_back("overloaded on purpose: " + std::to_string(hog_threads) +
+                      " busy threads beside the run (--cpu-hog)");
+  for (auto& c : out.criteria) {
+    if (c.requirement.rfind("user-visible failures", 0) != 0) continue;
+    out.notes.push_back("not judged under --cpu-hog: " + c.requirement + ": " +
+                        c.measured);
+    c.requirement = "under overload, every failure the engine returned "
+                    "names its cause (timeouts and refusals allowed)";
+    c.measured = std::to_string(out.total.failures) + " failures, " +
+                 std::to_string(out.total.timeouts) +
+                 " caller timeouts; unclear: " + std::to_string(unclear) +
+                 (example.empty() ? "" : " (e.g. '" + example + "')");
+    c.passed = unclear == 0;
+  }
+  // Writes time out outside any fault when the machine is starved: that is
+  // what overload looks like, reported above, not a routing defect.
+  auto starved = std::remove_if(
+      out.criteria.begin(), out.criteria.end(), [&](const criterion& c) {
+        if (c.requirement.rfind("timed-out writes all started", 0) != 0)
+          return false;
+        out.notes.push_back("not judged under --cpu-hog: " + c.requirement +
+                            ": " + c.measured);
+        return true;
+      });
+  out.criteria.erase(starved, out.criteria.end());
+}
+
 void conclude(scenario_report& out) {
   if (out.criteria.empty())
     out.criteria.push_back({"the scenario ran",
@@ -450,6 +492,8 @@ std::vector<std::string> scenario_ids() {
 drill_report run_drill(const drill_options& opts,
                        const config::settings& engine,
                        const progress_fn& progress) {
+  std::optional<cpu_hog> hog;
+  if (opts.cpu_hog > 0) hog.emplace(opts.cpu_hog);
   drill_report report;
   report.callers = opts.callers;
   report.rate = opts.rate;
@@ -471,6 +515,7 @@ drill_report run_drill(const drill_options& opts,
       scenario_run run{o, engine, progress, out};
       report.regions = run.regions();
       soak(run, out, opts.seed);
+      if (hog) judge_under_overload(run, out, hog->threads());
     }
     conclude(out);
     report.scenarios.push_back(std::move(out));
@@ -489,6 +534,7 @@ drill_report run_drill(const drill_options& opts,
       scenario_run run{opts, engine, progress, out};
       if (report.regions.empty()) report.regions = run.regions();
       def.run(run, out);
+      if (hog) judge_under_overload(run, out, hog->threads());
     }
     conclude(out);
     report.scenarios.push_back(std::move(out));

@@ -1,0 +1,53 @@
+#pragma once
+
+// The drill's last check: every write an engine acknowledged is read back
+// from the emulator itself. Only a definitive answer decides: 200 means the
+// write is there, 404 means it is lost. Anything else (a timeout, a reset,
+// 408, 429, 5xx) says nothing about the write, only about the read-back:
+// under overload the read-back itself may time out, and calling that a loss
+// would be a false alarm. Such reads are asked again, after a pause, for a
+// bounded number of rounds; what stays undecided is reported as unverified,
+// apart from the losses.
+
+#include "transport/outcome.hpp"
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace georoute::drill {
+
+enum class readback_verdict { found, missing, undecided };
+
+/// What one read-back answer says about the write.
+readback_verdict classify_readback(const transport::outcome& o);
+
+/// The tally of a verification.
+struct readback_result {
+  uint64_t checked = 0;    ///< acknowledged writes read back
+  uint64_t found = 0;      ///< 200
+  uint64_t missing = 0;    ///< 404: lost
+  uint64_t unverified = 0; ///< still undecided after the last round
+  uint64_t rounds = 0;     ///< rounds sent (1 when the first one decided all)
+  std::string missing_example;    ///< "id: what came back"
+  std::string unverified_example; ///< "id: what came back last"
+};
+
+/// Sends one round of requests and answers in the same order.
+using send_round = std::function<std::vector<transport::outcome>(
+    std::vector<transport::request>)>;
+
+/// Reads back `reads` (one request per id, `ids` in the same order): the
+/// first round sends all, each later round only the undecided ones, after
+/// `pause`; at most `max_rounds` rounds.
+readback_result verify_writes(const std::vector<std::string>& ids,
+                              const std::vector<transport::request>& reads,
+                              const send_round& send, int max_rounds,
+                              std::chrono::milliseconds pause);
+
+/// "timeout connect to ..." or "503 {...}", short.
+std::string describe_outcome_short(const transport::outcome& o);
+
+} // namespace georoute::drill

@@ -1,0 +1,126 @@
+// The drill's read-back of acknowledged writes: only 200 and 404 decide;
+// a read-back that timed out is asked again and never counted as a loss.
+
+#include "tests/drill/readback.hpp"
+
+#include <gtest/gtest.h>
+#include <map>
+
+namespace {
+
+using namespace georoute;
+using namespace georoute::drill;
+using namespace std::chrono_literals;
+
+transport::outcome status(int code, int sub = 0) {
+  transport::outcome o;
+  o.status = code;
+  o.substatus = sub;
+  return o;
+}
+
+transport::outcome failed(transport::failure f) {
+  transport::outcome o;
+  o.error = f;
+  o.error_detail = "deadline of 10000 ms expired";
+  return o;
+}
+
+TEST(Readback, Classify_OnlyOkAndPlainNotFoundDecide) {
+  struct row {
+    transport::outcome o;
+    readback_verdict want;
+  };
+  std::vector<row> rows{
+      {status(200), readback_verdict::found},
+      {status(404), readback_verdict::missing},
+      {status(404, 1002), readback_verdict::undecided},
+      {status(408), readback_verdict::undecided},
+      {status(429), readback_verdict::undecided},
+      {status(500), readback_verdict::undecided},
+      {status(503), readback_verdict::undecided},
+      {failed(transport::failure::timeout), readback_verdict::undecided},
+      {failed(transport::failure::reset), readback_verdict::undecided},
+      {failed(transport::failure::refused), readback_verdict::undecided},
+  };
+  for (const auto& r : rows)
+    EXPECT_EQ(classify_readback(r.o), r.want)
+        << r.o.status << "/" << r.o.substatus << " "
+        << transport::to_string(r.o.error);
+}
+
+// A fake emulator: `answers[id]` is the sequence of answers to successive
+// reads of that id (the last one repeats).
+struct fake {
+  std::map<std::string, std::vector<transport::outcome>> answers;
+  std::map<std::string, size_t> asked;
+  std::vector<size_t> round_sizes;
+
+  std::vector<transport::outcome> send(std::vector<transport::request> reqs) {
+    round_sizes.push_back(reqs.size());
+    std::vector<transport::outcome> out;
+    for (const auto& r : reqs) {
+      const auto& seq = answers.at(r.target);
+      auto n = asked[r.target]++;
+      out.push_back(seq[std::min(n, seq.size() - 1)]);
+    }
+    return out;
+  }
+};
+
+struct batch {
+  std::vector<std::string> ids;
+  std::vector<transport::request> reads;
+  void add(const std::string& id) {
+    ids.push_back(id);
+    transport::request r;
+    r.method = "GET";
+    r.target = id;
+    reads.push_back(r);
+  }
+};
+
+TEST(Readback, TimedOutReadBack_AskedAgain_NotALoss) {
+  fake f;
+  batch b;
+  for (auto id : {"a", "b", "c"})
+    b.add(id);
+  f.answers["a"] = {status(200)};
+  f.answers["b"] = {failed(transport::failure::timeout),
+                    failed(transport::failure::timeout), status(200)};
+  f.answers["c"] = {status(503), status(200)};
+  auto r = verify_writes(
+      b.ids, b.reads, [&](auto reqs) { return f.send(std::move(reqs)); }, 8,
+      0ms);
+  EXPECT_EQ(r.checked, 3u);
+  EXPECT_EQ(r.found, 3u);
+  EXPECT_EQ(r.missing, 0u);
+  EXPECT_EQ(r.unverified, 0u);
+  EXPECT_EQ(r.rounds, 3u);
+  // Later rounds carry only the undecided reads.
+  EXPECT_EQ(f.round_sizes, (std::vector<size_t>{3, 2, 1}));
+}
+
+TEST(Readback, NotFound_IsALoss_UndecidedAfterLastRound_IsUnverified) {
+  fake f;
+  batch b;
+  for (auto id : {"lost", "slow", "ok"})
+    b.add(id);
+  f.answers["lost"] = {status(404)};
+  f.answers["slow"] = {failed(transport::failure::timeout)};
+  f.answers["ok"] = {status(200)};
+  auto r = verify_writes(
+      b.ids, b.reads, [&](auto reqs) { return f.send(std::move(reqs)); }, 4,
+      0ms);
+  EXPECT_EQ(r.found, 1u);
+  EXPECT_EQ(r.missing, 1u);
+  EXPECT_EQ(r.unverified, 1u);
+  EXPECT_EQ(r.rounds, 4u);
+  EXPECT_EQ(f.asked["lost"], 1u); // a 404 is final: not asked again
+  EXPECT_EQ(f.asked["slow"], 4u);
+  EXPECT_EQ(r.missing_example.rfind("lost: 404", 0), 0u) << r.missing_example;
+  EXPECT_NE(r.unverified_example.find("slow: timeout"), std::string::npos)
+      << r.unverified_example;
+}
+
+} // namespace
