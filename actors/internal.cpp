@@ -38,6 +38,16 @@ caf::error stopped_error(const std::string& who, const caf::error& reason) {
                                              ") with work in flight");
 }
 
+attempt_result attempt_result_of(const transport::outcome& o) {
+  attempt_result r;
+  r.transport_failure = o.error != transport::failure::none;
+  r.timed_out = o.error == transport::failure::timeout;
+  r.status = o.status;
+  r.substatus = o.substatus;
+  r.retry_after_ms = o.retry_after_ms;
+  return r;
+}
+
 std::string describe_outcome(const transport::outcome& o) {
   if (o.error != transport::failure::none)
     return std::string{transport::to_string(o.error)} + " (" + o.error_detail +

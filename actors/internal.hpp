@@ -11,6 +11,7 @@
 // `engine_wiring`, which it accepts only from the supervisor that spawned it.
 // Spawn functions hand out the public handle.
 
+#include "actors/policy/attempt_loop.hpp"
 #include "messages/error.hpp"
 #include "messages/interfaces.hpp"
 #include "transport/outcome.hpp"
@@ -63,6 +64,9 @@ std::string describe_outcome(const transport::outcome& o);
 std::string failure_text(const transport::outcome& last,
                          const std::string& region, uint32_t attempts,
                          const std::string& what, const std::string& why);
+
+/// What the attempt loop needs of an attempt's outcome.
+attempt_result attempt_result_of(const transport::outcome& o);
 
 /// True if the message being handled comes from `supervisor` (and there is
 /// one): the only sender whose re-wiring an actor accepts.

@@ -1,6 +1,8 @@
 #include "actors/retry.hpp"
 
 #include "actors/internal.hpp"
+#include "actors/policy/attempt_loop.hpp"
+#include "actors/policy/deadline_queue.hpp"
 #include "actors/policy/metadata_rules.hpp"
 #include "actors/policy/snapshot_holder.hpp"
 #include "messages/error.hpp"
@@ -24,7 +26,7 @@ struct retry_attempt {
   uint64_t op = 0;
 };
 struct retry_deadline {
-  uint64_t op = 0;
+  caf::actor_clock::time_point due;
 };
 struct retry_http_done {
   uint64_t id = 0;
@@ -50,22 +52,17 @@ using retry_impl_actor = retry_actor::extend<
     caf::reacts_to<engine_wiring>, caf::reacts_to<retry_attempt>,
     caf::reacts_to<retry_deadline>, caf::reacts_to<retry_http_done>>;
 
-using policy_variant =
-    std::variant<client_retry_policy, partition_range_retry_policy>;
-
 // One loop-mode operation.
 struct operation {
   metadata_request req;
   caf::typed_response_promise<transport::outcome> rp;
-  std::optional<policy_variant> policy; // built with the first snapshot
-  uint32_t attempts = 0;
-  size_t ladder_step = 0;
-  bool pinned = false; // a ladder step re-sends to the same endpoint
+  // The attempt loop: endpoint choice, ladder, retry policy (built with the
+  // operation; its policy takes the first snapshot it resolves on).
+  std::optional<attempt_loop> loop;
   bool in_flight = false;
-  std::string endpoint;
-  std::string region;
   std::optional<transport::outcome> last_failure;
   std::string last_region;
+  caf::actor_clock::time_point deadline; // the hard deadline
 };
 
 // A detach-only operation: the router works, we wait.
@@ -83,6 +80,9 @@ struct retry_state {
   std::set<uint64_t> awaiting_refresh;
   std::map<uint64_t, detached_op> detached;
   std::vector<uint64_t> waiting_for_snapshot;
+  // The hard deadlines of the live operations, served by one timer message
+  // (no timer per operation that outlives it).
+  deadline_queue deadlines;
   uint64_t next_id = 1;
   retry_stats stats;
   static inline const char* name = "georoute.retry";
@@ -97,7 +97,8 @@ void update_live(retry_state& st) {
 // The last underlying failure, said so that people can act on it.
 caf::error failure_error(const operation& op, const std::string& why) {
   return make_error(classify_outcome(*op.last_failure),
-                    failure_text(*op.last_failure, op.last_region, op.attempts,
+                    failure_text(*op.last_failure, op.last_region,
+                                 op.loop->attempts(),
                                  op.req.method + " " + op.req.path, why));
 }
 
@@ -110,6 +111,7 @@ void finish(self_ptr self, uint64_t op_id,
     i->second.rp.deliver(std::move(*r));
   else
     i->second.rp.deliver(r.error());
+  st.deadlines.remove(op_id, i->second.deadline);
   st.ops.erase(i);
   st.awaiting_refresh.erase(op_id);
   update_live(st);
@@ -133,11 +135,21 @@ std::vector<std::string> excluded_for(const retry_state& st,
   return all;
 }
 
-policy_variant make_policy(const retry_state& st, const metadata_request& req) {
-  if (req.policy == retry_policy_kind::partition_range)
-    return partition_range_retry_policy{
-        st.snap.table()->preferred_location_count(), st.cfg.client.throttle};
-  return client_retry_policy{st.cfg.client};
+attempt_loop make_loop(const retry_state& st, const metadata_request& req) {
+  attempt_loop_config c;
+  c.kind = req.kind;
+  c.op = req.op;
+  c.is_document = false;
+  c.policy = req.policy == retry_policy_kind::partition_range
+                 ? loop_policy::partition_range
+             : req.policy == retry_policy_kind::clearing_session
+                 ? loop_policy::clearing_session
+                 : loop_policy::client;
+  c.name_based = !req.collection_name.empty();
+  c.attempt_cap = st.cfg.attempt_cap;
+  c.excluded_regions = excluded_for(st, req);
+  c.client = st.cfg.client;
+  return attempt_loop{std::move(c), st.cfg.ladders};
 }
 
 void attempt(self_ptr self, uint64_t op_id) {
@@ -149,44 +161,28 @@ void attempt(self_ptr self, uint64_t op_id) {
     st.waiting_for_snapshot.push_back(op_id);
     return;
   }
-  if (op.attempts >= st.cfg.attempt_cap) {
+  auto plan = op.loop->next_attempt(*st.snap.table(), self->clock().now());
+  if (!plan) {
     if (op.last_failure)
-      finish(self, op_id,
-             failure_error(op, "attempt cap of " +
-                                   std::to_string(st.cfg.attempt_cap) +
-                                   " reached"));
+      finish(self, op_id, failure_error(op, plan.error().what));
     else
       finish(self, op_id,
-             make_error(errc::attempts_exhausted, "attempt cap reached"));
+             make_error(errc::attempts_exhausted, plan.error().what));
     return;
   }
-  if (!op.policy) op.policy = make_policy(st, op.req);
-  resolve_input in;
-  in.op = op.req.op;
-  in.is_document = false;
-  in.excluded_regions = excluded_for(st, op.req);
-  in = std::visit([&](const auto& p) { return p.route(in); }, *op.policy);
-  if (op.pinned) in.pinned_endpoint = op.endpoint;
-  auto now = self->clock().now();
-  auto where = st.snap.table()->resolve(in, now);
-  op.endpoint = where.endpoint;
-  op.region = where.region;
-  auto choice = choose_ladder(st.cfg.ladders, op.req.kind);
-  const auto& ladder = *choice.ladder;
   transport::request req;
   req.method = op.req.method;
-  req.endpoint = op.endpoint;
+  req.endpoint = plan->endpoint;
   req.target = op.req.path;
   req.headers = op.req.headers;
   req.body = op.req.body;
   req.rid_based = op.req.rid_based;
-  req.timeout = ladder[std::min(op.ladder_step, ladder.size() - 1)].timeout;
+  req.timeout = plan->timeout;
   auto http_id = st.next_id++;
   st.http_to_op.emplace(http_id, op_id);
   op.in_flight = true;
-  ++op.attempts;
   ++st.stats.attempts;
-  if (op.attempts > 1) ++st.stats.retries;
+  if (plan->number > 1) ++st.stats.retries;
   auto hdl = caf::actor_cast<caf::actor>(self);
   st.with.http->send(std::move(req), [hdl, http_id](transport::outcome o) {
     caf::anon_send(hdl, retry_http_done{http_id, std::move(o)});
@@ -224,13 +220,11 @@ void mark(self_ptr self, const std::string& endpoint, bool read, bool write) {
   mark_region(self, endpoint, read, write);
 }
 
-void carry_out(self_ptr self, uint64_t op_id, const retry_decision& d) {
+void carry_out(self_ptr self, uint64_t op_id, const loop_effects& fx) {
   auto& st = self->state;
   auto& op = st.ops.at(op_id);
-  if (d.mark_read || d.mark_write)
-    mark(self, d.mark_endpoint.empty() ? op.endpoint : d.mark_endpoint,
-         d.mark_read, d.mark_write);
-  if (d.clear_session_token && st.with.session_sink &&
+  if (fx.marks()) mark(self, fx.mark_endpoint, fx.mark_read, fx.mark_write);
+  if (fx.clear_session && st.with.session_sink &&
       !op.req.collection_name.empty()) {
     ++st.stats.session_clears;
     caf::anon_send(st.with.session_sink, clear_session_atom_v,
@@ -279,56 +273,22 @@ void on_outcome(self_ptr self, uint64_t http_id, transport::outcome& o) {
     return;
   }
   op.last_failure = o;
-  op.last_region = op.region;
-  // The HTTP ladder first: a timed-out (or 408) attempt climbs to the next
-  // step on the same endpoint when the request kind allows it.
-  bool timed_out = o.error == transport::failure::timeout;
-  auto ladder = decide_ladder(choose_ladder(st.cfg.ladders, op.req.kind),
-                              op.ladder_step, timed_out, o.status);
-  if (ladder.climb) {
-    ++op.ladder_step;
-    op.pinned = true;
-    schedule_attempt(self, op_id, ladder.delay);
+  op.last_region = op.loop->region();
+  auto step = op.loop->on_result(attempt_result_of(o), *st.snap.table(),
+                                 self->clock().now(), false);
+  carry_out(self, op_id, step.effects);
+  switch (step.next) {
+  case loop_next::after_refresh:
+    refresh_then_attempt(self, op_id, step.effects.force_refresh, step.delay);
+    return;
+  case loop_next::attempt:
+    schedule_attempt(self, op_id, step.delay);
+    return;
+  default: // the loop never asks the metadata path for a metadata refresh
+    if (step.policy_refused) ++st.stats.policy_refusals;
+    finish(self, op_id, failure_error(op, step.reason));
     return;
   }
-  op.ladder_step = 0;
-  op.pinned = false;
-  attempt_failure failed;
-  failed.transport_failure = o.error != transport::failure::none;
-  failed.timed_out = timed_out;
-  failed.status = o.status;
-  failed.substatus = o.substatus;
-  failed.retry_after_ms = o.retry_after_ms;
-  auto signal = signal_for(failed, ladder);
-  auto now = self->clock().now();
-  auto decision = std::visit(
-      [&](auto& p) {
-        if constexpr (std::is_same_v<std::decay_t<decltype(p)>,
-                                     client_retry_policy>) {
-          auto facts =
-              facts_for(*st.snap.table(), op.req.op == op_kind::read, false,
-                        excluded_for(st, op.req), op.endpoint, now);
-          return p.on_failure(signal, facts);
-        } else {
-          return p.on_failure(signal, op.endpoint);
-        }
-      },
-      *op.policy);
-  if (op.req.policy == retry_policy_kind::clearing_session &&
-      clearing_session_clears(decision.retry, !op.req.collection_name.empty(),
-                              o.status, o.substatus))
-    decision.clear_session_token = true;
-  carry_out(self, op_id, decision);
-  if (!decision.retry) {
-    ++st.stats.policy_refusals;
-    finish(self, op_id, failure_error(op, decision.reason));
-    return;
-  }
-  if (decision.refresh_account) {
-    refresh_then_attempt(self, op_id, decision.force_refresh, decision.delay);
-    return;
-  }
-  schedule_attempt(self, op_id, decision.delay);
 }
 
 void on_deadline(self_ptr self, uint64_t op_id) {
@@ -346,6 +306,21 @@ void on_deadline(self_ptr self, uint64_t op_id) {
            make_error(errc::deadline_exceeded,
                       "no attempt of " + op.req.method + " " + op.req.path +
                           " finished within the hard deadline of " + limit));
+}
+
+void arm_deadline_timer(self_ptr self,
+                        std::optional<caf::actor_clock::time_point> at) {
+  if (!at) return;
+  auto now = self->clock().now();
+  auto delay = *at > now ? *at - now : caf::timespan::zero();
+  self->delayed_send(self, delay, retry_deadline{*at});
+}
+
+void on_deadline_timer(self_ptr self, caf::actor_clock::time_point due) {
+  auto fired = self->state.deadlines.on_timer(due, self->clock().now());
+  for (auto id : fired.expired)
+    on_deadline(self, id);
+  arm_deadline_timer(self, fired.arm);
 }
 
 void end_detached(self_ptr self, uint64_t id,
@@ -436,6 +411,7 @@ void stop(self_ptr self, const caf::exit_msg& msg) {
   for (auto& [id, d] : st.detached)
     d.rp.deliver(err);
   st.ops.clear();
+  st.deadlines.clear();
   st.detached.clear();
   update_live(st);
   self->quit(msg.reason);
@@ -462,10 +438,13 @@ retry_impl_actor::behavior_type retry_impl(self_ptr self, retry_config cfg,
         operation op;
         op.req = std::move(req);
         op.rp = rp;
+        op.loop.emplace(make_loop(st, op.req));
+        op.deadline = self->clock().now() + st.cfg.hard_deadline;
+        auto arm = st.deadlines.add(id, op.deadline);
         st.ops.emplace(id, std::move(op));
         ++st.stats.operations;
         update_live(st);
-        self->delayed_send(self, st.cfg.hard_deadline, retry_deadline{id});
+        arm_deadline_timer(self, arm);
         schedule_attempt(self, id, std::chrono::milliseconds{0});
         return rp;
       },
@@ -481,7 +460,7 @@ retry_impl_actor::behavior_type retry_impl(self_ptr self, retry_config cfg,
       },
       [=](const engine_wiring& w) { rewire(self, w); },
       [=](retry_attempt m) { attempt(self, m.op); },
-      [=](retry_deadline m) { on_deadline(self, m.op); },
+      [=](retry_deadline m) { on_deadline_timer(self, m.due); },
       [=](retry_http_done& m) { on_outcome(self, m.id, m.outcome); },
   };
 }

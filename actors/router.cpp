@@ -2,6 +2,8 @@
 
 #include "actors/collection_cache.hpp"
 #include "actors/internal.hpp"
+#include "actors/policy/attempt_loop.hpp"
+#include "actors/policy/deadline_queue.hpp"
 #include "actors/policy/epk.hpp"
 #include "actors/policy/lru_cache.hpp"
 #include "actors/policy/metadata_rules.hpp"
@@ -22,13 +24,13 @@ namespace georoute {
 
 namespace {
 
-// Messages only this file can name: the next attempt, the budget's end, an
-// HTTP completion.
+// Messages only this file can name: the next attempt, the deadline sweep,
+// an HTTP completion.
 struct rt_attempt {
   uint64_t op = 0;
 };
-struct rt_budget {
-  uint64_t op = 0;
+struct rt_budget_tick {
+  caf::actor_clock::time_point due;
 };
 struct rt_http_done {
   uint64_t op = 0;
@@ -40,7 +42,7 @@ struct rt_http_done {
 } // namespace georoute
 
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(georoute::rt_attempt)
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(georoute::rt_budget)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(georoute::rt_budget_tick)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(georoute::rt_http_done)
 
 namespace georoute {
@@ -49,11 +51,10 @@ namespace {
 
 using clock_type = caf::actor_clock::clock_type;
 
-using router_impl_actor =
-    router_actor::extend<caf::reacts_to<snapshot_atom, location_snapshot>,
-                         caf::reacts_to<engine_wiring>,
-                         caf::reacts_to<rt_attempt>, caf::reacts_to<rt_budget>,
-                         caf::reacts_to<rt_http_done>>;
+using router_impl_actor = router_actor::extend<
+    caf::reacts_to<snapshot_atom, location_snapshot>,
+    caf::reacts_to<engine_wiring>, caf::reacts_to<rt_attempt>,
+    caf::reacts_to<rt_budget_tick>, caf::reacts_to<rt_http_done>>;
 
 using map_ptr = std::shared_ptr<const routing_map>;
 
@@ -75,19 +76,19 @@ struct data_operation {
   caf::typed_response_promise<data_response> rp;
   clock_type::time_point started;
   std::chrono::milliseconds budget{0};
+  clock_type::time_point
+      deadline; // started + budget; in router_state::deadlines
   bool budget_spent = false;
   waiting_for waiting = waiting_for::nothing;
   std::optional<collection_info> coll;
   std::string epk;
   const partition_key_range* range = nullptr; // in `map`
   map_ptr map;
-  client_retry_policy policy;
-  size_t ladder_step = 0;
-  bool pinned = false;
+  // The attempt loop (built when the operation starts): endpoint choice,
+  // ladder, retry policy, attempt count.
+  std::optional<attempt_loop> loop;
   std::string endpoint;
   std::string region;
-  uint32_t attempts = 0;
-  uint32_t metadata_refreshes = 0;
   bool range_refreshed = false; // a range-targeted query refreshed its map
   std::optional<transport::outcome> last_failure;
   std::string last_region;
@@ -104,6 +105,8 @@ struct router_state {
   lru_cache<std::string, map_ptr> maps{1};                // by rid
   session_container sessions{10000}; // by collection rid and range
   std::map<uint64_t, data_operation> ops;
+  // The budgets of the live operations, served by one timer message.
+  deadline_queue deadlines;
   uint64_t next_id = 1;
   router_stats stats;
   static inline const char* name = "georoute.router";
@@ -132,10 +135,11 @@ void finish_ok(self_ptr self, uint64_t id, const transport::outcome& o) {
   auto& op = i->second;
   auto r = to_response(o);
   op.diag.total_us = micros(self->clock().now() - op.started);
-  op.diag.metadata_refreshes = op.metadata_refreshes;
+  op.diag.metadata_refreshes = op.loop->metadata_refreshes();
   r.diag = std::move(op.diag);
   r.request_charge = r.diag.request_charge;
   op.rp.deliver(std::move(r));
+  st.deadlines.remove(id, op.deadline);
   st.ops.erase(i);
   ++st.stats.succeeded;
 }
@@ -146,8 +150,9 @@ void finish_error(self_ptr self, uint64_t id, errc code, std::string text) {
   if (i == st.ops.end()) return;
   auto& op = i->second;
   op.diag.total_us = micros(self->clock().now() - op.started);
-  op.diag.metadata_refreshes = op.metadata_refreshes;
+  op.diag.metadata_refreshes = op.loop->metadata_refreshes();
   op.rp.deliver(make_error(code, std::move(text), op.diag));
+  st.deadlines.remove(id, op.deadline);
   st.ops.erase(i);
   ++st.stats.failed;
 }
@@ -161,8 +166,9 @@ void finish_failure(self_ptr self, uint64_t id, const std::string& why) {
     return;
   }
   const auto& o = *op.last_failure;
-  finish_error(self, id, classify_outcome(o),
-               failure_text(o, op.last_region, op.attempts, describe(op), why));
+  finish_error(
+      self, id, classify_outcome(o),
+      failure_text(o, op.last_region, op.loop->attempts(), describe(op), why));
 }
 
 std::vector<std::string> excluded_for(const router_state& st,
@@ -240,24 +246,6 @@ void resolve_collection(self_ptr self, uint64_t id, bool force) {
           });
 }
 
-// The EPK of the request's partition key under the collection's definition.
-std::optional<std::string> epk_of(const data_operation& op,
-                                  std::string& problem) {
-  auto key = parse_partition_key_json(op.req.options.partition_key_json);
-  if (!key) {
-    problem = key.error().what;
-    return std::nullopt;
-  }
-  const auto& def = op.coll->partition_key;
-  if (def.kind == "MultiHash") return epk_v2_multihash(*key);
-  if (def.version != 2) {
-    problem = "the collection uses hash version " +
-              std::to_string(def.version) + "; georoute supports version 2";
-    return std::nullopt;
-  }
-  return epk_v2(*key);
-}
-
 void locate(self_ptr self, uint64_t id) {
   auto& op = self->state.ops.at(id);
   if (!op.req.range_id.empty()) {
@@ -294,11 +282,11 @@ void resolve_range(self_ptr self, uint64_t id, bool refresh) {
   auto& st = self->state;
   auto& op = st.ops.at(id);
   if (op.epk.empty() && op.req.range_id.empty()) {
-    std::string problem;
-    auto epk = epk_of(op, problem);
+    auto epk =
+        epk_for(op.coll->partition_key, op.req.options.partition_key_json);
     if (!epk) {
       finish_error(self, id, errc::validation_error,
-                   describe(op) + ": " + problem);
+                   describe(op) + ": " + epk.error().what);
       return;
     }
     op.epk = *epk;
@@ -344,28 +332,20 @@ void resolve_range(self_ptr self, uint64_t id, bool refresh) {
 
 // -- attempts ---------------------------------------------------------------
 
-// The endpoint of the next attempt of `op`: the one place where endpoint
-// choice happens (a per-partition override slots in here).
-resolution choose_endpoint(self_ptr self, const data_operation& op) {
-  auto& st = self->state;
-  resolve_input in;
-  in.op = op_of(op);
-  in.is_document = true;
-  in.excluded_regions = excluded_for(st, op);
-  in = op.policy.route(in);
-  if (op.pinned) in.pinned_endpoint = op.endpoint;
-  return st.snap.table()->resolve(in, self->clock().now());
-}
-
 // The session token a read of `op`'s range sends: the caller's own, or the
 // merged token of the range (after a split, the parent's serves a child).
 std::string session_token_for(const router_state& st,
                               const data_operation& op) {
-  if (is_write(op.req.op)) return {};
-  const auto& level = op.req.options.consistency_level;
-  if (!level.empty() && level != "Session") return {};
-  if (!op.req.options.session_token.empty())
+  switch (session_token_source(is_write(op.req.op),
+                               op.req.options.consistency_level,
+                               !op.req.options.session_token.empty())) {
+  case session_source::none:
+    return {};
+  case session_source::caller:
     return op.req.options.session_token;
+  case session_source::container:
+    break;
+  }
   if (!op.range) return {};
   return st.sessions.header_for(op.coll->rid, op.range->id, op.range->parents);
 }
@@ -392,25 +372,22 @@ void attempt(self_ptr self, uint64_t id) {
     op.waiting = waiting_for::snapshot;
     return;
   }
-  if (op.attempts >= st.cfg.attempt_cap) {
-    finish_failure(self, id,
-                   "attempt cap of " + std::to_string(st.cfg.attempt_cap) +
-                       " reached");
+  // The one place where endpoint choice happens: the attempt loop resolves
+  // on the router's snapshot (a per-partition override slots in there).
+  auto plan = op.loop->next_attempt(*st.snap.table(), self->clock().now());
+  if (!plan) {
+    finish_failure(self, id, plan.error().what);
     return;
   }
-  auto where = choose_endpoint(self, op);
-  op.endpoint = where.endpoint;
-  op.region = where.region;
-  auto choice = choose_ladder(st.cfg.ladders, kind_of(op.req.op), true);
-  const auto& ladder = *choice.ladder;
+  op.endpoint = plan->endpoint;
+  op.region = plan->region;
   wire_target t;
   t.collection_link = op.link;
   t.endpoint = op.endpoint;
   t.session_token = session_token_for(st, op);
-  t.hub_header = op.policy.hub_header(!is_write(op.req.op));
-  t.timeout = ladder[std::min(op.ladder_step, ladder.size() - 1)].timeout;
+  t.hub_header = plan->hub_header;
+  t.timeout = plan->timeout;
   auto req = to_wire(op.req, t);
-  ++op.attempts;
   ++st.stats.attempts;
   op.waiting = waiting_for::response;
   op.attempt_started = self->clock().now();
@@ -425,17 +402,20 @@ void attempt(self_ptr self, uint64_t id) {
   });
 }
 
-// Carries out a failover decision: its side effects always run, whether the
+// Carries out the side effects of a step: they always run, whether the
 // operation goes on or not (its budget may be spent, its caller gone).
 //
 // Counted in `router_stats`: a decision is complete when every side effect
 // it started has been answered (the mark confirmed, the refresh done or
 // failed). `pending` counts them down; the last one completes the decision.
-void carry_out(self_ptr self, uint64_t id, const retry_decision& d) {
+// When the step waits for the refresh (`after_refresh`), the retry follows
+// its answer.
+void carry_out(self_ptr self, uint64_t id, const loop_step& s) {
   auto& st = self->state;
   auto& op = st.ops.at(id);
-  bool mark = d.mark_read || d.mark_write;
-  bool refresh = d.retry && d.refresh_account && st.with.endpoints;
+  const auto& fx = s.effects;
+  bool mark = fx.marks();
+  bool refresh = fx.refresh_account && st.with.endpoints;
   if (!mark && !refresh) return;
   ++st.stats.failover_decisions;
   if (op.budget_spent) ++st.stats.decisions_after_budget;
@@ -445,21 +425,20 @@ void carry_out(self_ptr self, uint64_t id, const retry_decision& d) {
   };
   if (mark) {
     ++st.stats.marks;
-    mark_region(self, d.mark_endpoint.empty() ? op.endpoint : d.mark_endpoint,
-                d.mark_read, d.mark_write, one_done);
+    mark_region(self, fx.mark_endpoint, fx.mark_read, fx.mark_write, one_done);
   }
   if (!refresh) return;
   ++st.stats.refreshes;
-  if (op.budget_spent) {
+  if (s.next != loop_next::after_refresh) {
     // Nobody waits for the operation, but the refresh happens.
     self->request(st.with.endpoints, caf::infinite, refresh_atom_v,
-                  d.force_refresh)
+                  fx.force_refresh)
         .then([=](const database_account&) { one_done(); },
               [=](const caf::error&) { one_done(); });
     return;
   }
   op.waiting = waiting_for::refresh;
-  auto delay = d.delay;
+  auto delay = s.delay;
   auto retry = [=] {
     auto& st = self->state;
     auto i = st.ops.find(id);
@@ -474,19 +453,9 @@ void carry_out(self_ptr self, uint64_t id, const retry_decision& d) {
     take_current_table(self, retry);
   };
   self->request(st.with.endpoints, caf::infinite, refresh_atom_v,
-                d.force_refresh)
+                fx.force_refresh)
       .then([=](const database_account&) { go_on(); },
             [=](const caf::error&) { go_on(); });
-}
-
-bool range_gone(const transport::outcome& o) {
-  return o.error == transport::failure::none && o.status == 410 &&
-         (o.substatus == 1002 || o.substatus == 1007);
-}
-
-bool collection_gone(const transport::outcome& o) {
-  return o.error == transport::failure::none && o.status == 410 &&
-         o.substatus == 1000;
 }
 
 void on_outcome(self_ptr self, uint64_t id, transport::outcome& o) {
@@ -513,8 +482,9 @@ void on_outcome(self_ptr self, uint64_t id, transport::outcome& o) {
       if (is_write(op.req.op))
         why += "; the write may have been applied: read it back before "
                "retrying";
-      finish_error(self, id, errc::protocol_violation,
-                   failure_text(o, op.region, op.attempts, describe(op), why));
+      finish_error(
+          self, id, errc::protocol_violation,
+          failure_text(o, op.region, op.loop->attempts(), describe(op), why));
       return;
     }
     finish_ok(self, id, o);
@@ -522,62 +492,60 @@ void on_outcome(self_ptr self, uint64_t id, transport::outcome& o) {
   }
   op.last_failure = o;
   op.last_region = op.region;
-  // Range or collection gone: refresh the metadata and re-route; no region
-  // is at fault. Bounded: a map that keeps moving is a failure.
-  if ((range_gone(o) || collection_gone(o)) && op.metadata_refreshes < 3 &&
-      !op.budget_spent) {
-    ++op.metadata_refreshes;
+  auto step = op.loop->on_result(attempt_result_of(o), *st.snap.table(),
+                                 self->clock().now(), op.budget_spent);
+  switch (step.next) {
+  case loop_next::refresh_ranges:
+    // Range gone: refresh the map and re-route; a targeted range that is
+    // gone fails now.
+    rec.retry_reason = step.reason;
     ++st.stats.metadata_refreshes;
-    rec.retry_reason = range_gone(o) ? "partition range gone: routing map "
-                                       "refreshed"
-                                     : "collection recreated: collection "
-                                       "refreshed";
-    if (range_gone(o)) {
-      op.range_refreshed = true; // a targeted range that is gone fails now
-      resolve_range(self, id, true);
-    } else {
-      op.epk.clear();
-      resolve_collection(self, id, true);
-    }
+    op.range_refreshed = true;
+    resolve_range(self, id, true);
     return;
-  }
-  bool timed_out = o.error == transport::failure::timeout;
-  auto ladder =
-      decide_ladder(choose_ladder(st.cfg.ladders, kind_of(op.req.op), true),
-                    op.ladder_step, timed_out, o.status);
-  if (ladder.climb && !op.budget_spent) {
-    ++op.ladder_step;
-    op.pinned = true;
-    rec.retry_reason = "attempt timed out: next ladder step";
-    schedule_attempt(self, id, ladder.delay);
+  case loop_next::refresh_collection:
+    rec.retry_reason = step.reason;
+    ++st.stats.metadata_refreshes;
+    op.epk.clear();
+    resolve_collection(self, id, true);
     return;
+  default:
+    break;
   }
-  op.ladder_step = 0;
-  op.pinned = false;
-  attempt_failure failed;
-  failed.transport_failure = o.error != transport::failure::none;
-  failed.timed_out = timed_out;
-  failed.status = o.status;
-  failed.substatus = o.substatus;
-  failed.retry_after_ms = o.retry_after_ms;
-  auto facts =
-      facts_for(*st.snap.table(), !is_write(op.req.op), true,
-                excluded_for(st, op), op.endpoint, self->clock().now());
-  auto decision = op.policy.on_failure(signal_for(failed, ladder), facts);
-  carry_out(self, id, decision);
-  if (!decision.retry) {
-    finish_failure(self, id, decision.reason);
+  carry_out(self, id, step);
+  switch (step.next) {
+  case loop_next::fail:
+    finish_failure(self, id, step.reason);
     return;
-  }
-  rec.retry_reason = decision.reason;
-  if (op.budget_spent) {
+  case loop_next::fail_budget:
+    rec.retry_reason = step.reason;
     finish_failure(self, id,
                    "operation budget of " + format_duration(op.budget) +
                        " spent");
     return;
+  default:
+    rec.retry_reason = step.reason;
+    if (op.waiting != waiting_for::refresh)
+      schedule_attempt(self, id, step.delay);
+    return;
   }
-  if (op.waiting != waiting_for::refresh)
-    schedule_attempt(self, id, decision.delay);
+}
+
+void arm_budget_tick(self_ptr self, std::optional<clock_type::time_point> at) {
+  if (!at) return;
+  auto now = self->clock().now();
+  auto delay = *at > now ? *at - now : clock_type::duration::zero();
+  self->delayed_send(self, delay, rt_budget_tick{*at});
+}
+
+void on_budget(self_ptr self, uint64_t id);
+
+// Ends the budget of every operation whose deadline has come.
+void on_budget_tick(self_ptr self, clock_type::time_point due) {
+  auto fired = self->state.deadlines.on_timer(due, self->clock().now());
+  for (auto id : fired.expired)
+    on_budget(self, id);
+  arm_budget_tick(self, fired.arm);
 }
 
 void on_budget(self_ptr self, uint64_t id) {
@@ -593,6 +561,20 @@ void on_budget(self_ptr self, uint64_t id) {
       self, id, "operation budget of " + format_duration(op.budget) + " spent");
 }
 
+// An engine that cannot keep up says so at once rather than queueing
+// without bound: the caller can back off, shed load or try another engine.
+std::optional<caf::error> refuse_if_overloaded(self_ptr self) {
+  auto& st = self->state;
+  if (st.ops.size() < st.cfg.max_in_flight) return std::nullopt;
+  ++st.stats.rejected_overloaded;
+  return make_error(errc::overloaded,
+                    "the request router has " + std::to_string(st.ops.size()) +
+                        " operations in flight, its limit "
+                        "(georoute.max-operations-in-flight): the engine "
+                        "cannot keep up; retry after a back-off, send less, "
+                        "or raise the limit");
+}
+
 caf::result<data_response> start(self_ptr self, data_request& req) {
   auto& st = self->state;
   if (auto problem = validate(req))
@@ -603,6 +585,7 @@ caf::result<data_response> start(self_ptr self, data_request& req) {
       return make_error(errc::validation_error,
                         "a cross-partition query needs the engine's query "
                         "plans and metadata caches");
+    if (auto refused = refuse_if_overloaded(self)) return std::move(*refused);
     auto executor = spawn_query_executor(
         self->system(),
         {caf::actor_cast<router_actor>(self), st.with.collections,
@@ -617,6 +600,7 @@ caf::result<data_response> start(self_ptr self, data_request& req) {
                           "' is not a collection link (dbs/{db}/colls/{coll})");
   if (!st.with.http)
     return make_error(errc::validation_error, "the router has no HTTP port");
+  if (auto refused = refuse_if_overloaded(self)) return std::move(*refused);
   auto id = st.next_id++;
   ++st.stats.operations;
   data_operation op;
@@ -626,10 +610,21 @@ caf::result<data_response> start(self_ptr self, data_request& req) {
   op.started = self->clock().now();
   op.budget = op.req.options.budget.count() > 0 ? op.req.options.budget
                                                 : st.cfg.default_budget;
-  op.policy = client_retry_policy{st.cfg.client};
+  attempt_loop_config lc;
+  lc.kind = kind_of(op.req.op);
+  lc.op = op_of(op);
+  lc.is_document = true;
+  lc.per_partition_failover = true;
+  lc.refresh_metadata_on_gone = true;
+  lc.attempt_cap = st.cfg.attempt_cap;
+  lc.excluded_regions = excluded_for(st, op);
+  lc.client = st.cfg.client;
+  op.loop.emplace(std::move(lc), st.cfg.ladders);
+  op.deadline = op.started + op.budget;
   auto rp = op.rp;
+  auto arm = st.deadlines.add(id, op.deadline);
   st.ops.emplace(id, std::move(op));
-  self->delayed_send(self, st.ops.at(id).budget, rt_budget{id});
+  arm_budget_tick(self, arm);
   resolve_collection(self, id, false);
   return rp;
 }
@@ -726,6 +721,7 @@ router_impl_actor::behavior_type router_impl(self_ptr self, router_config cfg,
     for (auto& [id, op] : st.ops)
       op.rp.deliver(err);
     st.ops.clear();
+    st.deadlines.clear();
     self->quit(msg.reason);
   });
   subscribe(self);
@@ -753,10 +749,13 @@ router_impl_actor::behavior_type router_impl(self_ptr self, router_config cfg,
           return;
         attempt(self, m.op);
       },
-      [=](rt_budget m) { on_budget(self, m.op); },
+      [=](rt_budget_tick m) { on_budget_tick(self, m.due); },
       [=](stats_atom) {
-        auto s = self->state.stats;
-        s.live = self->state.ops.size();
+        auto& st = self->state;
+        auto s = st.stats;
+        s.live = st.ops.size();
+        s.deadlines_tracked = st.deadlines.size();
+        s.deadline_timers_pending = st.deadlines.timers_pending();
         return s;
       },
       [=](rt_http_done& m) { on_outcome(self, m.op, m.outcome); },
@@ -789,6 +788,7 @@ router_config router_config_from(const config::settings& s) {
   c.excluded_regions = s.location.excluded_regions;
   c.default_budget = s.retry.operation_budget;
   c.collection_capacity = s.collection_cache_size;
+  c.max_in_flight = s.max_operations_in_flight;
   return c;
 }
 

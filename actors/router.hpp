@@ -6,8 +6,9 @@
 //                                                  |
 //          collection (collection cache, on a miss or a 410/1000)
 //          EPK of the partition key (hash V2, multi-hash)
-//          range (partition-range cache, on a miss or a 410/1002, 410/1007)
-//          endpoint (its own location snapshot; one place: choose_endpoint)
+//          range (partition-range cache, on a miss or a 410/1002, 1007, 1008)
+//          endpoint (its own location snapshot; one place:
+//                    attempt_loop::next_attempt)
 //          session token (its session container)
 //                                                  v
 //                                       http port --> region
@@ -15,8 +16,10 @@
 // - On a cache hit nothing costs a message round trip: the router keeps the
 //   collection infos and routing maps its caches answered, and the location
 //   snapshots the location cache pushes, and resolves locally.
-// - Every failure goes through the client retry policy (routing reference
-//   §3) with `is_document = true`: connection failure or a silent region →
+// - Every attempt goes through the operation's attempt loop
+//   (actors/policy/attempt_loop.hpp, shared with the retry actor), which
+//   asks the client retry policy with `is_document = true`: connection
+//   failure or a silent region →
 //   mark, refresh the account, next region; 403/3 → write-region refresh and
 //   redirect; 403/1008; 404/1002 session retries; 503/500/410.1022 one
 //   cross-region retry; 429 back-off. A timed-out read climbs the
@@ -29,6 +32,13 @@
 //   attempt in flight finishes and the failover decision it triggers runs
 //   with its side effects (the region is marked, the account refreshed).
 //   The caller that left gets nothing; later requests avoid the region.
+//   Budgets need no timer per operation: the router keeps every live
+//   operation's deadline in one ordered set and one timer message, armed
+//   for the earliest deadline, sweeps it. An answered operation leaves
+//   nothing behind (no timer that fires a minute later).
+// - Overload: with `max_in_flight` operations live, a new request is
+//   refused at once with `overloaded` (counted in `rejected_overloaded`);
+//   nothing queues without bound inside the router.
 // - A query with neither partition key nor range id is cross-partition: the
 //   router hands it to a query executor (actors/query_executor.hpp), which
 //   fans out over the ranges through the router and merges the pages.
@@ -63,6 +73,9 @@ struct router_config {
   uint32_t attempt_cap = 200;
   /// Range queries in flight at once for one cross-partition query.
   size_t query_parallelism = 4;
+  /// Operations in flight at most; a request beyond it is refused at once
+  /// with `overloaded` instead of queueing without bound.
+  size_t max_in_flight = 10000;
 };
 
 /// Builds the slice from validated settings.

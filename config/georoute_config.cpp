@@ -264,7 +264,10 @@ georoute_config::georoute_config() {
       .add<int64_t>("pkrange-cache-size",
                     "routing maps kept, one per collection (10000)")
       .add<int64_t>("cache-max-waiters",
-                    "callers that may wait for one metadata fetch (10000)");
+                    "callers that may wait for one metadata fetch (10000)")
+      .add<int64_t>("max-operations-in-flight",
+                    "data-plane operations in flight per engine; more are "
+                    "refused at once with 'overloaded' (10000)");
   auto grp = opt_group{custom_options_, http};
   grp.add<int64_t>("max-connections-per-endpoint",
                    "keep-alive connections per endpoint (16)")
@@ -502,6 +505,9 @@ load_result georoute_config::load(std::vector<std::string> args,
   s.cache_max_waiters = static_cast<size_t>(
       rd.integer(g + ".cache-max-waiters",
                  static_cast<int64_t>(s.cache_max_waiters), 1, 10'000'000));
+  s.max_operations_in_flight = static_cast<size_t>(rd.integer(
+      g + ".max-operations-in-flight",
+      static_cast<int64_t>(s.max_operations_in_flight), 1, 10'000'000));
 
   auto& hp = s.http;
   hp.max_connections_per_endpoint = static_cast<size_t>(rd.integer(
@@ -549,6 +555,9 @@ std::vector<std::string> check_settings(const settings& s) {
     if ((s.http.ladders.*lk.member).empty())
       out.errors.push_back(std::string{http} + "." + lk.name +
                            " = []: a ladder needs at least one step");
+  if (s.max_operations_in_flight == 0)
+    out.errors.push_back(g + ".max-operations-in-flight = 0: the engine "
+                             "would refuse every request; at least 1");
   return out.errors;
 }
 

@@ -54,13 +54,13 @@ std::string render(const settings& s) {
     << "throttle-retries=" << s.retry.throttle_retries << "\n"
     << "throttle-max-wait=" << format_duration(s.retry.throttle_max_wait)
     << "\n"
-    << "operation-budget=" << format_duration(s.retry.operation_budget)
-    << "\n"
+    << "operation-budget=" << format_duration(s.retry.operation_budget) << "\n"
     << "scheduler-threads=" << s.scheduler_threads << "\n"
     << "query-plan-cache-size=" << s.query_plan_cache_size << "\n"
     << "collection-cache-size=" << s.collection_cache_size << "\n"
     << "pkrange-cache-size=" << s.pkrange_cache_size << "\n"
     << "cache-max-waiters=" << s.cache_max_waiters << "\n"
+    << "max-operations-in-flight=" << s.max_operations_in_flight << "\n"
     << "\n[georoute.http]\n"
     << "max-connections-per-endpoint=" << s.http.max_connections_per_endpoint
     << "\n"

@@ -126,6 +126,9 @@ struct settings {
   size_t pkrange_cache_size = 10000;
   /// Callers that may wait for one key's fetch in any metadata cache.
   size_t cache_max_waiters = 10000;
+  /// Data-plane operations the request router holds at once; a request
+  /// beyond it is refused at once with errc::overloaded.
+  size_t max_operations_in_flight = 10000;
 };
 
 /// Bounds of the metadata hard deadline.

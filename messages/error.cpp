@@ -1,5 +1,6 @@
 #include "messages/error.hpp"
 
+#include "actors/policy/attempt_loop.hpp"
 #include "messages/types.hpp"
 #include "transport/outcome.hpp"
 
@@ -118,9 +119,16 @@ errc classify_status(int status, int substatus) {
   case 409:
     return errc::conflict;
   case 410:
-    if (substatus == 1002) return errc::partition_range_gone;
-    if (substatus == 1022) return errc::lease_not_found;
-    return errc::gone;
+    // One reading of a 410 for the whole engine: range gone, completing
+    // split and completing migration all mean "reload the routing map".
+    switch (classify_gone(status, substatus)) {
+    case gone_kind::partition_range:
+      return errc::partition_range_gone;
+    case gone_kind::lease_not_found:
+      return errc::lease_not_found;
+    default:
+      return errc::gone;
+    }
   case 412:
     return errc::precondition_failed;
   case 429:

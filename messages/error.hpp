@@ -45,7 +45,7 @@ enum class errc : uint8_t {
   request_timeout = 27,          ///< 408
   conflict = 28,                 ///< 409
   gone = 29,                     ///< 410 other than the two below
-  partition_range_gone = 30,     ///< 410/1002
+  partition_range_gone = 30,     ///< 410/1002, 1007, 1008
   lease_not_found = 31,          ///< 410/1022
   precondition_failed = 32,      ///< 412
   throttled = 33,                ///< 429
@@ -57,9 +57,9 @@ enum class errc : uint8_t {
   validation_error = 51,   ///< bad input: configuration, arguments
   protocol_violation = 52, ///< a response that does not match the protocol
   attempts_exhausted = 53, ///< the attempt cap was reached
-  shutting_down = 54,       ///< the engine was stopped with work in flight
-  collaborator_down = 55,   ///< an actor the work waited on exited
-  overloaded = 56,          ///< a waiter list is full; retry later
+  shutting_down = 54,      ///< the engine was stopped with work in flight
+  collaborator_down = 55,  ///< an actor the work waited on exited
+  overloaded = 56,         ///< a waiter list is full; retry later
 };
 
 /// Name of the category as CAF sees it (at most 10 characters).

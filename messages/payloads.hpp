@@ -245,6 +245,14 @@ struct router_stats {
   uint64_t refreshes = 0;          ///< account refreshes requested
   uint64_t metadata_refreshes = 0; ///< 410 range/collection gone
   uint64_t live = 0;               ///< operations in flight now
+  /// Requests refused at once with `overloaded`: the router already had
+  /// `georoute.max-operations-in-flight` operations in flight.
+  uint64_t rejected_overloaded = 0;
+  /// Operation deadlines the router tracks now (one per live operation; an
+  /// answered operation leaves none behind) and the timer messages it has
+  /// pending for them (one, unless a shorter budget arrived after a longer).
+  uint64_t deadlines_tracked = 0;
+  uint64_t deadline_timers_pending = 0;
 };
 
 /// Counters of the collection cache. Every request counts once in exactly
@@ -379,7 +387,8 @@ typename Inspector::result_type inspect(Inspector& f, router_stats& x) {
   return f(x.operations, x.attempts, x.succeeded, x.failed,
            x.failover_decisions, x.failover_decisions_completed,
            x.decisions_after_budget, x.marks, x.refreshes, x.metadata_refreshes,
-           x.live);
+           x.live, x.rejected_overloaded, x.deadlines_tracked,
+           x.deadline_timers_pending);
 }
 
 template <class Inspector>

@@ -497,4 +497,16 @@ parse_partition_key_json(std::string_view text) {
   return pk_parser{text}.run();
 }
 
+result<std::string> epk_for(const partition_key_definition& def,
+                            std::string_view key_json) {
+  auto key = parse_partition_key_json(key_json);
+  if (!key) return key.error();
+  if (def.kind == "MultiHash") return epk_v2_multihash(*key);
+  if (def.version != 2)
+    return problem{"the collection uses hash version " +
+                   std::to_string(def.version) +
+                   "; georoute supports version 2"};
+  return epk_v2(*key);
+}
+
 } // namespace georoute

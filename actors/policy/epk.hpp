@@ -17,6 +17,7 @@
 // Also here: the EPK order (`epk_compare`, length-aware) and a parser for the
 // `x-ms-documentdb-partitionkey` header text. Pure standard C++17.
 
+#include "actors/policy/model.hpp"
 #include "actors/policy/result.hpp"
 
 #include <array>
@@ -105,5 +106,12 @@ inline bool epk_less(std::string_view a, std::string_view b) {
 /// expected there.
 result<std::vector<pk_component>>
 parse_partition_key_json(std::string_view text);
+
+/// The EPK of the partition-key header `key_json` under a collection's
+/// definition: multi-hash keys hash each component, single keys use hash
+/// version 2. The one place that decides which hash applies; a problem for
+/// a key that does not parse or a version-1 collection (not supported).
+result<std::string> epk_for(const partition_key_definition& def,
+                            std::string_view key_json);
 
 } // namespace georoute

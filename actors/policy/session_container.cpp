@@ -167,4 +167,13 @@ size_t session_container::clear_by_name(std::string_view collection_name) {
   return dropped;
 }
 
+session_source session_token_source(bool is_write,
+                                    std::string_view consistency_level,
+                                    bool caller_has_token) {
+  if (is_write) return session_source::none;
+  if (!consistency_level.empty() && consistency_level != "Session")
+    return session_source::none;
+  return caller_has_token ? session_source::caller : session_source::container;
+}
+
 } // namespace georoute

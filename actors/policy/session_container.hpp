@@ -99,4 +99,18 @@ private:
   session_container_counters counters_;
 };
 
+/// Where a request's session token comes from, decided in one place.
+enum class session_source : uint8_t {
+  none,      ///< send none: a write, or a read at another consistency
+  caller,    ///< the caller's own token (it knows best what it has seen)
+  container, ///< the container's merged token of the request's range
+};
+
+/// Writes send no session token; reads send one only at Session
+/// consistency (or at the account default, `consistency_level` empty): the
+/// caller's own when it gives one, otherwise the container's.
+session_source session_token_source(bool is_write,
+                                    std::string_view consistency_level,
+                                    bool caller_has_token);
+
 } // namespace georoute

@@ -135,6 +135,8 @@ TEST(Errors, ClassifyStatus_MapsEverySubstatusClass) {
       {408, 0, errc::request_timeout},
       {409, 0, errc::conflict},
       {410, 1002, errc::partition_range_gone},
+      {410, 1007, errc::partition_range_gone},
+      {410, 1008, errc::partition_range_gone},
       {410, 1022, errc::lease_not_found},
       {410, 1000, errc::gone},
       {412, 0, errc::precondition_failed},

@@ -514,3 +514,33 @@ TEST(PkJson, Errors_NamePositionAndExpectation) {
     EXPECT_EQ(what.rfind("partition key JSON at offset ", 0), 0u) << what;
   }
 }
+
+namespace {
+
+// epk_for: the one place that picks the hash for a collection's definition.
+TEST(EpkFor, HashV2_MultiHash_Version1_BadKey) {
+  using georoute::epk_for;
+  georoute::partition_key_definition hash;
+  auto single = epk_for(hash, R"(["p0"])");
+  ASSERT_TRUE(single) << single.error().what;
+  EXPECT_EQ(*single,
+            georoute::epk_v2({georoute::pk_component{std::string{"p0"}}}));
+  georoute::partition_key_definition multi;
+  multi.kind = "MultiHash";
+  auto m = epk_for(multi, R"(["a","b"])");
+  ASSERT_TRUE(m) << m.error().what;
+  EXPECT_EQ(*m, georoute::epk_v2_multihash(
+                    {georoute::pk_component{std::string{"a"}},
+                     georoute::pk_component{std::string{"b"}}}));
+  EXPECT_NE(*m, *single);
+  georoute::partition_key_definition v1;
+  v1.version = 1;
+  auto old = epk_for(v1, R"(["p0"])");
+  ASSERT_FALSE(old);
+  EXPECT_EQ(old.error().what,
+            "the collection uses hash version 1; georoute supports version 2");
+  auto bad = epk_for(hash, R"(["p0")");
+  EXPECT_FALSE(bad);
+}
+
+} // namespace

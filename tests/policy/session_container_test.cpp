@@ -418,3 +418,34 @@ INSTANTIATE_TEST_SUITE_P(
         name_row{"NamePath_Empty_Empty", "", ""}));
 
 } // namespace
+
+namespace {
+
+using georoute::session_source;
+using georoute::session_token_source;
+
+TEST(SessionTokenSource, OneDecisionForEveryRequest) {
+  struct row {
+    bool is_write;
+    const char* level;
+    bool caller_has_token;
+    session_source want;
+  };
+  for (auto r : std::vector<row>{
+           {true, "", true, session_source::none},
+           {true, "Session", false, session_source::none},
+           {false, "", false, session_source::container},
+           {false, "", true, session_source::caller},
+           {false, "Session", false, session_source::container},
+           {false, "Session", true, session_source::caller},
+           {false, "Eventual", true, session_source::none},
+           {false, "Strong", false, session_source::none},
+           {false, "BoundedStaleness", false, session_source::none},
+       })
+    EXPECT_EQ(session_token_source(r.is_write, r.level, r.caller_has_token),
+              r.want)
+        << (r.is_write ? "write" : "read") << " at '" << r.level << "'"
+        << (r.caller_has_token ? " with the caller's token" : "");
+}
+
+} // namespace

@@ -1,0 +1,68 @@
+#pragma once
+
+// The deadlines of an actor's live operations, served by one timer.
+//
+// An actor that bounds each operation by a deadline (the router's operation
+// budget, the retry actor's hard deadline) must not register a timer per
+// operation: CAF 0.17 cannot cancel a delayed message, so a timer per
+// operation outlives a fast operation by the whole deadline (a minute's
+// worth of reads held in the clock, and a stale message to drop later).
+// Instead the actor keeps every deadline here and arms one timer message
+// for the earliest; when it fires, the queue hands back the operations
+// whose deadline has come and the time of the next timer, if one is needed.
+//
+// With deadlines of one length the earliest only moves forward, so a single
+// timer is pending at any time. A deadline earlier than the pending timer
+// (a shorter budget after longer ones) needs a timer of its own; the one
+// already pending then fires as a no-op. Pure: time is a parameter.
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <set>
+#include <utility>
+#include <vector>
+
+namespace georoute {
+
+class deadline_queue {
+public:
+  using time_point = std::chrono::steady_clock::time_point;
+
+  /// What a fired timer yields.
+  struct fired {
+    /// Operations whose deadline has come, earliest first; no longer held.
+    std::vector<uint64_t> expired;
+    /// Arm a timer for this time (nothing when no timer is needed).
+    std::optional<time_point> arm;
+  };
+
+  /// Holds `id`'s deadline `at`; returns when to arm a timer, if a new one
+  /// is needed (no pending timer is due at or before `at`).
+  std::optional<time_point> add(uint64_t id, time_point at);
+
+  /// Forgets `id`'s deadline (the operation ended first). No timer changes:
+  /// a pending one fires and finds nothing, or the next deadline.
+  void remove(uint64_t id, time_point at);
+
+  /// The timer armed for `due` fired at `now`.
+  fired on_timer(time_point due, time_point now);
+
+  /// Deadlines held.
+  size_t size() const { return deadlines_.size(); }
+  bool empty() const { return deadlines_.empty(); }
+  /// Timer messages armed and not yet fired.
+  uint64_t timers_pending() const { return pending_; }
+  /// Forgets every deadline (the actor stops; its timers fire into nothing).
+  void clear() { deadlines_.clear(); }
+
+private:
+  std::optional<time_point> arm_for_earliest();
+
+  std::set<std::pair<time_point, uint64_t>> deadlines_;
+  /// Due times of the timers armed and not fired, earliest first.
+  std::multiset<time_point> armed_;
+  uint64_t pending_ = 0;
+};
+
+} // namespace georoute

@@ -1,0 +1,301 @@
+// The attempt loop without actors: what the router and the retry actor
+// carry out, step by step. Each test walks an operation through its
+// attempts and checks every step between them (where it goes, with which
+// timeout, which side effects, what comes next).
+
+#include "actors/policy/attempt_loop.hpp"
+#include "tests/policy/location_fixture.hpp"
+
+#include <gtest/gtest.h>
+
+using namespace georoute;
+using namespace georoute::location_fixture;
+using namespace std::chrono_literals;
+
+namespace {
+
+attempt_result status(int s, int sub = 0, int64_t retry_after = -1) {
+  attempt_result r;
+  r.status = s;
+  r.substatus = sub;
+  r.retry_after_ms = retry_after;
+  return r;
+}
+
+attempt_result timed_out() {
+  attempt_result r;
+  r.transport_failure = true;
+  r.timed_out = true;
+  return r;
+}
+
+attempt_result refused() {
+  attempt_result r;
+  r.transport_failure = true;
+  return r;
+}
+
+// The router's loop for a point operation.
+attempt_loop_config data_plane(op_kind op) {
+  attempt_loop_config c;
+  c.kind =
+      op == op_kind::read ? request_kind::document_read : request_kind::write;
+  c.op = op;
+  c.is_document = true;
+  c.per_partition_failover = true;
+  c.refresh_metadata_on_gone = true;
+  return c;
+}
+
+// The retry actor's loop for a metadata read.
+attempt_loop_config metadata(loop_policy p = loop_policy::client) {
+  attempt_loop_config c;
+  c.kind = request_kind::metadata_read;
+  c.op = op_kind::read;
+  c.is_document = false;
+  c.policy = p;
+  return c;
+}
+
+const timeout_ladders ladders{};
+
+TEST(GoneKind, Classify_OneAnswerPer410) {
+  struct row {
+    int status, sub;
+    gone_kind want;
+  };
+  for (auto r : std::vector<row>{{410, 1002, gone_kind::partition_range},
+                                 {410, 1007, gone_kind::partition_range},
+                                 {410, 1008, gone_kind::partition_range},
+                                 {410, 1000, gone_kind::collection},
+                                 {410, 1022, gone_kind::lease_not_found},
+                                 {410, 0, gone_kind::other},
+                                 {404, 1002, gone_kind::none},
+                                 {503, 1002, gone_kind::none}})
+    EXPECT_EQ(classify_gone(r.status, r.sub), r.want)
+        << r.status << "/" << r.sub;
+}
+
+TEST(AttemptLoop, FirstAttempt_FirstPreferredRegion_FirstRungTimeout) {
+  auto t = fixture();
+  attempt_loop loop{data_plane(op_kind::read), ladders};
+  auto p = loop.next_attempt(t, t0);
+  ASSERT_TRUE(p) << p.error().what;
+  EXPECT_EQ(p->endpoint, east);
+  EXPECT_EQ(p->region, "East US");
+  EXPECT_EQ(p->timeout, ladders.partition_failover.front().timeout);
+  EXPECT_EQ(p->number, 1u);
+  EXPECT_FALSE(p->hub_header);
+  EXPECT_EQ(loop.on_result(status(200), t, t0, false).next, loop_next::succeed);
+}
+
+TEST(AttemptLoop, SilentRegion_ClimbsLadderPinned_ThenMarksRefreshesFailsOver) {
+  auto t = fixture();
+  attempt_loop loop{data_plane(op_kind::read), ladders};
+  const auto& l = ladders.partition_failover;
+  for (size_t rung = 0; rung < l.size(); ++rung) {
+    auto p = loop.next_attempt(t, t0);
+    ASSERT_TRUE(p);
+    EXPECT_EQ(p->endpoint, east) << "rung " << rung << " left the endpoint";
+    EXPECT_EQ(p->timeout, l[rung].timeout);
+    auto s = loop.on_result(timed_out(), t, t0, false);
+    if (rung + 1 < l.size()) {
+      EXPECT_EQ(s.next, loop_next::attempt);
+      EXPECT_EQ(s.delay, l[rung].delay_after);
+      EXPECT_FALSE(s.effects.marks());
+      EXPECT_EQ(s.reason, "attempt timed out: next ladder step");
+      continue;
+    }
+    // Silent through the whole ladder: a connection failure.
+    EXPECT_EQ(s.next, loop_next::after_refresh);
+    EXPECT_EQ(s.effects.mark_endpoint, east);
+    EXPECT_TRUE(s.effects.mark_read);
+    EXPECT_TRUE(s.effects.mark_write);
+    EXPECT_TRUE(s.effects.refresh_account);
+    t = t.with_mark(east, true, true, t0);
+  }
+  auto p = loop.next_attempt(t, t0);
+  ASSERT_TRUE(p);
+  EXPECT_EQ(p->endpoint, west);
+  EXPECT_EQ(p->timeout, l.front().timeout) << "the ladder starts again";
+}
+
+TEST(AttemptLoop, WriteTimesOut_NotRetried_MayHaveBeenApplied) {
+  auto t = fixture();
+  attempt_loop loop{data_plane(op_kind::write), ladders};
+  ASSERT_TRUE(loop.next_attempt(t, t0));
+  auto s = loop.on_result(timed_out(), t, t0, false);
+  EXPECT_EQ(s.next, loop_next::fail);
+  EXPECT_TRUE(s.policy_refused);
+  EXPECT_FALSE(s.effects.marks());
+  EXPECT_FALSE(s.effects.refresh_account);
+  ASSERT_TRUE(loop.last_failure());
+  EXPECT_EQ(loop.last_region(), "East US");
+}
+
+TEST(AttemptLoop, ServiceUnavailable_OneCrossRegionRetry_NoMark) {
+  auto t = fixture();
+  attempt_loop loop{data_plane(op_kind::read), ladders};
+  ASSERT_EQ(loop.next_attempt(t, t0)->endpoint, east);
+  auto s1 = loop.on_result(status(503), t, t0, false);
+  EXPECT_EQ(s1.next, loop_next::attempt);
+  EXPECT_FALSE(s1.effects.marks());
+  EXPECT_FALSE(s1.effects.refresh_account);
+  EXPECT_EQ(loop.next_attempt(t, t0)->endpoint, west);
+  auto s2 = loop.on_result(status(503), t, t0, false);
+  EXPECT_EQ(s2.next, loop_next::fail);
+  EXPECT_EQ(loop.attempts(), 2u);
+}
+
+TEST(AttemptLoop, RangeGone_RefreshesTheMap_AllThreeSubstatuses) {
+  for (int sub : {1002, 1007, 1008}) {
+    auto t = fixture();
+    attempt_loop loop{data_plane(op_kind::read), ladders};
+    ASSERT_TRUE(loop.next_attempt(t, t0));
+    auto s = loop.on_result(status(410, sub), t, t0, false);
+    EXPECT_EQ(s.next, loop_next::refresh_ranges) << "410/" << sub;
+    EXPECT_FALSE(s.effects.marks()) << "no region is at fault";
+    EXPECT_EQ(loop.metadata_refreshes(), 1u);
+  }
+}
+
+TEST(AttemptLoop, CollectionGone_RefreshesTheCollection) {
+  auto t = fixture();
+  attempt_loop loop{data_plane(op_kind::read), ladders};
+  ASSERT_TRUE(loop.next_attempt(t, t0));
+  EXPECT_EQ(loop.on_result(status(410, 1000), t, t0, false).next,
+            loop_next::refresh_collection);
+}
+
+TEST(AttemptLoop, RangeGoneEveryTime_ThreeRefreshes_ThenThePolicyDecides) {
+  auto t = fixture();
+  attempt_loop loop{data_plane(op_kind::read), ladders};
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_TRUE(loop.next_attempt(t, t0));
+    ASSERT_EQ(loop.on_result(status(410, 1002), t, t0, false).next,
+              loop_next::refresh_ranges);
+  }
+  ASSERT_TRUE(loop.next_attempt(t, t0));
+  auto s = loop.on_result(status(410, 1002), t, t0, false);
+  EXPECT_EQ(s.next, loop_next::fail);
+  EXPECT_EQ(loop.metadata_refreshes(), 3u);
+}
+
+TEST(AttemptLoop, MetadataLoop_RangeGone_LeftToThePolicy) {
+  auto t = fixture();
+  attempt_loop loop{metadata(), ladders};
+  ASSERT_TRUE(loop.next_attempt(t, t0));
+  EXPECT_EQ(loop.on_result(status(410, 1002), t, t0, false).next,
+            loop_next::fail);
+}
+
+TEST(AttemptLoop, BudgetSpent_EffectsStillRun_NoNewAttempt) {
+  auto t = fixture();
+  attempt_loop loop{data_plane(op_kind::read), ladders};
+  ASSERT_TRUE(loop.next_attempt(t, t0));
+  auto s = loop.on_result(refused(), t, t0, true);
+  EXPECT_EQ(s.next, loop_next::fail_budget);
+  EXPECT_EQ(s.effects.mark_endpoint, east);
+  EXPECT_TRUE(s.effects.mark_read);
+  EXPECT_TRUE(s.effects.refresh_account)
+      << "the failover decision's refresh runs although nobody waits";
+}
+
+TEST(AttemptLoop, BudgetSpent_TimeoutDoesNotClimb_RangeGoneDoesNotRefresh) {
+  auto t = fixture();
+  attempt_loop a{data_plane(op_kind::read), ladders};
+  ASSERT_TRUE(a.next_attempt(t, t0));
+  EXPECT_NE(a.on_result(timed_out(), t, t0, true).next, loop_next::attempt);
+  attempt_loop b{data_plane(op_kind::read), ladders};
+  ASSERT_TRUE(b.next_attempt(t, t0));
+  EXPECT_NE(b.on_result(status(410, 1002), t, t0, true).next,
+            loop_next::refresh_ranges);
+}
+
+TEST(AttemptLoop, AttemptCap_IsAProblemNamingIt) {
+  auto t = fixture();
+  auto c = data_plane(op_kind::read);
+  c.attempt_cap = 2;
+  attempt_loop loop{c, ladders};
+  for (int i = 0; i < 2; ++i) {
+    ASSERT_TRUE(loop.next_attempt(t, t0));
+    ASSERT_EQ(loop.on_result(status(429, 0, 10), t, t0, false).next,
+              loop_next::attempt);
+  }
+  auto p = loop.next_attempt(t, t0);
+  ASSERT_FALSE(p);
+  EXPECT_EQ(p.error().what, "attempt cap of 2 reached");
+}
+
+TEST(AttemptLoop, Throttled_RetriesInPlaceAfterRetryAfter) {
+  auto t = fixture();
+  attempt_loop loop{data_plane(op_kind::read), ladders};
+  ASSERT_TRUE(loop.next_attempt(t, t0));
+  auto s = loop.on_result(status(429, 0, 250), t, t0, false);
+  EXPECT_EQ(s.next, loop_next::attempt);
+  EXPECT_EQ(s.delay, 250ms);
+  EXPECT_EQ(loop.next_attempt(t, t0)->endpoint, east);
+}
+
+TEST(AttemptLoop, SessionNotAvailable_LastReadRetryCarriesHubHeader) {
+  auto t = fixture();
+  attempt_loop loop{data_plane(op_kind::read), ladders};
+  ASSERT_FALSE(loop.next_attempt(t, t0)->hub_header);
+  ASSERT_EQ(loop.on_result(status(404, 1002), t, t0, false).next,
+            loop_next::attempt);
+  ASSERT_FALSE(loop.next_attempt(t, t0)->hub_header);
+  ASSERT_EQ(loop.on_result(status(404, 1002), t, t0, false).next,
+            loop_next::attempt);
+  EXPECT_TRUE(loop.next_attempt(t, t0)->hub_header);
+}
+
+TEST(AttemptLoop, ClearingSession_FinalSessionMiss_ClearsNameBasedOnly) {
+  for (bool name_based : {true, false}) {
+    auto t = fixture();
+    auto c = metadata(loop_policy::clearing_session);
+    c.name_based = name_based;
+    attempt_loop loop{c, ladders};
+    loop_step s;
+    do {
+      ASSERT_TRUE(loop.next_attempt(t, t0));
+      s = loop.on_result(status(404, 1002), t, t0, false);
+    } while (s.next == loop_next::attempt);
+    EXPECT_EQ(s.next, loop_next::fail);
+    EXPECT_EQ(s.effects.clear_session, name_based);
+  }
+}
+
+TEST(AttemptLoop, PartitionRangePolicy_HopsRegionsWithoutMarks) {
+  auto t = fixture();
+  auto c = metadata(loop_policy::partition_range);
+  c.kind = request_kind::pkranges_read;
+  attempt_loop loop{c, ladders};
+  ASSERT_EQ(loop.next_attempt(t, t0)->endpoint, east);
+  auto s = loop.on_result(status(503), t, t0, false);
+  EXPECT_EQ(s.next, loop_next::attempt);
+  EXPECT_FALSE(s.effects.marks());
+  EXPECT_FALSE(s.effects.refresh_account);
+  EXPECT_EQ(loop.next_attempt(t, t0)->endpoint, west);
+}
+
+TEST(AttemptLoop, ExcludedRegions_NeverChosen) {
+  auto t = fixture();
+  auto c = data_plane(op_kind::read);
+  c.excluded_regions = {"East US"};
+  attempt_loop loop{c, ladders};
+  EXPECT_EQ(loop.next_attempt(t, t0)->endpoint, west);
+}
+
+TEST(AttemptLoop, WriteForbidden_MarksWriteForcesRefresh_WaitsForIt) {
+  auto t = fixture();
+  attempt_loop loop{data_plane(op_kind::write), ladders};
+  ASSERT_EQ(loop.next_attempt(t, t0)->endpoint, east);
+  auto s = loop.on_result(status(403, 3), t, t0, false);
+  EXPECT_EQ(s.next, loop_next::after_refresh);
+  EXPECT_TRUE(s.effects.mark_write);
+  EXPECT_FALSE(s.effects.mark_read);
+  EXPECT_TRUE(s.effects.refresh_account);
+  EXPECT_TRUE(s.effects.force_refresh);
+}
+
+} // namespace
