@@ -1,6 +1,6 @@
 #include "actors/policy/partition_breaker.hpp"
 
-#include <algorithm>
+#include <iterator>
 #include <stdexcept>
 #include <utility>
 
@@ -90,49 +90,21 @@ std::optional<problem> partition_breaker_options::validate() const {
 // -- vocabulary --------------------------------------------------------------
 
 const char* to_string(breaker_state x) {
-  switch (x) {
-  case breaker_state::closed:
-    return "closed";
-  case breaker_state::open:
-    return "open";
-  case breaker_state::probing:
-    return "probing";
-  case breaker_state::half_open:
-    return "half_open";
-  }
-  return "?";
+  static constexpr const char* names[] = {"closed", "open", "probing",
+                                          "half_open"};
+  auto i = static_cast<std::size_t>(x);
+  return i < std::size(names) ? names[i] : "?";
 }
 
 const char* to_string(breaker_reason x) {
-  switch (x) {
-  case breaker_reason::read_failures:
-    return "read_failures";
-  case breaker_reason::write_failures:
-    return "write_failures";
-  case breaker_reason::hedge_wins:
-    return "hedge_wins";
-  case breaker_reason::probe_started:
-    return "probe_started";
-  case breaker_reason::probe_answered:
-    return "probe_answered";
-  case breaker_reason::probe_failed:
-    return "probe_failed";
-  case breaker_reason::probe_timed_out:
-    return "probe_timed_out";
-  case breaker_reason::probe_lost_to_hedge:
-    return "probe_lost_to_hedge";
-  case breaker_reason::probe_not_sent:
-    return "probe_not_sent";
-  case breaker_reason::half_open_failure:
-    return "half_open_failure";
-  case breaker_reason::recovered:
-    return "recovered";
-  case breaker_reason::evicted:
-    return "evicted";
-  case breaker_reason::forgotten:
-    return "forgotten";
-  }
-  return "?";
+  static constexpr const char* names[] = {
+      "read_failures",     "write_failures",      "hedge_wins",
+      "probe_started",     "probe_answered",      "probe_failed",
+      "probe_timed_out",   "probe_lost_to_hedge", "probe_not_sent",
+      "half_open_failure", "recovered",           "evicted",
+      "forgotten"};
+  auto i = static_cast<std::size_t>(x);
+  return i < std::size(names) ? names[i] : "?";
 }
 
 // -- the breaker: construction and bookkeeping -------------------------------

@@ -41,8 +41,10 @@
 //     at or after the deadline treats the probe as failed at the deadline.
 //   - Half-open returns traffic gradually and deterministically: with S
 //     steps, one request in 2^S is let through, and every answer doubles the
-//     share (1/8, 1/4, 1/2 with S = 3); the S-th answer closes it. No
-//     randomness is needed, so every sequence is exact in tests.
+//     share (1/8, 1/4, 1/2 with S = 3); the S-th answer after the probe's
+//     closes it. No randomness is needed, so every sequence is exact in
+//     tests. Closing forgets the entry, so the next opening starts again at
+//     the first open period.
 //   - Every admission hands out a ticket; reports carry it back. An outcome
 //     of a request let through before the key's current open or half-open
 //     state began is stale and ignored there (a timeout of a request sent
@@ -303,7 +305,9 @@ public:
   /// The first of `regions` (in order) the breaker lets this request use,
   /// for range `range_id` of `collection_rid`; when all are blocked, index 0
   /// with kind `fallback`. Regions after the chosen one are not consulted.
-  /// Nothing for an empty list.
+  /// Nothing for an empty list. For an optional extra arm (a hedge: call it
+  /// again with the primary's region left out) a `fallback` answer means
+  /// "no healthy region left": skip the arm rather than send it.
   std::optional<breaker_choice> choose(std::string_view collection_rid,
                                        std::string_view range_id,
                                        const std::vector<std::string>& regions,

@@ -13,6 +13,7 @@
 #include <gtest/gtest.h>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 using namespace georoute;
@@ -636,6 +637,31 @@ TEST(PartitionBreaker, TransitionLog_BoundedOldestDropped) {
   EXPECT_EQ(log[0].reason, breaker_reason::probe_started);
   EXPECT_EQ(log[1].reason, breaker_reason::probe_failed);
   EXPECT_EQ(b.counters().transitions_dropped, 1u);
+}
+
+TEST(PartitionBreaker, ToString_EveryValueNamed) {
+  using r = breaker_reason;
+  const std::vector<std::pair<breaker_reason, std::string>> reasons = {
+      {r::read_failures, "read_failures"},
+      {r::write_failures, "write_failures"},
+      {r::hedge_wins, "hedge_wins"},
+      {r::probe_started, "probe_started"},
+      {r::probe_answered, "probe_answered"},
+      {r::probe_failed, "probe_failed"},
+      {r::probe_timed_out, "probe_timed_out"},
+      {r::probe_lost_to_hedge, "probe_lost_to_hedge"},
+      {r::probe_not_sent, "probe_not_sent"},
+      {r::half_open_failure, "half_open_failure"},
+      {r::recovered, "recovered"},
+      {r::evicted, "evicted"},
+      {r::forgotten, "forgotten"},
+  };
+  for (const auto& [reason, name] : reasons)
+    EXPECT_EQ(to_string(reason), name);
+  EXPECT_EQ(std::string{to_string(bs::closed)}, "closed");
+  EXPECT_EQ(std::string{to_string(bs::open)}, "open");
+  EXPECT_EQ(std::string{to_string(bs::probing)}, "probing");
+  EXPECT_EQ(std::string{to_string(bs::half_open)}, "half_open");
 }
 
 // -- options -----------------------------------------------------------------
