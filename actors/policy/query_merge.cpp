@@ -1,9 +1,9 @@
 #include "actors/policy/query_merge.hpp"
 
 #include <algorithm>
-#include <charconv>
 #include <cmath>
-#include <cstdio>
+#include <functional>
+#include <iterator>
 #include <limits>
 #include <utility>
 
@@ -92,22 +92,6 @@ uint64_t fnv1a(std::string_view text) {
   return h;
 }
 
-std::string hex(uint64_t v) {
-  char buf[17];
-  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
-  return buf;
-}
-
-std::optional<uint64_t> parse_hex(const std::string& text) {
-  uint64_t v = 0;
-  if (text.empty() || text.size() > 16) return std::nullopt;
-  auto [ptr, ec] =
-      std::from_chars(text.data(), text.data() + text.size(), v, 16);
-  if (ec != std::errc{} || ptr != text.data() + text.size())
-    return std::nullopt;
-  return v;
-}
-
 /// A number as the service prints it: integral values as integers.
 std::optional<json> number_value(double d) {
   if (!std::isfinite(d)) return std::nullopt;
@@ -189,6 +173,48 @@ uint64_t query_fingerprint(const query_info& info) {
   return fnv1a(text);
 }
 
+// -- hash_set64
+// ----------------------------------------------------------------
+
+bool hash_set64::contains(uint64_t hash) const {
+  return std::any_of(runs_.begin(), runs_.end(), [&](const auto& run) {
+    return std::binary_search(run.begin(), run.end(), hash);
+  });
+}
+
+bool hash_set64::insert(uint64_t hash) {
+  if (contains(hash)) return false;
+  std::vector<uint64_t> carry{hash};
+  while (!runs_.empty() && runs_.back().size() <= carry.size()) {
+    const auto& last = runs_.back();
+    std::vector<uint64_t> merged;
+    merged.reserve(last.size() + carry.size());
+    std::merge(last.begin(), last.end(), carry.begin(), carry.end(),
+               std::back_inserter(merged));
+    runs_.pop_back();
+    carry = std::move(merged);
+  }
+  runs_.push_back(std::move(carry));
+  ++size_;
+  return true;
+}
+
+std::vector<uint64_t> hash_set64::sorted() const {
+  std::vector<uint64_t> out;
+  out.reserve(size_);
+  for (const auto& run : runs_)
+    out.insert(out.end(), run.begin(), run.end());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+hash_set64 hash_set64::from_sorted(std::vector<uint64_t> hashes) {
+  hash_set64 s;
+  s.size_ = hashes.size();
+  if (!hashes.empty()) s.runs_.push_back(std::move(hashes));
+  return s;
+}
+
 // -- query_merger: construction
 // ------------------------------------------------
 
@@ -261,12 +287,24 @@ result<query_merger> query_merger::resume(query_info info,
   auto fp = query_fingerprint(m->info_);
   if (from.query_hash != fp)
     return problem{"the continuation belongs to another query (query hash " +
-                   hex(from.query_hash) + ", this query " + hex(fp) + ")"};
-  if (m->unordered_distinct_)
-    return problem{"an unordered DISTINCT query cannot be resumed from a "
-                   "continuation"};
+                   hash_hex(from.query_hash) + ", this query " + hash_hex(fp) +
+                   ")"};
   if (from.ranges.empty()) return problem{"the continuation has no ranges"};
   if (from.position < 0) return problem{"the continuation's position is < 0"};
+  const auto& seen = from.distinct_seen;
+  if (!seen.empty() && !m->unordered_distinct_)
+    return problem{"the continuation carries a set of DISTINCT values but "
+                   "the query's DISTINCT is not unordered"};
+  if (std::adjacent_find(seen.begin(), seen.end(), std::greater_equal<>{}) !=
+      seen.end())
+    return problem{"the continuation's set of DISTINCT values does not "
+                   "ascend without repeats"};
+  if (m->unordered_distinct_ &&
+      static_cast<int64_t>(seen.size()) != from.position)
+    return problem{"the continuation's set holds " +
+                   std::to_string(seen.size()) +
+                   " DISTINCT values, but its position says " +
+                   std::to_string(from.position) + " were returned"};
   const auto& items = from.order_by_items;
   if (!items.is_null()) {
     if (m->mode_ != mode::order_by)
@@ -283,6 +321,7 @@ result<query_merger> query_merger::resume(query_info info,
   m->last_key_ = items;
   m->last_rid_ = from.rid;
   m->last_distinct_ = from.last_distinct;
+  m->seen_ = hash_set64::from_sorted(seen);
   m->agg_ = from.aggregate;
   for (const auto& r : from.ranges) {
     stream s;
@@ -597,16 +636,19 @@ int64_t query_merger::window_end() const {
   return end;
 }
 
-void query_merger::offer(json result, std::vector<json>& out) {
-  if (ordered_distinct_ || unordered_distinct_) {
+void query_merger::offer(json result, std::optional<uint64_t> hash,
+                         std::vector<json>& out) {
+  if (ordered_distinct_) {
     auto canon = canonical_json(result);
-    bool repeat = ordered_distinct_ ? last_distinct_ == canon
-                                    : !seen_.insert(canon).second;
-    if (repeat) {
+    if (last_distinct_ == canon) {
       ++counters_.distinct_dropped;
       return;
     }
-    if (ordered_distinct_) last_distinct_ = std::move(canon);
+    last_distinct_ = std::move(canon);
+  }
+  if (unordered_distinct_ && !seen_.insert(hash ? *hash : row_hash(result))) {
+    ++counters_.distinct_dropped;
+    return;
   }
   int64_t i = position_++;
   if (i < (info_.offset >= 0 ? info_.offset : 0)) {
@@ -646,18 +688,19 @@ std::vector<json> query_merger::drain(size_t max_items) {
     agg_computed_ = true;
     // A resumed query whose result already went out has position 1.
     if (position_ == 0 && !window_done())
-      if (auto v = aggregate_result()) offer(std::move(*v), out);
+      if (auto v = aggregate_result()) offer(std::move(*v), std::nullopt, out);
     return out;
   }
   while (out.size() < max_items && !window_done()) {
     auto r = next_row();
     if (!r) break;
     if (mode_ == mode::parallel) {
-      offer(std::move(r->value), out);
+      offer(std::move(r->value), r->hash, out); // the row is the result
       continue;
     }
     auto it = r->value.find("payload");
-    if (it != r->value.end()) offer(std::move(*it), out); // else undefined
+    if (it != r->value.end())
+      offer(std::move(*it), std::nullopt, out); // else undefined
   }
   prune();
   return out;
@@ -721,15 +764,25 @@ void query_merger::prune() {
 }
 
 result<query_continuation> query_merger::continuation() const {
-  if (unordered_distinct_)
-    return problem{"an unordered DISTINCT query cannot be resumed: the set "
-                   "of values already returned would have to travel"};
+  if (unordered_distinct_ && seen_.size() > max_distinct_carried)
+    return problem{
+        "an unordered DISTINCT query's continuation carries at most " +
+        std::to_string(max_distinct_carried) +
+        " values already returned (their hashes take up to " +
+        std::to_string(distinct_set_max_chars(max_distinct_carried)) +
+        " characters of it), and this query has returned " +
+        std::to_string(seen_.size()) +
+        ": sort by the DISTINCT value (ORDER BY on it makes DISTINCT "
+        "ordered, and its continuation carries only the last value), or "
+        "read the whole result in one page (a max_item_count of at least "
+        "the number of results) so that no continuation is needed"};
   query_continuation c;
   c.query_hash = query_fingerprint(info_);
   c.position = position_;
   c.order_by_items = last_key_;
   c.rid = last_rid_;
   c.last_distinct = last_distinct_;
+  if (unordered_distinct_) c.distinct_seen = seen_.sorted();
   c.aggregate = agg_;
   for (const auto& s : streams_) {
     range_resume r;
@@ -748,132 +801,6 @@ result<query_continuation> query_merger::continuation() const {
       std::sort(r.skip.begin(), r.skip.end());
     }
     c.ranges.push_back(std::move(r));
-  }
-  return c;
-}
-
-std::string encode_continuation(const query_continuation& c) {
-  json doc = {{"v", 1}, {"q", hex(c.query_hash)}, {"pos", c.position}};
-  json ranges = json::array();
-  for (const auto& r : c.ranges) {
-    json o = {{"id", r.range.id},
-              {"min", r.range.min},
-              {"max", r.range.max},
-              {"token", r.token ? json(*r.token) : json(nullptr)}};
-    if (r.done) o["done"] = true;
-    if (!r.skip.empty()) {
-      json skip = json::array();
-      for (auto h : r.skip)
-        skip.push_back(hex(h));
-      o["skip"] = std::move(skip);
-    }
-    ranges.push_back(std::move(o));
-  }
-  doc["ranges"] = std::move(ranges);
-  if (!c.order_by_items.is_null())
-    doc["order"] = {{"items", c.order_by_items}, {"rid", c.rid}};
-  if (c.last_distinct) doc["distinct"] = *c.last_distinct;
-  const auto& a = c.aggregate;
-  if (a.undefined || a.sum != 0 || a.count != 0 || a.best) {
-    json agg = {{"undefined", a.undefined}, {"sum", a.sum}, {"count", a.count}};
-    if (a.best) agg["best"] = *a.best;
-    doc["agg"] = std::move(agg);
-  }
-  return doc.dump(-1, ' ', true, json::error_handler_t::replace);
-}
-
-result<query_continuation> decode_continuation(std::string_view text) {
-  auto bad = [](const std::string& what) {
-    return problem{"continuation: " + what};
-  };
-  if (text.empty()) return bad("empty");
-  auto doc = json::parse(text.begin(), text.end(), nullptr, false);
-  if (doc.is_discarded()) return bad("not JSON");
-  if (!doc.is_object())
-    return bad(std::string("expected an object, got ") + doc.type_name());
-  const json* v = member(doc, "v");
-  if (v == nullptr || !v->is_number_integer() || v->get<int64_t>() != 1)
-    return bad("v: version " + (v ? v->dump() : std::string("(missing)")) +
-               " is not supported (expected 1)");
-  query_continuation c;
-  const json* q = member(doc, "q");
-  std::optional<uint64_t> qh;
-  if (q != nullptr && q->is_string()) qh = parse_hex(q->get<std::string>());
-  if (!qh) return bad("q: expected the query hash as 1-16 hex digits");
-  c.query_hash = *qh;
-  const json* pos = member(doc, "pos");
-  if (pos == nullptr || !pos->is_number_integer() || pos->get<int64_t>() < 0)
-    return bad("pos: expected a non-negative integer");
-  c.position = pos->get<int64_t>();
-  const json* ranges = member(doc, "ranges");
-  if (ranges == nullptr || !ranges->is_array() || ranges->empty())
-    return bad("ranges: expected a non-empty array");
-  for (size_t i = 0; i < ranges->size(); ++i) {
-    const json& o = (*ranges)[i];
-    auto at = "ranges[" + std::to_string(i) + "]";
-    if (!o.is_object()) return bad(at + ": expected an object");
-    range_resume r;
-    for (auto [key, field] :
-         {std::pair{"id", &r.range.id}, std::pair{"min", &r.range.min},
-          std::pair{"max", &r.range.max}}) {
-      const json* f = member(o, key);
-      if (f == nullptr || !f->is_string())
-        return bad(at + "." + key + ": expected a string");
-      *field = f->get<std::string>();
-    }
-    const json* token = member(o, "token");
-    if (token != nullptr && !token->is_null() && !token->is_string())
-      return bad(at + ".token: expected a string or null");
-    if (token != nullptr && token->is_string())
-      r.token = token->get<std::string>();
-    const json* done = member(o, "done");
-    if (done != nullptr && !done->is_boolean())
-      return bad(at + ".done: expected true or false");
-    r.done = done != nullptr && done->get<bool>();
-    if (const json* skip = member(o, "skip")) {
-      if (!skip->is_array()) return bad(at + ".skip: expected an array");
-      for (size_t k = 0; k < skip->size(); ++k) {
-        const json& h = (*skip)[k];
-        auto parsed = h.is_string() ? parse_hex(h.get<std::string>())
-                                    : std::optional<uint64_t>{};
-        if (!parsed)
-          return bad(at + ".skip[" + std::to_string(k) +
-                     "]: expected a row hash as 1-16 hex digits");
-        r.skip.push_back(*parsed);
-      }
-    }
-    c.ranges.push_back(std::move(r));
-  }
-  if (const json* order = member(doc, "order")) {
-    const json* items = order->is_object() ? member(*order, "items") : nullptr;
-    if (items == nullptr || !items->is_array())
-      return bad("order.items: expected an array");
-    c.order_by_items = *items;
-    const json* rid = member(*order, "rid");
-    if (rid != nullptr && !rid->is_string())
-      return bad("order.rid: expected a string");
-    if (rid != nullptr) c.rid = rid->get<std::string>();
-  }
-  if (const json* d = member(doc, "distinct")) {
-    if (!d->is_string()) return bad("distinct: expected a string");
-    c.last_distinct = d->get<std::string>();
-  }
-  if (const json* agg = member(doc, "agg")) {
-    if (!agg->is_object()) return bad("agg: expected an object");
-    const json* u = member(*agg, "undefined");
-    const json* sum = member(*agg, "sum");
-    const json* count = member(*agg, "count");
-    if (u == nullptr || !u->is_boolean())
-      return bad("agg.undefined: expected true or false");
-    if (sum == nullptr || !sum->is_number())
-      return bad("agg.sum: expected a number");
-    if (count == nullptr || !count->is_number_integer() ||
-        count->get<int64_t>() < 0)
-      return bad("agg.count: expected a non-negative integer");
-    c.aggregate.undefined = u->get<bool>();
-    c.aggregate.sum = sum->get<double>();
-    c.aggregate.count = count->get<int64_t>();
-    if (const json* best = member(*agg, "best")) c.aggregate.best = *best;
   }
   return c;
 }

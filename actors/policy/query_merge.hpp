@@ -25,31 +25,43 @@
 //
 // Pipeline order after the merge: aggregate, DISTINCT (on the canonical JSON
 // of the result; "Ordered" drops repeats of the previous result, "Unordered"
-// keeps a set), then OFFSET/LIMIT, then TOP: the order the emulator applies
-// to one range (sql_eval.cpp), so that a merge equals a single-range run.
+// keeps the set of their hashes), then OFFSET/LIMIT, then TOP: the order the
+// emulator applies to one range (sql_eval.cpp), so that a merge equals a
+// single-range run.
 //
 // A split during the query: `replace_range` puts the children in the
 // parent's place. The rows already received from the parent stay and come
 // first; the children continue from the parent's continuation.
 //
 // Resuming in another process (`continuation()`, `encode_continuation`,
-// `decode_continuation`, `query_merger::resume`): every range restarts at the
-// first page that still holds rows not consumed (or after its last page), and
-// drops again what it already delivered: for ORDER BY every row that sorts
-// before the last consumed sort key, and the rows with that very key whose
-// hashes the token lists; otherwise the rows whose hashes the token lists.
-// The hashes are those of the consumed rows of the restart page(s) only, so
-// the token stays about one page per range. Exact as long as a range sends
-// the same rows for the same continuation. One limit: without ORDER BY, when
-// a range splits before its restart page is read again, two identical rows
-// in different children cannot be told apart (rows carry no key there), so
-// one identical row may be dropped once. An unordered DISTINCT query cannot
-// be resumed (the SDKs refuse it too: the set of values already returned
-// would have to travel). Rows are named by a 64-bit FNV-1a hash; a collision
-// matters only between rows of one range's restart page.
+// `decode_continuation`, `query_merger::resume`; the token's format is in
+// query_continuation.hpp): every range restarts at the first page that still
+// holds rows not consumed (or after its last page), and drops again what it
+// already delivered: for ORDER BY every row that sorts before the last
+// consumed sort key, and the rows with that very key whose hashes the token
+// lists; otherwise the rows whose hashes the token lists. The hashes are
+// those of the consumed rows of the restart page(s) only, so the token stays
+// about one page per range. Exact as long as a range sends the same rows for
+// the same continuation. One limit: without ORDER BY, when a range splits
+// before its restart page is read again, two identical rows in different
+// children cannot be told apart (rows carry no key there), so one identical
+// row may be dropped once. Rows are named by a 64-bit FNV-1a hash; a
+// collision matters only between rows of one range's restart page.
+//
+// Unordered DISTINCT keeps the `row_hash` of every result it passed, and the
+// token carries that set (as the .NET SDK's does), so a resumed query drops
+// every value already returned, whatever its ranges send again. Two
+// different results with the same hash make DISTINCT drop the later one:
+// if FNV-1a spreads the values like a random function the odds are about
+// n^2 / 2^65 for n distinct results (3e-14 for 1,024, 3e-8 for a million).
+// FNV-1a is no cryptographic hash: values built to collide on purpose can
+// be dropped. The token carries at most `max_distinct_carried` (1,024)
+// hashes, about 9.3 KiB of it; past that `continuation()` is a problem that
+// says to sort by the DISTINCT value (ORDER BY makes DISTINCT ordered: its
+// token carries the last value only) or to read the result in one page.
 //
 // Memory: the buffered pages, the hashes of one page per range, and for
-// unordered DISTINCT the canonical JSON of every distinct result so far.
+// unordered DISTINCT 8 bytes per distinct result so far (`hash_set64`).
 //
 // Deviations from the JS SDK, each so that a merge equals the single-range
 // answer of the emulator (sql_eval.cpp): an AVG partial without "sum" or a
@@ -59,6 +71,7 @@
 // SDK applies TOP first; the two differ only for a query with both).
 
 #include "actors/policy/model.hpp"
+#include "actors/policy/query_continuation.hpp"
 #include "actors/policy/result.hpp"
 
 #include <cstddef>
@@ -69,50 +82,9 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
-#include <unordered_set>
 #include <vector>
 
 namespace georoute {
-
-/// One partition-key range a cross-partition query reads.
-struct query_range {
-  std::string id;  ///< pkrange id; may be "" when the caller targets by EPK
-  std::string min; ///< EPK, inclusive ("" for the first range)
-  std::string max; ///< EPK, exclusive ("FF" for the last range)
-};
-
-/// The partial state of a VALUE aggregate, as it travels in a continuation.
-struct aggregate_state {
-  bool undefined = false; ///< a range saw a value the aggregate rejects
-  double sum = 0;         ///< Sum and Average
-  int64_t count = 0;      ///< Count and Average
-  std::optional<nlohmann::json> best; ///< Min and Max
-};
-
-/// Where one range stands in a resumable query.
-struct range_resume {
-  query_range range;
-  /// The `x-ms-continuation` of the next request; nullopt starts the range.
-  std::optional<std::string> token;
-  bool done = false;
-  /// Hashes (`row_hash`) of rows the range will send again that were
-  /// already consumed; each is dropped once.
-  std::vector<uint64_t> skip;
-};
-
-/// Everything a new process needs to continue a cross-partition query.
-struct query_continuation {
-  uint64_t query_hash = 0; ///< `query_fingerprint` of the plan's queryInfo
-  std::vector<range_resume> ranges;
-  /// Results that passed DISTINCT so far: where OFFSET/LIMIT/TOP stand.
-  int64_t position = 0;
-  /// ORDER BY: `orderByItems` of the last consumed row, null before any.
-  nlohmann::json order_by_items;
-  std::string rid; ///< ORDER BY: `_rid` of that row (for diagnostics)
-  /// Ordered DISTINCT: canonical JSON of the last result that passed.
-  std::optional<std::string> last_distinct;
-  aggregate_state aggregate;
-};
 
 /// What the merger did, for the caller's counters.
 struct query_merge_counters {
@@ -139,11 +111,27 @@ uint64_t row_hash(const nlohmann::json& row);
 /// continuation to its query.
 uint64_t query_fingerprint(const query_info& info);
 
-/// The continuation as compact ASCII JSON (fit for an HTTP header).
-std::string encode_continuation(const query_continuation& c);
+/// A set of 64-bit hashes at 8 bytes each: sorted runs whose sizes fall
+/// from the first to the last, merged like the carries of a binary counter
+/// (a new hash is a run of one; while the last run is not longer than the
+/// new one they merge). A lookup binary-searches each of at most
+/// log2(n) + 1 runs; an insert costs O(log n) amortized; a merge briefly
+/// holds the merged runs twice.
+class hash_set64 {
+public:
+  /// Adds `hash`; false if it was already there.
+  bool insert(uint64_t hash);
+  bool contains(uint64_t hash) const;
+  size_t size() const { return size_; }
+  /// Every hash, ascending.
+  std::vector<uint64_t> sorted() const;
+  /// A set of `hashes`, which must ascend without repeats.
+  static hash_set64 from_sorted(std::vector<uint64_t> hashes);
 
-/// Parses `encode_continuation`'s output; the problem names the field.
-result<query_continuation> decode_continuation(std::string_view text);
+private:
+  std::vector<std::vector<uint64_t>> runs_; ///< each ascending
+  size_t size_ = 0;
+};
 
 /// Merges the per-range pages of one cross-partition query. Not thread-safe
 /// (one actor owns it).
@@ -160,8 +148,9 @@ public:
                                      std::vector<query_range> ranges);
 
   /// A merger that continues where `from` stopped. Also a problem: a token
-  /// of another query, an unordered DISTINCT query, sort keys that do not
-  /// match the plan.
+  /// of another query, sort keys that do not match the plan, a set of
+  /// DISTINCT hashes for a query without unordered DISTINCT, or one that
+  /// does not ascend or does not hold as many values as the position.
   static result<query_merger> resume(query_info info,
                                      const query_continuation& from);
 
@@ -199,7 +188,9 @@ public:
   }
   bool range_done(size_t index) const { return streams_[index].done; }
 
-  /// The state to resume from elsewhere; a problem for unordered DISTINCT.
+  /// The state to resume from elsewhere. A problem for an unordered
+  /// DISTINCT query that returned more than `max_distinct_carried` values:
+  /// it names the limit and what to do instead.
   result<query_continuation> continuation() const;
 
   const query_merge_counters& counters() const { return counters_; }
@@ -252,7 +243,9 @@ private:
   bool drop_on_resume(stream& s, const row& r);
   std::optional<row> next_row();
   void note_consumed(const row& r, const page& p);
-  void offer(nlohmann::json result, std::vector<nlohmann::json>& out);
+  /// `hash`: the result's `row_hash` when the caller has it already.
+  void offer(nlohmann::json result, std::optional<uint64_t> hash,
+             std::vector<nlohmann::json>& out);
   int64_t window_end() const;
   bool window_done() const { return position_ >= window_end(); }
   const page* anchor(const stream& s) const;
@@ -272,7 +265,7 @@ private:
   std::string last_rid_;
   std::vector<consumed> consumed_;
   std::optional<std::string> last_distinct_;
-  std::unordered_set<std::string> seen_;
+  hash_set64 seen_; ///< unordered DISTINCT: row_hash of each result passed
   aggregate_state agg_;
   bool agg_computed_ = false;
   query_merge_counters counters_;

@@ -1,9 +1,12 @@
 #include "actors/policy/query_merge.hpp"
 
+#include <algorithm>
+#include <cctype>
 #include <gtest/gtest.h>
 #include <limits>
 #include <optional>
 #include <ostream>
+#include <random>
 #include <set>
 #include <string>
 #include <vector>
@@ -269,9 +272,6 @@ void PrintTo(const merge_row& row, std::ostream* os) {
 class MergeTable : public testing::TestWithParam<merge_row> {
 protected:
   std::string want() const { return J(GetParam().expected.c_str()).dump(); }
-  bool resumable() const {
-    return GetParam().info.distinct_type != "Unordered";
-  }
 };
 
 TEST_P(MergeTable, FollowingRangesNeeded_Expected) {
@@ -301,11 +301,6 @@ TEST_P(MergeTable, EverythingPrefetchedDrainedAtOnce_Expected) {
 
 TEST_P(MergeTable, ResumedAfterEveryStep_Expected) {
   const auto& row = GetParam();
-  if (!resumable()) {
-    auto d = fresh(row.info, row.ranges);
-    EXPECT_FALSE(d.m.continuation());
-    return;
-  }
   for (auto how : all_drives) {
     size_t total = fresh(row.info, row.ranges).run(how);
     for (size_t k = 0; k <= total; ++k) {
@@ -323,7 +318,6 @@ TEST_P(MergeTable, ResumedAfterEveryStep_Expected) {
 
 TEST_P(MergeTable, ResumedTwiceAtEveryPairOfSteps_Expected) {
   const auto& row = GetParam();
-  if (!resumable()) return;
   for (auto how : all_drives) {
     size_t total = fresh(row.info, row.ranges).run(how);
     for (size_t k1 = 0; k1 <= total; ++k1) {
@@ -364,7 +358,7 @@ TEST_P(MergeTable, SplitAfterEveryStep_Expected) {
 
 TEST_P(MergeTable, SplitThenResumedAtEveryStep_Expected) {
   const auto& row = GetParam();
-  if (row.split == no_split || !resumable()) return;
+  if (row.split == no_split) return;
   for (auto how : all_drives) {
     size_t total = fresh(row.info, row.ranges).run(how);
     for (size_t k1 = 0; k1 <= total; ++k1) {
@@ -387,7 +381,7 @@ TEST_P(MergeTable, SplitThenResumedAtEveryStep_Expected) {
 
 TEST_P(MergeTable, ResumedThenSplit_Expected) {
   const auto& row = GetParam();
-  if (row.split == no_split || !resumable()) return;
+  if (row.split == no_split) return;
   for (auto how : all_drives) {
     size_t total = fresh(row.info, row.ranges).run(how);
     for (size_t k = 0; k <= total; ++k) {
@@ -539,40 +533,55 @@ INSTANTIATE_TEST_SUITE_P(
 // parent's rows here, to keep one expected order for every split point.
 INSTANTIATE_TEST_SUITE_P(
     Parallel, MergeTable,
-    testing::Values(merge_row{"Parallel_ThreeRanges_RangeOrder",
-                              plain(),
-                              {{{"a", "b"}, {"c"}}, {{"d"}}, {{}, {"e", "f"}}},
-                              R"(["a","b","c","d","e","f"])",
-                              0,
-                              {"a", "b"}},
-                    merge_row{"Parallel_SplitRangeOfThreePages_ParentRowsFirst",
-                              plain(),
-                              {{{"a"}, {"b"}, {"c"}}, {{"d"}}},
-                              R"(["a","b","c","d"])",
-                              0,
-                              {"a", "b"}},
-                    merge_row{"Parallel_Top3_StopsAtThree",
-                              top(plain(), 3),
-                              {{{"a", "b"}, {"c"}}, {{"d"}}, {{}, {"e", "f"}}},
-                              R"(["a","b","c"])",
-                              0,
-                              {"a"}},
-                    merge_row{"Parallel_Offset2Limit3_AcrossRanges",
-                              window(plain(), 2, 3),
-                              {{{"a", "b"}, {"c"}}, {{"d"}}, {{}, {"e", "f"}}},
-                              R"(["c","d","e"])",
-                              2,
-                              {"e"}},
-                    merge_row{"Parallel_UnorderedDistinct_CanonicalJson",
-                              distinct(plain(), "Unordered"),
-                              {{{J(R"({"a":1,"b":2})"), J(R"({"a":1})")}},
-                               {{J(R"({"b":2,"a":1.0})"), J(R"({"a":2})")}}},
-                              R"([{"a":1,"b":2},{"a":1},{"a":2}])"},
-                    merge_row{
-                        "Parallel_DistinctNumbers_IntegerAndFloatSame",
-                        distinct(plain(), "Unordered"),
-                        {{{J("1"), J("2.0")}}, {{J("2"), J("1.0"), J("3")}}},
-                        "[1,2.0,3]"}));
+    testing::Values(
+        merge_row{"Parallel_ThreeRanges_RangeOrder",
+                  plain(),
+                  {{{"a", "b"}, {"c"}}, {{"d"}}, {{}, {"e", "f"}}},
+                  R"(["a","b","c","d","e","f"])",
+                  0,
+                  {"a", "b"}},
+        merge_row{"Parallel_SplitRangeOfThreePages_ParentRowsFirst",
+                  plain(),
+                  {{{"a"}, {"b"}, {"c"}}, {{"d"}}},
+                  R"(["a","b","c","d"])",
+                  0,
+                  {"a", "b"}},
+        merge_row{"Parallel_Top3_StopsAtThree",
+                  top(plain(), 3),
+                  {{{"a", "b"}, {"c"}}, {{"d"}}, {{}, {"e", "f"}}},
+                  R"(["a","b","c"])",
+                  0,
+                  {"a"}},
+        merge_row{"Parallel_Offset2Limit3_AcrossRanges",
+                  window(plain(), 2, 3),
+                  {{{"a", "b"}, {"c"}}, {{"d"}}, {{}, {"e", "f"}}},
+                  R"(["c","d","e"])",
+                  2,
+                  {"e"}},
+        merge_row{"Parallel_UnorderedDistinct_CanonicalJson",
+                  distinct(plain(), "Unordered"),
+                  {{{J(R"({"a":1,"b":2})"), J(R"({"a":1})")}},
+                   {{J(R"({"b":2,"a":1.0})"), J(R"({"a":2})")}}},
+                  R"([{"a":1,"b":2},{"a":1},{"a":2}])"},
+        merge_row{"Parallel_DistinctNumbers_IntegerAndFloatSame",
+                  distinct(plain(), "Unordered"),
+                  {{{J("1"), J("2.0")}}, {{J("2"), J("1.0"), J("3")}}},
+                  "[1,2.0,3]"},
+        merge_row{"Parallel_UnorderedDistinctRepeatsAcrossRangesAndPages_"
+                  "FirstOccurrences",
+                  distinct(plain(), "Unordered"),
+                  {{{"a", "b"}, {"a", "c"}},
+                   {{"b"}, {"d", "a"}},
+                   {{}, {"c", "e"}, {"b"}}},
+                  R"(["a","b","c","d","e"])",
+                  0,
+                  {"a", "b"}},
+        merge_row{"Parallel_UnorderedDistinctTop3_StopsAtThreeValues",
+                  top(distinct(plain(), "Unordered"), 3),
+                  {{{"a", "a"}, {"b"}}, {{"a", "c", "d"}}},
+                  R"(["a","b","c"])",
+                  1,
+                  {"a"}}));
 
 INSTANTIATE_TEST_SUITE_P(
     Aggregate, MergeTable,
@@ -1213,6 +1222,7 @@ TEST(QueryContinuation, Continuation_EncodedDecodedEncoded_SameText) {
   c.order_by_items = J(R"([{"item":"x"},{}])");
   c.rid = "rid==";
   c.last_distinct = R"({"cat":"x"})";
+  c.distinct_seen = {0, 5, 0xffffffffffffffffull};
   c.aggregate.undefined = false;
   c.aggregate.sum = 2.5;
   c.aggregate.count = 3;
@@ -1229,6 +1239,7 @@ TEST(QueryContinuation, Continuation_EncodedDecodedEncoded_SameText) {
   EXPECT_EQ(back->position, 7);
   EXPECT_EQ(back->ranges[0].token, std::optional<std::string>("tok\"0"));
   EXPECT_EQ(back->ranges[0].skip, c.ranges[0].skip);
+  EXPECT_EQ(back->distinct_seen, c.distinct_seen);
   EXPECT_FALSE(back->ranges[1].token);
   EXPECT_TRUE(back->ranges[1].done);
   ASSERT_TRUE(back->aggregate.best);
@@ -1318,6 +1329,43 @@ INSTANTIATE_TEST_SUITE_P(
         decode_row{"Decode_DistinctNumber_Problem",
                    TOKEN_HEAD ONE_RANGE R"(,"distinct":1})",
                    "distinct: expected a string"},
+        decode_row{"Decode_SeenNotObject_Problem",
+                   TOKEN_HEAD ONE_RANGE R"(,"seen":[1]})",
+                   "seen: expected an object"},
+        decode_row{"Decode_SeenCountZero_Problem",
+                   TOKEN_HEAD ONE_RANGE
+                   R"(,"seen":{"n":0,"data":"","sum":"0"}})",
+                   "seen.n: expected the number of values, 1 to 1024, got 0"},
+        decode_row{"Decode_SeenCountOverBound_Problem",
+                   TOKEN_HEAD ONE_RANGE
+                   R"(,"seen":{"n":1025,"data":"","sum":"0"}})",
+                   "seen.n: expected the number of values, 1 to 1024, got "
+                   "1025"},
+        decode_row{"Decode_SeenCountFraction_Problem",
+                   TOKEN_HEAD ONE_RANGE
+                   R"(,"seen":{"n":1.5,"data":"","sum":"0"}})",
+                   "seen.n: expected"},
+        decode_row{"Decode_SeenDataNumber_Problem",
+                   TOKEN_HEAD ONE_RANGE
+                   R"(,"seen":{"n":1,"data":5,"sum":"0"}})",
+                   "seen.data: expected a string"},
+        decode_row{"Decode_SeenSumMissing_Problem",
+                   TOKEN_HEAD ONE_RANGE
+                   R"(,"seen":{"n":1,"data":"AAAAAAAAAAA"}})",
+                   "seen.sum: expected the set's checksum"},
+        decode_row{"Decode_SeenDataNotBase64url_Problem",
+                   TOKEN_HEAD ONE_RANGE
+                   R"(,"seen":{"n":1,"data":"AAAA=AAAAAA","sum":"0"}})",
+                   "seen.data: character 4 ('=') is not base64url"},
+        decode_row{"Decode_SeenDataTruncated_Problem",
+                   TOKEN_HEAD ONE_RANGE
+                   R"(,"seen":{"n":2,"data":"AAAA","sum":"0"}})",
+                   "seen.data: the text ends inside value 0 of 2"},
+        decode_row{"Decode_SeenSumWrong_Problem",
+                   TOKEN_HEAD ONE_RANGE
+                   R"(,"seen":{"n":1,"data":"AAAAAAAAAAA","sum":"0"}})",
+                   "seen: the set of values already returned fails its "
+                   "checksum"},
         decode_row{"Decode_AggCountNegative_Problem",
                    TOKEN_HEAD ONE_RANGE
                    R"(,"agg":{"undefined":false,"sum":0,"count":-1}})",
@@ -1365,9 +1413,9 @@ INSTANTIATE_TEST_SUITE_P(
                    "belongs to another query"},
         resume_row{"Resume_OtherTop_Problem", top(asc, 5), top(asc, 6), "null",
                    1, "belongs to another query"},
-        resume_row{
-            "Resume_UnorderedDistinct_Problem", distinct(plain(), "Unordered"),
-            distinct(plain(), "Unordered"), "null", 1, "unordered DISTINCT"},
+        resume_row{"Resume_UnorderedDistinctNothingReturned_Accepted",
+                   distinct(plain(), "Unordered"),
+                   distinct(plain(), "Unordered"), "null", 1, ""},
         resume_row{"Resume_SortKeysWrongCount_Problem", asc, asc,
                    R"([{"item":1},{}])", 1, "do not match the 1 sort keys"},
         resume_row{"Resume_SortKeyNotObject_Problem", asc, asc, "[1]", 1,
@@ -1447,5 +1495,482 @@ INSTANTIATE_TEST_SUITE_P(
                     0,
                     true,
                     counts(1, 1, 0, 0, 0, 1)}));
+
+// -- unordered DISTINCT across pages and processes
+// -----------------------------------------------
+
+const auto unordered = distinct(plain(), "Unordered");
+
+/// Values repeat inside a page, across the pages of a range and across
+/// ranges; 1 and 1.0, and objects with their keys in another order, are the
+/// same value.
+const std::vector<pages> distinct_scripts = {
+    {{J("1"), J(R"("x")"), J("1")},
+     {J("2"), J(R"({"a":1,"b":2})")},
+     {J("3"), J(R"("x")")}},
+    {{J("2.0"), J("4")}, {J("1.0"), J(R"("y")")}},
+    {{}, {J(R"({"b":2,"a":1})"), J("5")}, {J("3"), J("6"), J("4")}},
+    {{J("null"), J(R"("x")")}, {J("[1,2]"), J("7")}},
+};
+
+const char* distinct_expected = R"([1,"x",2,{"a":1,"b":2},3,4,"y",5,6,null,)"
+                                R"([1,2],7])";
+
+/// Pages of at most `page_size` results, the way the query executor makes
+/// them, each page from a new merger resumed from the previous page's
+/// continuation text (a new process per page). `tokens`: those texts.
+std::vector<std::vector<json>> paged(const query_info& info,
+                                     const std::vector<pages>& scripts,
+                                     size_t page_size, drive how,
+                                     std::vector<std::string>* tokens) {
+  std::vector<std::vector<json>> out;
+  auto d = fresh(info, scripts);
+  for (size_t n = 0; n < 1000; ++n) {
+    d.out.clear();
+    while (d.out.size() < page_size && d.step(how)) {
+    }
+    out.push_back(d.out);
+    if (d.m.finished()) return out;
+    auto c = d.m.continuation();
+    if (!c) {
+      ADD_FAILURE() << "page " << n << ": " << c.error().what;
+      return out;
+    }
+    tokens->push_back(encode_continuation(*c));
+    auto back = decode_continuation(tokens->back());
+    if (!back) {
+      ADD_FAILURE() << back.error().what << "\n" << tokens->back();
+      return out;
+    }
+    auto m = query_merger::resume(info, *back);
+    if (!m) {
+      ADD_FAILURE() << m.error().what << "\n" << tokens->back();
+      return out;
+    }
+    d = driver{std::move(*m), scripts, {}};
+  }
+  ADD_FAILURE() << "more than 1000 pages";
+  return out;
+}
+
+TEST(QueryDistinctPaging,
+     UnorderedDistinct_SmallPagesEachResumedFromItsToken_EveryValueOnce) {
+  for (auto how : all_drives) {
+    for (size_t size = 1; size <= 5; ++size) {
+      std::vector<std::string> tokens;
+      auto pages = paged(unordered, distinct_scripts, size, how, &tokens);
+      std::vector<json> all;
+      std::set<std::string> once;
+      for (size_t i = 0; i < pages.size(); ++i) {
+        EXPECT_LE(pages[i].size(), size) << how << ", page " << i;
+        if (i + 1 < pages.size()) {
+          EXPECT_EQ(pages[i].size(), size) << how << ", page " << i;
+        }
+        for (const auto& v : pages[i]) {
+          EXPECT_TRUE(once.insert(canonical_json(v)).second)
+              << how << ", pages of " << size << ": " << v << " twice";
+          all.push_back(v);
+        }
+      }
+      EXPECT_EQ(dump(all), J(distinct_expected).dump())
+          << how << ", pages of " << size;
+      EXPECT_GE(tokens.size(), 12 / size - 1) << how << ", pages of " << size;
+      // Each token carries the hash of every value returned before it.
+      size_t returned = 0;
+      for (size_t i = 0; i < tokens.size(); ++i) {
+        returned += pages[i].size();
+        auto c = decode_continuation(tokens[i]);
+        ASSERT_TRUE(c) << c.error().what;
+        EXPECT_EQ(c->distinct_seen.size(), returned) << tokens[i];
+        EXPECT_EQ(c->position, static_cast<int64_t>(returned));
+      }
+    }
+  }
+}
+
+TEST(QueryDistinctPaging,
+     UnorderedDistinct_ValueOfAnEarlierPageSentAfterResume_Dropped) {
+  auto d = fresh(unordered, {{{"a", "b"}}, {{"a", "c"}}});
+  d.feed(0);
+  EXPECT_EQ(dump(d.m.drain(2)), R"(["a","b"])");
+  std::string text;
+  auto d2 = resumed(unordered, d, &text);
+  ASSERT_TRUE(d2);
+  d2->out.clear();
+  d2->run(drive::needed);
+  EXPECT_EQ(dump(d2->out), R"(["c"])") << text;
+  EXPECT_EQ(d2->m.counters().distinct_dropped, 1u);
+}
+
+TEST(QueryDistinctPaging, OrderByUnorderedDistinct_PagesOfOne_EveryValueOnce) {
+  auto info = distinct(asc, "Unordered");
+  std::vector<pages> scripts = {
+      {{obp("r1", "[1]", "p"), obp("r2", "[3]", "q")}, {obp("r5", "[6]", "p")}},
+      {{obp("r3", "[2]", "q")}, {obp("r4", "[4]", "s"), obp("r6", "[7]", "t")}},
+  };
+  for (auto how : all_drives) {
+    std::vector<std::string> tokens;
+    auto pages = paged(info, scripts, 1, how, &tokens);
+    std::vector<json> all;
+    for (const auto& p : pages)
+      all.insert(all.end(), p.begin(), p.end());
+    EXPECT_EQ(dump(all), R"(["p","q","s","t"])") << how;
+  }
+}
+
+/// One range: page 0 holds `first` distinct numbers 0.., page 1 the number
+/// `first` and a repeat of 0, page 2 the number 5000.
+driver at_bound(size_t first) {
+  rows page0;
+  for (size_t i = 0; i < first; ++i)
+    page0.push_back(json(i));
+  return fresh(unordered, {{page0, {json(first), json(0)}, {json(5000)}}});
+}
+
+TEST(QueryDistinctBound, Continuation_AtTheBound_CarriesEveryValue) {
+  auto d = at_bound(max_distinct_carried);
+  d.feed(0);
+  EXPECT_EQ(d.m.drain(5000).size(), max_distinct_carried);
+  auto c = d.m.continuation();
+  ASSERT_TRUE(c) << c.error().what;
+  EXPECT_EQ(c->distinct_seen.size(), max_distinct_carried);
+  auto text = encode_continuation(*c);
+  auto data = json::parse(text)["seen"]["data"].get<std::string>();
+  EXPECT_LE(data.size(), distinct_set_max_chars(max_distinct_carried));
+  auto back = decode_continuation(text);
+  ASSERT_TRUE(back) << back.error().what;
+  auto m = query_merger::resume(unordered, *back);
+  ASSERT_TRUE(m) << m.error().what;
+  driver d2{std::move(*m), d.scripts, {}};
+  d2.run(drive::needed);
+  EXPECT_EQ(dump(d2.out), "[1024,5000]");
+}
+
+TEST(QueryDistinctBound,
+     Continuation_OneValuePastTheBound_ProblemSaysWhatToDo) {
+  auto d = at_bound(max_distinct_carried);
+  d.feed(0);
+  d.m.drain(5000);
+  d.feed(0);
+  EXPECT_EQ(dump(d.m.drain(5000)), "[1024]");
+  ASSERT_FALSE(d.m.finished());
+  auto c = d.m.continuation();
+  ASSERT_FALSE(c);
+  const auto& what = c.error().what;
+  for (const char* part : {"carries at most 1024 values", "has returned 1025",
+                           "ORDER BY", "max_item_count"})
+    EXPECT_NE(what.find(part), std::string::npos) << part << ": " << what;
+}
+
+// -- the coded set of hashes
+// -------------------------------------------------------------
+
+std::vector<uint64_t> random_hashes(size_t n, uint64_t seed) {
+  std::mt19937_64 rng{seed};
+  std::vector<uint64_t> out;
+  for (size_t i = 0; i < n; ++i)
+    out.push_back(rng());
+  return out;
+}
+
+/// {0, 1, .., n - 2, 2^64 - 1}: one gap takes all the room, the longest text.
+std::vector<uint64_t> widest(size_t n) {
+  std::vector<uint64_t> out;
+  for (size_t i = 0; i + 1 < n; ++i)
+    out.push_back(i);
+  out.push_back(std::numeric_limits<uint64_t>::max());
+  return out;
+}
+
+struct set_row {
+  std::string name;
+  std::vector<uint64_t> hashes;
+};
+
+void PrintTo(const set_row& row, std::ostream* os) {
+  *os << row.name;
+}
+
+class HashSetCodecTable : public testing::TestWithParam<set_row> {};
+
+TEST_P(HashSetCodecTable, EncodedDecoded_SameSetAscending) {
+  auto want = GetParam().hashes;
+  std::sort(want.begin(), want.end());
+  want.erase(std::unique(want.begin(), want.end()), want.end());
+  auto text = encode_hash_set(GetParam().hashes);
+  EXPECT_LE(text.size(), distinct_set_max_chars(want.size()));
+  for (char ch : text)
+    EXPECT_TRUE(std::isalnum(static_cast<unsigned char>(ch)) || ch == '-' ||
+                ch == '_')
+        << text;
+  auto back = decode_hash_set(text, want.size());
+  ASSERT_TRUE(back) << back.error().what << "\n" << text;
+  EXPECT_EQ(*back, want);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Table, HashSetCodecTable,
+    testing::Values(set_row{"Set_Empty", {}}, set_row{"Set_Zero", {0}},
+                    set_row{"Set_Max", {std::numeric_limits<uint64_t>::max()}},
+                    set_row{"Set_ZeroAndMax",
+                            {std::numeric_limits<uint64_t>::max(), 0}},
+                    set_row{"Set_NeighboursAtTheTop",
+                            {std::numeric_limits<uint64_t>::max() - 1,
+                             std::numeric_limits<uint64_t>::max()}},
+                    set_row{"Set_Repeats_CountOnce", {7, 3, 7, 3, 3}},
+                    set_row{"Set_Consecutive", {5, 1, 2, 3, 4, 0}},
+                    set_row{"Set_Random1023", random_hashes(1023, 1)},
+                    set_row{"Set_Random1024", random_hashes(1024, 2)},
+                    set_row{"Set_Widest1024", widest(1024)},
+                    set_row{"Set_Widest3", widest(3)}));
+
+TEST(HashSetCodec, MaxChars_AtTheBound_Is9558AndTheWidestSetTakesIt) {
+  EXPECT_EQ(distinct_set_max_chars(max_distinct_carried), 9558u);
+  EXPECT_EQ(encode_hash_set(widest(max_distinct_carried)).size(), 9558u);
+  // Uniform hashes take about 9.3 characters each.
+  EXPECT_LT(encode_hash_set(random_hashes(1024, 3)).size(), 9558u);
+}
+
+/// Base64url of a string of '0'/'1' bits (spaces ignored), unused bits 0.
+std::string bits(const std::string& text) {
+  static const char* alphabet =
+      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+  std::string b;
+  for (char c : text)
+    if (c != ' ') b += c;
+  while (b.size() % 6 != 0)
+    b += '0';
+  std::string out;
+  for (size_t i = 0; i < b.size(); i += 6)
+    out += alphabet[std::stoi(b.substr(i, 6), nullptr, 2)];
+  return out;
+}
+
+struct set_decode_row {
+  std::string name;
+  size_t count;
+  std::string text;
+  std::string problem;
+};
+
+void PrintTo(const set_decode_row& row, std::ostream* os) {
+  *os << row.name;
+}
+
+class HashSetDecodeTable : public testing::TestWithParam<set_decode_row> {};
+
+TEST_P(HashSetDecodeTable, Rejects) {
+  auto r = decode_hash_set(GetParam().text, GetParam().count);
+  ASSERT_FALSE(r) << GetParam().text;
+  EXPECT_NE(r.error().what.find(GetParam().problem), std::string::npos)
+      << r.error().what;
+}
+
+// Four values: 61 low bits each; {0, 1, 2, 3} is 248 zero bits, 42
+// characters with four unused bits.
+INSTANTIATE_TEST_SUITE_P(
+    Table, HashSetDecodeTable,
+    testing::Values(
+        set_decode_row{"SetDecode_NotBase64url_Problem", 1, "AAAAA+AAAAA",
+                       "character 5 ('+') is not base64url"},
+        set_decode_row{"SetDecode_EmptySetWithText_Problem", 0, "A",
+                       "characters for an empty set"},
+        set_decode_row{"SetDecode_CountPastTheBound_Problem", 1025, "",
+                       "at most 1024"},
+        set_decode_row{"SetDecode_LongerThanAnySet_Problem", 1, "AAAAAAAAAAAA",
+                       "12 characters, more than"},
+        set_decode_row{"SetDecode_EndsInFirstValue_Problem", 2, "AAAA",
+                       "ends inside value 0 of 2"},
+        set_decode_row{"SetDecode_EndsInSecondValue_Problem", 2, "AAAAAAAAAAA",
+                       "ends inside value 1 of 2"},
+        set_decode_row{"SetDecode_CharacterAfterLastValue_Problem", 4,
+                       std::string(43, 'A'),
+                       "1 characters after the last value"},
+        set_decode_row{"SetDecode_UnusedBitsSet_Problem", 4,
+                       std::string(41, 'A') + "B",
+                       "unused bits after the last value are not 0"},
+        // One value, 63 low bits: high part 2 would be 2^64.
+        set_decode_row{"SetDecode_HighPartPast2To64_Problem", 1, bits("110"),
+                       "value 0 is past 2^64"},
+        // Two values, 62 low bits: 2^64 - 1, then one more.
+        set_decode_row{
+            "SetDecode_SecondValuePast2To64_Problem", 2,
+            bits("1110" + std::string(62, '1') + "0" + std::string(62, '0')),
+            "value 1 is past 2^64"}));
+
+TEST(HashSetCodec, Decode_FourZeroValues_Accepted) {
+  // The rows above change one thing of this text.
+  auto r = decode_hash_set(std::string(42, 'A'), 4);
+  ASSERT_TRUE(r) << r.error().what;
+  EXPECT_EQ(*r, (std::vector<uint64_t>{0, 1, 2, 3}));
+}
+
+// -- the set in the token
+// ----------------------------------------------------------------
+
+query_continuation with_set(uint64_t query_hash, std::vector<uint64_t> set) {
+  query_continuation c;
+  c.query_hash = query_hash;
+  c.position = static_cast<int64_t>(set.size());
+  c.distinct_seen = std::move(set);
+  c.ranges.push_back(
+      range_resume{query_range{"0", "", "FF"}, std::string("t"), false, {}});
+  return c;
+}
+
+TEST(QueryContinuation, SeenSet_AnyCharacterChanged_DecodeNamesTheSet) {
+  auto text = encode_continuation(with_set(7, random_hashes(12, 4)));
+  auto doc = json::parse(text);
+  auto data = doc["seen"]["data"].get<std::string>();
+  size_t tried = 0;
+  for (size_t i = 0; i < data.size(); ++i) {
+    for (char ch : {'A', 'f', '_'}) {
+      if (data[i] == ch) continue;
+      auto changed = doc;
+      auto d = data;
+      d[i] = ch;
+      changed["seen"]["data"] = d;
+      auto r = decode_continuation(changed.dump());
+      ++tried;
+      ASSERT_FALSE(r) << "character " << i << " -> " << ch;
+      EXPECT_EQ(r.error().what.rfind("continuation: seen", 0), 0u)
+          << r.error().what;
+    }
+  }
+  EXPECT_GT(tried, 200u);
+}
+
+TEST(QueryContinuation, SeenSet_OtherSetSameCount_ChecksumProblem) {
+  auto doc = json::parse(encode_continuation(with_set(7, {1, 2, 3})));
+  doc["seen"]["data"] = encode_hash_set({1, 2, 4});
+  auto r = decode_continuation(doc.dump());
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().what.find("seen: the set of values already returned "
+                                "fails its checksum"),
+            std::string::npos)
+      << r.error().what;
+}
+
+TEST(QueryContinuation, SeenSet_FromAnotherQuerysToken_ChecksumProblem) {
+  auto mine = json::parse(encode_continuation(with_set(7, {1, 2, 3})));
+  auto other = json::parse(encode_continuation(with_set(8, {4, 5, 6})));
+  mine["seen"] = other["seen"];
+  auto r = decode_continuation(mine.dump());
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().what.find("fails its checksum"), std::string::npos)
+      << r.error().what;
+}
+
+TEST(QueryContinuation, SeenSet_FromAnEarlierPageOfTheSameQuery_Problem) {
+  // Same query, same count, another position: the checksum binds "pos".
+  auto later = with_set(7, {1, 2, 3});
+  later.position = 5;
+  auto mine = json::parse(encode_continuation(later));
+  auto earlier = json::parse(encode_continuation(with_set(7, {1, 2, 3})));
+  mine["seen"] = earlier["seen"];
+  auto r = decode_continuation(mine.dump());
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().what.find("fails its checksum"), std::string::npos)
+      << r.error().what;
+}
+
+struct seen_resume_row {
+  std::string name;
+  query_info info;
+  std::vector<uint64_t> set;
+  int64_t position;
+  std::string problem; ///< "" = accepted
+};
+
+void PrintTo(const seen_resume_row& row, std::ostream* os) {
+  *os << row.name;
+}
+
+class SeenResumeTable : public testing::TestWithParam<seen_resume_row> {};
+
+TEST_P(SeenResumeTable, Resumes) {
+  const auto& row = GetParam();
+  auto c = with_set(query_fingerprint(row.info), row.set);
+  c.position = row.position;
+  auto m = query_merger::resume(row.info, c);
+  if (row.problem.empty()) {
+    EXPECT_TRUE(m) << m.error().what;
+    return;
+  }
+  ASSERT_FALSE(m);
+  EXPECT_NE(m.error().what.find(row.problem), std::string::npos)
+      << m.error().what;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Table, SeenResumeTable,
+    testing::Values(
+        seen_resume_row{
+            "Resume_SetAsLongAsPosition_Accepted", unordered, {1, 2, 3}, 3, ""},
+        seen_resume_row{"Resume_SetShorterThanPosition_Problem",
+                        unordered,
+                        {1, 2},
+                        3,
+                        "set holds 2 DISTINCT values, but its position says "
+                        "3"},
+        seen_resume_row{"Resume_NoSetAfterResults_Problem",
+                        unordered,
+                        {},
+                        2,
+                        "set holds 0 DISTINCT values"},
+        seen_resume_row{"Resume_SetNotAscending_Problem",
+                        unordered,
+                        {2, 1},
+                        2,
+                        "does not ascend without repeats"},
+        seen_resume_row{"Resume_SetWithRepeat_Problem",
+                        unordered,
+                        {1, 1},
+                        2,
+                        "does not ascend without repeats"},
+        seen_resume_row{"Resume_SetForQueryWithoutDistinct_Problem",
+                        plain(),
+                        {1},
+                        1,
+                        "DISTINCT is not unordered"},
+        seen_resume_row{"Resume_SetForOrderedDistinct_Problem",
+                        distinct(asc, "Ordered"),
+                        {1},
+                        1,
+                        "DISTINCT is not unordered"}));
+
+// -- hash_set64
+// ----------------------------------------------------------------------------
+
+TEST(HashSet64, Insert_RandomWithRepeats_SameAsStdSet) {
+  std::mt19937_64 rng{5};
+  hash_set64 s;
+  std::set<uint64_t> want;
+  for (size_t i = 0; i < 5000; ++i) {
+    // Small values repeat often, large ones rarely.
+    uint64_t h = (i % 3 == 0) ? rng() % 500 : rng();
+    EXPECT_EQ(s.insert(h), want.insert(h).second) << i;
+    ASSERT_EQ(s.size(), want.size());
+  }
+  EXPECT_EQ(s.sorted(), std::vector<uint64_t>(want.begin(), want.end()));
+  for (uint64_t h = 0; h < 600; ++h)
+    EXPECT_EQ(s.contains(h), want.count(h) > 0) << h;
+}
+
+TEST(HashSet64, FromSortedThenInserts_KeepsBoth) {
+  auto s = hash_set64::from_sorted({10, 20, 30});
+  EXPECT_FALSE(s.insert(20));
+  EXPECT_TRUE(s.insert(15));
+  for (uint64_t h = 0; h < 100; ++h)
+    s.insert(h * 7);
+  EXPECT_TRUE(s.contains(30));
+  EXPECT_TRUE(s.contains(15));
+  EXPECT_FALSE(s.contains(16));
+  auto all = s.sorted();
+  EXPECT_TRUE(std::is_sorted(all.begin(), all.end()));
+  EXPECT_EQ(std::adjacent_find(all.begin(), all.end()), all.end());
+  EXPECT_EQ(all.size(), s.size());
+  EXPECT_EQ(s.size(), 104u); // 10, 15, 20, 30 and 100 multiples of 7
+}
 
 } // namespace
