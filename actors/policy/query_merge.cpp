@@ -790,7 +790,10 @@ result<query_continuation> query_merger::continuation() const {
     const page* a = mode_ == mode::aggregate ? nullptr : anchor(s);
     r.token = a ? a->request_token : s.next_token;
     r.done = a ? false : s.done;
-    if (!r.done) {
+    // With unordered DISTINCT the set already names every row consumed (its
+    // result passed, or repeated one that did), so a row sent again is
+    // dropped as a repeat: no skip list needed.
+    if (!r.done && !unordered_distinct_) {
       auto from = a ? a->serial : std::numeric_limits<uint64_t>::max();
       for (const auto& e : consumed_)
         if (e.serial >= from && in_lineage(s, e.owner))

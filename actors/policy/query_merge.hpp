@@ -50,7 +50,9 @@
 //
 // Unordered DISTINCT keeps the `row_hash` of every result it passed, and the
 // token carries that set (as the .NET SDK's does), so a resumed query drops
-// every value already returned, whatever its ranges send again. Two
+// every value already returned, whatever its ranges send again (its ranges
+// carry no skip lists, then: a row sent again repeats a value of the set, and
+// the split limit above does not apply; counted as `distinct_dropped`). Two
 // different results with the same hash make DISTINCT drop the later one:
 // if FNV-1a spreads the values like a random function the odds are about
 // n^2 / 2^65 for n distinct results (3e-14 for 1,024, 3e-8 for a million).

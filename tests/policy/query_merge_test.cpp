@@ -1602,6 +1602,25 @@ TEST(QueryDistinctPaging,
   EXPECT_EQ(d2->m.counters().distinct_dropped, 1u);
 }
 
+TEST(QueryDistinctPaging,
+     UnorderedDistinct_TokenInsideAPage_NoSkipListTheSetDropsTheRepeats) {
+  auto d = fresh(unordered, {{{"a", "b", "a", "c"}, {"d"}}});
+  d.feed(0);
+  EXPECT_EQ(dump(d.m.drain(2)), R"(["a","b"])");
+  auto c = d.m.continuation();
+  ASSERT_TRUE(c) << c.error().what;
+  ASSERT_EQ(c->ranges.size(), 1u);
+  EXPECT_FALSE(c->ranges[0].token); // the page is read again
+  EXPECT_TRUE(c->ranges[0].skip.empty());
+  std::string text;
+  auto d2 = resumed(unordered, d, &text);
+  ASSERT_TRUE(d2);
+  d2->run(drive::needed);
+  EXPECT_EQ(dump(d2->out), R"(["c","d"])") << text;
+  EXPECT_EQ(d2->m.counters().distinct_dropped, 3u); // a, b, a
+  EXPECT_EQ(d2->m.counters().resume_dropped, 0u);
+}
+
 TEST(QueryDistinctPaging, OrderByUnorderedDistinct_PagesOfOne_EveryValueOnce) {
   auto info = distinct(asc, "Unordered");
   std::vector<pages> scripts = {
