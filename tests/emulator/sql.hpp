@@ -50,6 +50,24 @@ result<std::vector<nlohmann::json>>
 execute(const query& q, const std::vector<nlohmann::json>& documents,
         const parameters& params);
 
+/// Rows of `execute_traced`, each with the document it was projected from.
+struct traced_rows {
+  std::vector<nlohmann::json> rows;
+  /// Per row: its document's index in `documents`, or `no_source` for the
+  /// row of an aggregate (it comes from all of them). DISTINCT keeps the
+  /// first occurrence and its document.
+  std::vector<size_t> sources;
+};
+
+/// The source of a row that no single document produced.
+inline constexpr size_t no_source = static_cast<size_t>(-1);
+
+/// `execute`, also telling which document each row came from (the engine
+/// restricts a split range's rows to a child's EPK range with it).
+result<traced_rows> execute_traced(const query& q,
+                                   const std::vector<nlohmann::json>& documents,
+                                   const parameters& params);
+
 /// True if a cross-partition execution of `q` needs client-side merging
 /// (ORDER BY, aggregates, DISTINCT, TOP, OFFSET/LIMIT): the gateway then
 /// answers 400/1004 with the plan.

@@ -333,15 +333,15 @@ json project(const query& q, const eval_context& ctx, bool& defined) {
   return out;
 }
 
-std::vector<json> run_rows(const query& q, const std::vector<json>& documents,
-                           const eval_context& base) {
+traced_rows run_rows(const query& q, const std::vector<json>& documents,
+                     const eval_context& base) {
   eval_context ctx = base;
   std::vector<const json*> rows;
   for (const auto& doc : documents) {
     ctx.doc = &doc;
     if (!q.where || truth(eval(*q.where, ctx)) == 1) rows.push_back(&doc);
   }
-  std::vector<json> out;
+  traced_rows out;
   if (q.has_aggregates) {
     std::vector<const expr*> nodes;
     collect_aggregates(*q.value, nodes);
@@ -350,7 +350,10 @@ std::vector<json> run_rows(const query& q, const std::vector<json>& documents,
       results.emplace_back(n, aggregate(*n, rows, base));
     eval_context agg_ctx = base;
     agg_ctx.aggregates = &results;
-    if (auto v = eval(*q.value, agg_ctx)) out.push_back(std::move(*v));
+    if (auto v = eval(*q.value, agg_ctx)) {
+      out.rows.push_back(std::move(*v));
+      out.sources.push_back(no_source);
+    }
     return out;
   }
   if (!q.order_by.empty()) {
@@ -378,31 +381,39 @@ std::vector<json> run_rows(const query& q, const std::vector<json>& documents,
     ctx.doc = doc;
     bool defined = false;
     auto row = project(q, ctx, defined);
-    if (defined) out.push_back(std::move(row));
+    if (defined) {
+      out.rows.push_back(std::move(row));
+      out.sources.push_back(static_cast<size_t>(doc - documents.data()));
+    }
   }
   return out;
 }
 
-void apply_distinct(std::vector<json>& rows) {
+void apply_distinct(traced_rows& t) {
   std::set<json> seen;
-  std::vector<json> kept;
-  for (auto& r : rows)
-    if (seen.insert(r).second) kept.push_back(std::move(r));
-  rows = std::move(kept);
+  traced_rows kept;
+  for (size_t i = 0; i < t.rows.size(); ++i)
+    if (seen.insert(t.rows[i]).second) {
+      kept.rows.push_back(std::move(t.rows[i]));
+      kept.sources.push_back(t.sources[i]);
+    }
+  t = std::move(kept);
 }
 
-void apply_window(std::vector<json>& rows, int64_t skip, int64_t take) {
-  size_t begin = std::min(rows.size(), static_cast<size_t>(skip));
+void apply_window(traced_rows& t, int64_t skip, int64_t take) {
+  size_t begin = std::min(t.rows.size(), static_cast<size_t>(skip));
   size_t end = take < 0
-                   ? rows.size()
-                   : std::min(rows.size(), begin + static_cast<size_t>(take));
-  rows = std::vector<json>(std::make_move_iterator(rows.begin() + begin),
-                           std::make_move_iterator(rows.begin() + end));
+                   ? t.rows.size()
+                   : std::min(t.rows.size(), begin + static_cast<size_t>(take));
+  t.rows = std::vector<json>(std::make_move_iterator(t.rows.begin() + begin),
+                             std::make_move_iterator(t.rows.begin() + end));
+  t.sources =
+      std::vector<size_t>(t.sources.begin() + begin, t.sources.begin() + end);
 }
 
-result<std::vector<json>> execute_checked(const query& q,
-                                          const std::vector<json>& documents,
-                                          const parameters& params) {
+result<traced_rows> execute_checked(const query& q,
+                                    const std::vector<json>& documents,
+                                    const parameters& params) {
   auto bound = bind_query(q, params);
   if (!bound) return bound.error();
   eval_context ctx;
@@ -428,14 +439,22 @@ int order_compare(const value& a, const value& b) {
 
 // -- sql.hpp ------------------------------------------------------------------
 
-result<std::vector<json>> execute(const query& q,
-                                  const std::vector<json>& documents,
-                                  const parameters& params) {
+result<traced_rows> execute_traced(const query& q,
+                                   const std::vector<json>& documents,
+                                   const parameters& params) {
   try {
     return execute_checked(q, documents, params);
   } catch (const std::exception& e) {
     return error_at(0, std::string("internal error: ") + e.what());
   }
+}
+
+result<std::vector<json>> execute(const query& q,
+                                  const std::vector<json>& documents,
+                                  const parameters& params) {
+  auto traced = execute_traced(q, documents, params);
+  if (!traced) return traced.error();
+  return std::move(traced->rows);
 }
 
 } // namespace georoute::emulator::sql
