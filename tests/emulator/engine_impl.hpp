@@ -212,6 +212,29 @@ std::string pk_identity(const std::vector<pk_component>& pk);
 /// JSON text of partition-key components (`["a",5]`), for messages.
 std::string pk_text(const std::vector<pk_component>& pk);
 
+// -- paging (engine_paging.cpp) -----------------------------------------------
+
+/// 16 lower-case hex digits.
+std::string hash_text(uint64_t h);
+
+/// The requested page size (x-ms-max-item-count), or a 400.
+std::variant<int64_t, http_response> page_size(const http_request& req);
+
+/// The position a continuation token resumes at (its field `key`: "o" an
+/// offset, "d" a document creation number), 0 without a token, or a 400.
+std::variant<int64_t, http_response> resume_at(const http_request& req,
+                                               const std::string& hash,
+                                               const char* key = "o");
+
+/// The token `resume_at` reads.
+std::string make_token(const char* key, int64_t at, const std::string& hash);
+
+/// Answers one page of `rows`: {"_rid", <list_name>: [...], "_count"}, with
+/// a continuation bound to `identity` (the query and its scope).
+http_response page_of(const http_request& req, std::vector<json> rows,
+                      const std::string& rid, const std::string& list_name,
+                      const std::string& identity);
+
 } // namespace georoute::emulator::detail
 
 namespace georoute::emulator {
