@@ -138,6 +138,15 @@ public:
                                                const std::string& coll,
                                                const std::string& range_id);
 
+  /// Arms a split of range `range_id` of `dbs/{db}/colls/{coll}`: the next
+  /// query page the range serves (a query addressed to it by range id) is
+  /// answered, and then the range splits, as if the split landed while that
+  /// page was on its way back. The client's next request to the range finds
+  /// it gone. Errors: an unknown collection, a range that is not live.
+  result<bool> split_after_next_query(const std::string& db,
+                                      const std::string& coll,
+                                      const std::string& range_id);
+
   // -- fault injection --------------------------------------------------------
 
   uint64_t add_fault(fault_rule rule);

@@ -141,6 +141,18 @@ struct request_ctx {
   double charge = 0;
 };
 
+/// An EPK interval [min, max).
+struct epk_span {
+  std::string min;
+  std::string max;
+};
+
+/// A live document and the version of it that a region sees.
+struct visible_doc {
+  const document* doc = nullptr;
+  const json* body = nullptr;
+};
+
 /// What a query or feed reads: some ranges, maybe one logical partition (or
 /// a prefix of a hierarchical key), maybe an EPK sub-range of one range.
 struct query_scope {
@@ -220,14 +232,26 @@ std::string hash_text(uint64_t h);
 /// The requested page size (x-ms-max-item-count), or a 400.
 std::variant<int64_t, http_response> page_size(const http_request& req);
 
-/// The position a continuation token resumes at (its field `key`: "o" an
-/// offset, "d" a document creation number), 0 without a token, or a 400.
-std::variant<int64_t, http_response> resume_at(const http_request& req,
-                                               const std::string& hash,
-                                               const char* key = "o");
+/// What a continuation token says; all zero without a token.
+struct resume_point {
+  int64_t at = 0; ///< an offset ("o") or a document creation number ("d")
+  /// Range-scoped "o" tokens: the span whose query result `at` counts in.
+  std::optional<epk_span> scope;
+  /// Range-scoped tokens: the span of the request that issued the token.
+  std::optional<epk_span> from;
+};
 
-/// The token `resume_at` reads.
-std::string make_token(const char* key, int64_t at, const std::string& hash);
+/// Reads the request's continuation token: its position under `key` ("o" or
+/// "d") and, for a request that reads the EPK span `here` of one range, the
+/// span that issued it (which must hold `here`) and, for "o", the span the
+/// offset counts in. A 400 says what is wrong.
+std::variant<resume_point, http_response>
+read_token(const http_request& req, const std::string& hash, const char* key,
+           const epk_span* here = nullptr);
+
+/// The token `read_token` reads.
+std::string make_token(const char* key, const resume_point& p,
+                       const std::string& hash);
 
 /// Answers one page of `rows`: {"_rid", <list_name>: [...], "_count"}, with
 /// a continuation bound to `identity` (the query and its scope).
@@ -263,6 +287,9 @@ struct engine::state {
   std::mt19937_64 fault_rng{0x6765'6f72'6f75'7465};
   std::mt19937_64 id_rng{0x656d'756c'6174'6f72};
   uint64_t etag_seq = 0;
+  /// (collection rid, range id): split after its next query page (see
+  /// engine::split_after_next_query).
+  std::vector<std::pair<std::string, std::string>> armed_splits;
 
   // -- engine.cpp: dispatch, topology --------------------------------------
 
@@ -345,6 +372,12 @@ struct engine::state {
   /// The scope of a query or feed from its headers, or an error response.
   std::variant<detail::query_scope, http_response>
   scope_of(request_ctx& ctx, detail::collection& coll);
+  /// The documents in `span` (and under the partition key or key prefix
+  /// `pk`, unless empty) that the region sees, in creation order.
+  std::vector<detail::visible_doc>
+  visible_docs(const request_ctx& ctx, const detail::collection& coll,
+               const detail::epk_span& span,
+               const std::vector<pk_component>& pk) const;
   /// The documents of `s` the region sees, range by range, each range in
   /// creation order.
   /// With `seqs`, each row's document creation number goes there too.
@@ -359,6 +392,16 @@ struct engine::state {
                                    const detail::query_scope& s,
                                    const std::string& text, const json& params,
                                    const sql::query& q);
+  /// A query on one range that the client merges (ORDER BY, aggregates,
+  /// DISTINCT, TOP, OFFSET), paged by offset into the result over the span
+  /// the query started on, so that its continuation survives a split.
+  http_response offset_range_query(request_ctx& ctx,
+                                   const detail::collection& coll,
+                                   const detail::query_scope& s,
+                                   const std::string& text, const json& params,
+                                   const sql::query& q);
+  /// Splits `range` if engine::split_after_next_query armed it.
+  void split_if_armed(detail::collection& coll, const detail::pk_range& range);
   void add_scope_headers(http_response& res, const request_ctx& ctx,
                          const detail::collection& coll,
                          const detail::query_scope& s) const;

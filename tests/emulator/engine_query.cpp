@@ -1,4 +1,5 @@
-// Queries, query plans and read feeds (their paging: engine_paging.cpp).
+// Queries, query plans and read feeds (their paging and continuation tokens:
+// engine_paging.cpp), and the armed split of split_after_next_query.
 
 #include "tests/emulator/engine_impl.hpp"
 #include "tests/emulator/sql.hpp"
@@ -14,7 +15,8 @@ using detail::json_response;
 using detail::make_token;
 using detail::page_of;
 using detail::page_size;
-using detail::resume_at;
+using detail::read_token;
+using detail::resume_point;
 
 namespace {
 
@@ -67,6 +69,18 @@ bool pk_prefix_of(const std::vector<pk_component>& prefix,
          std::equal(prefix.begin(), prefix.end(), key.begin());
 }
 
+/// The EPK span a scope reads of `range`: its bounds, narrowed by the
+/// scope's start/end EPK when given.
+detail::epk_span span_in(const detail::pk_range& range,
+                         const detail::query_scope& s) {
+  detail::epk_span span{range.info.min_inclusive, range.info.max_exclusive};
+  if (!s.start_epk.empty() && epk_compare(s.start_epk, span.min) > 0)
+    span.min = s.start_epk;
+  if (!s.end_epk.empty() && epk_compare(s.end_epk, span.max) < 0)
+    span.max = s.end_epk;
+  return span;
+}
+
 } // namespace
 
 std::variant<detail::query_scope, http_response>
@@ -109,31 +123,34 @@ engine::state::scope_of(request_ctx& ctx, detail::collection& coll) {
   return s;
 }
 
+std::vector<detail::visible_doc> engine::state::visible_docs(
+    const request_ctx& ctx, const detail::collection& coll,
+    const detail::epk_span& span, const std::vector<pk_component>& pk) const {
+  std::vector<const detail::document*> docs;
+  for (const auto& [key, doc] : coll.docs) {
+    if (!detail::epk_in(doc.epk, span.min, span.max)) continue;
+    if (!pk.empty() && !pk_prefix_of(pk, doc.pk)) continue;
+    docs.push_back(&doc);
+  }
+  std::sort(docs.begin(), docs.end(),
+            [](auto* x, auto* y) { return x->seq < y->seq; });
+  std::vector<detail::visible_doc> out;
+  for (const auto* doc : docs) {
+    const auto* v = view(*doc, ctx.region_index, ctx.now);
+    if (v != nullptr && !v->deleted) out.push_back({doc, &v->body});
+  }
+  return out;
+}
+
 std::vector<nlohmann::json>
 engine::state::gather(const request_ctx& ctx, const detail::collection& coll,
                       const detail::query_scope& s,
                       std::vector<uint64_t>* seqs) const {
   std::vector<nlohmann::json> rows;
   for (const auto* range : s.ranges) {
-    std::vector<const detail::document*> docs;
-    for (const auto& [key, doc] : coll.docs) {
-      if (!detail::epk_in(doc.epk, range->info.min_inclusive,
-                          range->info.max_exclusive))
-        continue;
-      if (!s.pk.empty() && !pk_prefix_of(s.pk, doc.pk)) continue;
-      if (!s.start_epk.empty() && epk_compare(doc.epk, s.start_epk) < 0)
-        continue;
-      if (!s.end_epk.empty() && epk_compare(doc.epk, s.end_epk) >= 0) continue;
-      docs.push_back(&doc);
-    }
-    std::sort(docs.begin(), docs.end(),
-              [](auto* x, auto* y) { return x->seq < y->seq; });
-    for (const auto* doc : docs) {
-      const auto* v = view(*doc, ctx.region_index, ctx.now);
-      if (v != nullptr && !v->deleted) {
-        rows.push_back(v->body);
-        if (seqs != nullptr) seqs->push_back(doc->seq);
-      }
+    for (const auto& d : visible_docs(ctx, coll, span_in(*range, s), s.pk)) {
+      rows.push_back(*d.body);
+      if (seqs != nullptr) seqs->push_back(d.doc->seq);
     }
   }
   return rows;
@@ -141,11 +158,9 @@ engine::state::gather(const request_ctx& ctx, const detail::collection& coll,
 
 // A range-scoped query whose rows stream one document at a time (no ORDER
 // BY, aggregate, DISTINCT, TOP or OFFSET). Its continuation names the last
-// document read, by creation number, and the query, not the range: the
-// service's backend tokens stay valid on the children of a split range, and
-// the SDKs resume a split range's token on each child (with its EPK bounds).
-// The children hold the parent's documents in the same creation order, so
-// "after document N" means the same on both.
+// document read, by creation number: the children of a split range hold the
+// parent's documents in the same creation order, so "after document N" means
+// the same on both, and a child takes its parent's token.
 http_response engine::state::stream_range_query(request_ctx& ctx,
                                                 const detail::collection& coll,
                                                 const detail::query_scope& s,
@@ -156,9 +171,10 @@ http_response engine::state::stream_range_query(request_ctx& ctx,
       hash_text(detail::fnv1a("stream\n" + text + "\n" + params.dump()));
   auto size = page_size(ctx.req);
   if (auto* err = std::get_if<http_response>(&size)) return std::move(*err);
-  auto resume = resume_at(ctx.req, hash, "d");
+  auto here = span_in(*s.ranges.front(), s);
+  auto resume = read_token(ctx.req, hash, "d", &here);
   if (auto* err = std::get_if<http_response>(&resume)) return std::move(*err);
-  auto after = static_cast<uint64_t>(std::get<int64_t>(resume));
+  auto after = static_cast<uint64_t>(std::get<resume_point>(resume).at);
   std::vector<uint64_t> seqs;
   auto docs = gather(ctx, coll, s, &seqs);
   // gather() goes range by range; one range here, already in seq order.
@@ -214,8 +230,65 @@ http_response engine::state::stream_range_query(request_ctx& ctx,
   res.set("x-ms-item-count", std::to_string(count));
   if (more) {
     res.set("x-ms-continuation",
-            make_token("d", static_cast<int64_t>(last), hash));
+            make_token("d", {static_cast<int64_t>(last), {}, here}, hash));
   }
+  add_scope_headers(res, ctx, coll, s);
+  return res;
+}
+
+// A range-scoped query that needs the client's merge (ORDER BY, aggregate,
+// DISTINCT, TOP, OFFSET): its rows come from the whole span at once, so a
+// token is an offset into the result over the span the query started on.
+// After a split, a child re-runs the query over that span (the documents
+// are the same, in the same creation order, so the result is too), skips to
+// the offset and keeps the rows of its own documents.
+http_response engine::state::offset_range_query(request_ctx& ctx,
+                                                const detail::collection& coll,
+                                                const detail::query_scope& s,
+                                                const std::string& text,
+                                                const json& params,
+                                                const sql::query& q) {
+  auto hash =
+      hash_text(detail::fnv1a("range query\n" + text + "\n" + params.dump()));
+  auto size = page_size(ctx.req);
+  if (auto* err = std::get_if<http_response>(&size)) return std::move(*err);
+  auto here = span_in(*s.ranges.front(), s);
+  auto resume = read_token(ctx.req, hash, "o", &here);
+  if (auto* err = std::get_if<http_response>(&resume)) return std::move(*err);
+  const auto& from = std::get<resume_point>(resume);
+  auto scope = from.scope ? *from.scope : here;
+  auto docs = visible_docs(ctx, coll, scope, {});
+  std::vector<json> bodies;
+  bodies.reserve(docs.size());
+  for (const auto& d : docs)
+    bodies.push_back(*d.body);
+  auto result = sql::execute_traced(q, bodies, params);
+  if (!result) return error_response(400, 0, result.error().what);
+  auto& rows = result->rows;
+  // An aggregate's row has no single document; it is never split over
+  // pages (one row), so it belongs to whoever asks.
+  auto ours = [&](size_t i) {
+    auto src = result->sources[i];
+    return src == sql::no_source ||
+           detail::epk_in(docs[src].doc->epk, here.min, here.max);
+  };
+  auto limit = static_cast<size_t>(std::get<int64_t>(size));
+  nlohmann::json page = nlohmann::json::array();
+  size_t i = std::min(static_cast<size_t>(from.at), rows.size());
+  for (; i < rows.size() && page.size() < limit; ++i)
+    if (ours(i)) page.push_back(std::move(rows[i]));
+  bool more = false;
+  for (size_t j = i; j < rows.size() && !more; ++j)
+    more = ours(j);
+  ctx.charge = 2 + 0.1 * static_cast<double>(docs.size());
+  auto count = page.size();
+  nlohmann::json body{
+      {"_rid", coll.rid}, {"Documents", std::move(page)}, {"_count", count}};
+  auto res = json_response(200, body.dump());
+  res.set("x-ms-item-count", std::to_string(count));
+  if (more)
+    res.set("x-ms-continuation",
+            make_token("o", {static_cast<int64_t>(i), scope, here}, hash));
   add_scope_headers(res, ctx, coll, s);
   return res;
 }
@@ -277,8 +350,13 @@ http_response engine::state::query_docs(request_ctx& ctx,
         transport::encode_query_plan(*plan));
   }
   if (auto behind = check_session(ctx, s.ranges)) return std::move(*behind);
-  if (s.identity.rfind("range:", 0) == 0 && !sql::needs_query_plan(*q.q))
-    return stream_range_query(ctx, coll, s, q.text, q.params, *q.q);
+  if (s.identity.rfind("range:", 0) == 0) {
+    auto res = sql::needs_query_plan(*q.q)
+                   ? offset_range_query(ctx, coll, s, q.text, q.params, *q.q)
+                   : stream_range_query(ctx, coll, s, q.text, q.params, *q.q);
+    if (res.status == 200) split_if_armed(coll, *s.ranges.front());
+    return res;
+  }
   auto rows = gather(ctx, coll, s);
   ctx.charge = 2 + 0.1 * static_cast<double>(rows.size());
   auto result = sql::execute(*q.q, rows, q.params);
@@ -322,6 +400,38 @@ http_response engine::state::query_list(request_ctx& ctx,
   if (!result) return error_response(400, 0, result.error().what);
   return page_of(ctx.req, std::move(*result), rid, list_name,
                  "list\n" + list_name + "\n" + q.text + "\n" + q.params.dump());
+}
+
+void engine::state::split_if_armed(detail::collection& coll,
+                                   const detail::pk_range& range) {
+  auto id = range.info.id; // split() reallocates coll.ranges
+  auto it = std::find(armed_splits.begin(), armed_splits.end(),
+                      std::pair{coll.rid, id});
+  if (it == armed_splits.end()) return;
+  armed_splits.erase(it);
+  // A range that split_range retired meanwhile has nothing left to split.
+  (void)split(coll, id);
+}
+
+result<bool> engine::split_after_next_query(const std::string& db,
+                                            const std::string& coll,
+                                            const std::string& range_id) {
+  std::lock_guard<std::mutex> guard{state_->mutex};
+  const auto where = "split_after_next_query: ";
+  auto d = state_->dbs.find(db);
+  if (d == state_->dbs.end())
+    return problem{where + ("database '" + db + "' does not exist")};
+  auto c = d->second.colls.find(coll);
+  if (c == d->second.colls.end())
+    return problem{where + ("collection 'dbs/" + db + "/colls/" + coll +
+                            "' does not exist")};
+  auto* range = state_->range_by_id(c->second, range_id);
+  if (range == nullptr || range->gone)
+    return problem{where +
+                   ("range '" + range_id + "' of " + c->second.name_path() +
+                    " does not exist or is already gone")};
+  state_->armed_splits.emplace_back(c->second.rid, range_id);
+  return true;
 }
 
 } // namespace georoute::emulator
