@@ -125,8 +125,8 @@ std::string engine::state::new_etag() {
 
 // -- the request pipeline ----------------------------------------------------
 
-http_response engine::state::serve(const std::string& arrived,
-                                   const http_request& raw, time_point now) {
+detail::served engine::state::serve(const std::string& arrived,
+                                    const http_request& raw, time_point now) {
   http_request req;
   req.method = upper(raw.method);
   req.target = raw.target;
@@ -139,7 +139,7 @@ http_response engine::state::serve(const std::string& arrived,
                           "the admin API /_emulator/ is served by the emulator "
                           "server, not by the engine");
 
-  request_ctx ctx{req, arrived, {}, 0, now, {}, false, {}, {}, 0};
+  request_ctx ctx{req, arrived, {}, 0, now, {}, false, {}, {}, 0, {}, {}};
   if (arrived.empty()) {
     ctx.region = writer();
   } else {
@@ -192,22 +192,28 @@ http_response engine::state::serve(const std::string& arrived,
                   db_by_rid.count(ctx.segs[1]) != 0;
 
   if (auto denied = check_auth(ctx)) return std::move(*denied);
-  // A fault answers instead of serving, except a bare `truncate` rule: its
-  // status-0 marker means "serve, then have the server cut the response".
-  bool cut = false;
-  if (auto fault = check_faults(ctx)) {
-    if (fault->status != 0) return std::move(*fault);
-    cut = true;
-  }
+  resolve_ranges(ctx);
+  auto with_ranges = [&ctx](http_response res) {
+    return detail::served{std::move(res), std::move(ctx.collection),
+                          std::move(ctx.ranges)};
+  };
+  // A fault answers instead of serving, except a bare `truncate` rule and a
+  // `delay` rule: those serve, then have the server cut or hold the answer.
+  detail::fault_hit hit;
+  hit.serve = true;
+  if (auto fault = check_faults(ctx)) hit = std::move(*fault);
+  if (!hit.serve) return with_ranges(std::move(hit.answer));
   bool metered = ctx.type == "docs" && ctx.op != "query_plan";
   if (metered)
     if (auto throttled = check_budget(ctx, estimated_charge(ctx.op)))
-      return std::move(*throttled);
+      return with_ranges(std::move(*throttled));
   auto res = dispatch(ctx);
   if (metered) spend(ctx);
   res.set("x-ms-request-charge", detail::charge_text(ctx.charge));
-  if (cut) res.set(truncate_marker, "1");
-  return res;
+  if (hit.cut) res.set(truncate_marker, "1");
+  if (hit.delay.count() > 0)
+    res.set(delay_marker, std::to_string(hit.delay.count()));
+  return with_ranges(std::move(res));
 }
 
 std::optional<http_response> engine::state::check_auth(request_ctx& ctx) {
@@ -236,7 +242,7 @@ std::optional<http_response> engine::state::check_auth(request_ctx& ctx) {
   }
 }
 
-std::optional<http_response> engine::state::check_faults(request_ctx& ctx) {
+std::optional<detail::fault_hit> engine::state::check_faults(request_ctx& ctx) {
   for (auto it = faults.begin(); it != faults.end(); ++it) {
     auto& r = it->second;
     if (r.count == 0) continue;
@@ -247,30 +253,45 @@ std::optional<http_response> engine::state::check_faults(request_ctx& ctx) {
     if (!r.path_contains.empty() &&
         ctx.req.target.find(r.path_contains) == std::string::npos)
       continue;
+    if (!range_matches(r, ctx)) continue;
     if (r.probability < 1.0) {
       std::uniform_real_distribution<double> draw(0.0, 1.0);
       if (draw(fault_rng) >= r.probability) continue;
     }
     if (r.count > 0) --r.count;
-    http_response res;
-    if (r.body) {
+    detail::fault_hit hit;
+    auto& res = hit.answer;
+    if (r.action == fault_action::hang) {
+      res.status = 0; // never sent: the server holds the request
+      res.set(hang_marker, std::to_string(it->first));
+      holding_rules.insert(it->first);
+    } else if (r.action == fault_action::delay && !r.body) {
+      hit.serve = true;
+      hit.cut = r.truncate;
+      hit.delay = r.delay;
+    } else if (r.body) {
       res = json_response(r.status, *r.body);
       if (r.substatus != 0)
         res.set("x-ms-substatus", std::to_string(r.substatus));
       for (const auto& [name, value] : r.headers)
         res.set(name, value);
     } else if (r.truncate) {
-      res.status = 0; // serve() serves the request, the server cuts it
+      hit.serve = true; // serve() serves the request, the server cuts it
+      hit.cut = true;
     } else {
       res = error_response(r.status, r.substatus,
                            "injected fault (rule " + std::to_string(it->first) +
                                ")");
     }
-    if (r.retry_after_ms >= 0)
-      res.set("x-ms-retry-after-ms", std::to_string(r.retry_after_ms));
-    if (r.truncate) res.set(truncate_marker, "1");
+    if (!hit.serve && r.action != fault_action::hang) {
+      if (r.retry_after_ms >= 0)
+        res.set("x-ms-retry-after-ms", std::to_string(r.retry_after_ms));
+      if (r.truncate) res.set(truncate_marker, "1");
+      if (r.delay.count() > 0)
+        res.set(delay_marker, std::to_string(r.delay.count()));
+    }
     if (r.count == 0) faults.erase(it);
-    return res;
+    return hit;
   }
   return std::nullopt;
 }
@@ -364,9 +385,10 @@ void engine::set_endpoints(std::map<std::string, std::string> endpoints) {
 http_response engine::handle(const std::string& region, const http_request& req,
                              clock::time_point now) {
   std::lock_guard<std::mutex> guard{state_->mutex};
-  http_response res;
+  detail::served out{http_response{}};
+  auto& res = out.res;
   try {
-    res = state_->serve(region, req, now);
+    out = state_->serve(region, req, now);
   } catch (const std::exception& e) {
     res = error_response(
         500, 0, std::string{"internal error of the emulator: "} + e.what());
@@ -380,11 +402,11 @@ http_response engine::handle(const std::string& region, const http_request& req,
                                     : state_->new_guid());
     if (res.get("x-ms-request-charge").empty())
       res.set("x-ms-request-charge", "0.00");
-    ++state_->counts[region][res.status];
+    state_->count(region, out, !res.get(hang_marker).empty());
   } catch (...) {
     // Out of memory while decorating: the response goes out as it is.
   }
-  return res;
+  return std::move(res);
 }
 
 result<bool> engine::set_write_regions(const std::vector<std::string>& order) {
@@ -475,14 +497,41 @@ uint64_t engine::add_fault(fault_rule rule) {
   return id;
 }
 
-void engine::remove_fault(uint64_t id) {
+result<uint64_t> engine::add_checked_fault(fault_rule rule) {
   std::lock_guard<std::mutex> guard{state_->mutex};
-  state_->faults.erase(id);
+  if (auto ok = state_->check_rule(rule); !ok) return ok.error();
+  auto id = state_->next_fault_id++;
+  state_->faults.emplace(id, std::move(rule));
+  return id;
+}
+
+void engine::remove_fault(uint64_t id) {
+  std::function<void(std::optional<uint64_t>)> notify;
+  {
+    std::lock_guard<std::mutex> guard{state_->mutex};
+    state_->faults.erase(id);
+    if (state_->holding_rules.erase(id) != 0) notify = state_->lift_listener;
+  }
+  // Outside the lock: the servers' close of held connections must not wait
+  // for the engine (their io threads may be blocked on it).
+  if (notify) notify(id);
 }
 
 void engine::clear_faults() {
+  std::function<void(std::optional<uint64_t>)> notify;
+  {
+    std::lock_guard<std::mutex> guard{state_->mutex};
+    state_->faults.clear();
+    if (!state_->holding_rules.empty()) notify = state_->lift_listener;
+    state_->holding_rules.clear();
+  }
+  if (notify) notify(std::nullopt);
+}
+
+void engine::on_hang_lifted(
+    std::function<void(std::optional<uint64_t>)> listener) {
   std::lock_guard<std::mutex> guard{state_->mutex};
-  state_->faults.clear();
+  state_->lift_listener = std::move(listener);
 }
 
 status_counters engine::counters() const {
@@ -490,9 +539,15 @@ status_counters engine::counters() const {
   return state_->counts;
 }
 
+range_counters engine::counters_by_range() const {
+  std::lock_guard<std::mutex> guard{state_->mutex};
+  return state_->range_counts;
+}
+
 void engine::reset_counters() {
   std::lock_guard<std::mutex> guard{state_->mutex};
   state_->counts.clear();
+  state_->range_counts.clear();
 }
 
 std::string engine::account_json() const {

@@ -18,11 +18,13 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -65,8 +67,44 @@ struct engine_options {
 /// `fault_rule::truncate`.
 constexpr const char* truncate_marker = "x-georoute-emulator-truncate";
 
+/// Internal between the engine and the servers, like `truncate_marker`: a
+/// response carrying this header (the id of the hang rule) is never sent;
+/// the server holds the request, its connection open, until the rule is
+/// lifted. Its status is 0.
+constexpr const char* hang_marker = "x-georoute-emulator-hang";
+
+/// Internal between the engine and the servers: the server waits this many
+/// milliseconds before it writes the response (the header is never sent).
+constexpr const char* delay_marker = "x-georoute-emulator-delay-ms";
+
+/// What a matching `fault_rule` does with a request.
+enum class fault_action {
+  /// Answer `status`/`substatus` (or `body`) instead of serving; the
+  /// default, and the only action before grey failures.
+  status,
+  /// Never answer: the server holds the request with its connection open
+  /// until the rule is lifted (`remove_fault` of its id, `clear_faults`),
+  /// then closes the connection. The request is not served.
+  hang,
+  /// Serve the request now and answer it `delay` later (a slow replica:
+  /// a write is applied at once, its answer comes late).
+  delay,
+};
+
+const char* to_string(fault_action x);
+result<fault_action> parse_fault_action(const std::string& text);
+
 /// An injected failure: requests matching every non-empty field answer
-/// `status`/`substatus` instead of being served.
+/// `status`/`substatus` instead of being served (or hang, or answer late:
+/// see `action`).
+///
+/// Grey failures: `collection` and `range_id` scope a rule to one
+/// partition-key range of one collection (with `region`: one range failing
+/// in one region while the rest of the region serves). A document request
+/// is for the range its partition key (x-ms-documentdb-partitionkey) falls
+/// in, or the range it names (x-ms-documentdb-partitionkeyrangeid); a query
+/// or feed with neither is for every range of the collection. Only current
+/// ranges match: once the range splits, the rule matches nothing.
 ///
 /// Bad responses (the "bad input" tests): with `body`, the answer is `status`
 /// with exactly that body (content-type application/json) and `headers`,
@@ -93,9 +131,47 @@ struct fault_rule {
   /// Extra headers of an injected response (an etag for a pkranges page).
   std::vector<std::pair<std::string, std::string>> headers;
   bool truncate = false; ///< cut the response short (see above)
+  /// "" = any, else a collection by name, "dbs/{db}/colls/{coll}"; only
+  /// document requests (reads, writes, queries, feeds) match.
+  std::string collection;
+  /// "" = any, else a partition-key range id of `collection`.
+  std::string range_id;
+  fault_action action = fault_action::status;
+  /// With `status` or `delay`: the answer goes out this much later. Not
+  /// with `hang`.
+  std::chrono::milliseconds delay{0};
 };
 
-/// Requests served per region and status ("" is the global endpoint).
+/// Where a document request was headed: the region it arrived at ("" = the
+/// global endpoint), its collection by name and one range it was for.
+struct range_key {
+  std::string region;
+  std::string collection; ///< "dbs/{db}/colls/{coll}"
+  std::string range_id;
+
+  friend bool operator<(const range_key& x, const range_key& y) {
+    return std::tie(x.region, x.collection, x.range_id) <
+           std::tie(y.region, y.collection, y.range_id);
+  }
+  friend bool operator==(const range_key& x, const range_key& y) {
+    return std::tie(x.region, x.collection, x.range_id) ==
+           std::tie(y.region, y.collection, y.range_id);
+  }
+};
+
+/// What happened to the requests of one range in one region.
+struct range_tally {
+  std::map<int, uint64_t> by_status; ///< answered, by status
+  uint64_t held = 0;                 ///< held by a hang rule (never answered)
+};
+
+/// Document requests that passed auth, per (region, collection, range). A
+/// query or feed over several ranges counts once under each of them.
+using range_counters = std::map<range_key, range_tally>;
+
+/// Requests answered per region and status ("" is the global endpoint). A
+/// request held by a hang rule is never answered, so not counted here (see
+/// `range_tally::held`).
 using status_counters = std::map<std::string, std::map<int, uint64_t>>;
 
 /// See the file comment.
@@ -149,13 +225,30 @@ public:
 
   // -- fault injection --------------------------------------------------------
 
+  /// Adds `rule` as it is (a rule naming an unknown region or range simply
+  /// never matches). Returns its id.
   uint64_t add_fault(fault_rule rule);
+  /// Checks `rule` first: a named region, collection and range must exist
+  /// (the range current), the numbers in range, and the action's fields
+  /// consistent. The problem starts with the field's name ("range: ...").
+  /// The admin API adds faults through this.
+  result<uint64_t> add_checked_fault(fault_rule rule);
+  /// Lifts rule `id`. Requests it holds (a hang) are released: their
+  /// connections close, also after the rule used up its `count`.
   void remove_fault(uint64_t id);
+  /// Lifts every rule and releases every request held by one.
   void clear_faults();
+  /// Called after a lift that may release held requests, outside the
+  /// engine's lock: with the rule's id (`remove_fault`) or std::nullopt for
+  /// every rule (`clear_faults`). The emulator's servers set it at start.
+  void on_hang_lifted(std::function<void(std::optional<uint64_t>)> listener);
 
   // -- observation ------------------------------------------------------------
 
   status_counters counters() const;
+  /// Document requests per (region, collection, range); see range_counters.
+  range_counters counters_by_range() const;
+  /// Clears both kinds of counters.
   void reset_counters();
   /// The account document as served by `GET /`.
   std::string account_json() const;

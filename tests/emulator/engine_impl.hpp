@@ -24,11 +24,13 @@
 #include <chrono>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <random>
+#include <set>
 #include <string>
 #include <utility>
 #include <variant>
@@ -127,6 +129,12 @@ struct region_info {
   bool bucket_started = false;
 };
 
+/// One range a document request is for (see `fault_rule::range_id`).
+struct touched_range {
+  std::string id;
+  bool gone = false; ///< named by a request after it split
+};
+
 /// One request on its way through the engine.
 struct request_ctx {
   const http_request& req;
@@ -139,6 +147,30 @@ struct request_ctx {
   std::string op;   ///< account | read | write | query | query_plan | feed
   std::string type; ///< "", dbs, colls, docs, pkranges, ...
   double charge = 0;
+  /// Document requests: the collection by name and the ranges the request
+  /// is for (`resolve_ranges`); empty otherwise.
+  std::string collection;
+  std::vector<touched_range> ranges;
+};
+
+/// A response and the ranges its request was for (for the counters).
+struct served {
+  served(http_response r) : res(std::move(r)) {} // NOLINT: implicit on purpose
+  served(http_response r, std::string coll, std::vector<touched_range> rs)
+      : res(std::move(r)), collection(std::move(coll)), ranges(std::move(rs)) {}
+  http_response res;
+  std::string collection;
+  std::vector<touched_range> ranges;
+};
+
+/// What a matching fault rule asks for.
+struct fault_hit {
+  /// Serve the request, then mark the response (`cut`, `delay`); otherwise
+  /// `answer` goes out instead (markers included).
+  bool serve = false;
+  http_response answer;
+  bool cut = false;
+  std::chrono::milliseconds delay{0};
 };
 
 /// An EPK interval [min, max).
@@ -283,7 +315,11 @@ struct engine::state {
   std::map<std::string, std::pair<std::string, std::string>> coll_by_rid;
   std::map<uint64_t, fault_rule> faults;
   uint64_t next_fault_id = 1;
+  /// Hang rules that have held a request (lifting one releases them).
+  std::set<uint64_t> holding_rules;
+  std::function<void(std::optional<uint64_t>)> lift_listener;
   status_counters counts;
+  range_counters range_counts;
   std::mt19937_64 fault_rng{0x6765'6f72'6f75'7465};
   std::mt19937_64 id_rng{0x656d'756c'6174'6f72};
   uint64_t etag_seq = 0;
@@ -293,8 +329,8 @@ struct engine::state {
 
   // -- engine.cpp: dispatch, topology --------------------------------------
 
-  http_response serve(const std::string& region, const http_request& req,
-                      time_point now);
+  detail::served serve(const std::string& region, const http_request& req,
+                       time_point now);
   int region_index(const std::string& name) const;
   /// The region that takes writes on a single-write account (the first
   /// non-removed one of the write order).
@@ -304,10 +340,21 @@ struct engine::state {
   std::string new_guid();
   std::string new_etag();
   std::optional<http_response> check_auth(request_ctx& ctx);
-  std::optional<http_response> check_faults(request_ctx& ctx);
+  std::optional<detail::fault_hit> check_faults(request_ctx& ctx);
   std::optional<http_response> check_budget(request_ctx& ctx, double estimate);
   void spend(request_ctx& ctx);
   http_response dispatch(request_ctx& ctx);
+
+  // -- engine_grey.cpp: range-scoped faults and counters ---------------------
+
+  /// Fills ctx.collection and ctx.ranges for a document request.
+  void resolve_ranges(request_ctx& ctx);
+  /// Whether `rule`'s collection and range match the request.
+  bool range_matches(const fault_rule& rule, const request_ctx& ctx) const;
+  /// The checks of `add_checked_fault`.
+  result<bool> check_rule(const fault_rule& rule);
+  /// Counts one answered (or held) response.
+  void count(const std::string& region, const detail::served& s, bool held);
 
   // -- engine_resources.cpp -------------------------------------------------
 
