@@ -10,6 +10,13 @@
 // stays ours, and going online is just `listen()` again. Sessions are closed.
 // `offline_reset` and `hang` are decided per request, after the read.
 //
+// Grey failures. A region's latency (± jitter) is a timer before dispatch; a
+// rule's delay (the engine's delay marker) a timer after it; a hang rule's
+// marker makes the session hold the request like the region's hang state,
+// remembering the rule so that lifting it (the engine's lift listener)
+// closes exactly its connections. A flap is one timer per listener that
+// switches the state at each phase end, under the listener's mutex.
+//
 // Threads. A listener's acceptor, state changes and session registry are
 // under its mutex; a session's socket is touched only on its strand (closes
 // from other threads are posted). No exception leaves a handler: the engine
@@ -29,6 +36,7 @@
 #include <boost/asio.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <charconv>
 #include <condition_variable>
 #include <ctime>
 #include <exception>
@@ -104,6 +112,19 @@ private:
   size_t n_;
 };
 
+/// Which sessions a close applies to.
+struct close_filter {
+  enum kind_type {
+    every,       ///< all of them
+    region_hang, ///< those held by the region's hang state
+    rule_hang,   ///< those held by a hang rule
+  } kind = every;
+  std::optional<uint64_t> rule; ///< rule_hang: this one; nullopt = any
+};
+
+/// What a listener must close after a state change, outside its lock.
+using closing = std::optional<close_filter>;
+
 /// What every session needs besides its listener.
 struct server_context {
   engine* eng = nullptr;
@@ -128,8 +149,32 @@ public:
   std::chrono::milliseconds latency() const {
     return std::chrono::milliseconds{latency_ms_.load()};
   }
-  void set_latency(std::chrono::milliseconds x) { latency_ms_ = x.count(); }
+  std::chrono::milliseconds jitter() const {
+    return std::chrono::milliseconds{jitter_ms_.load()};
+  }
+  void set_latency(std::chrono::milliseconds x, std::chrono::milliseconds j) {
+    jitter_ms_ = 0; // never more jitter than latency, even in between
+    latency_ms_ = x.count();
+    jitter_ms_ = j.count();
+  }
+  void seed(uint64_t x) {
+    std::lock_guard<std::mutex> guard{rng_mtx_};
+    rng_.seed(x);
+  }
+  /// The wait before one request is served: latency ± jitter, plus the
+  /// flap's latency while it is down.
+  std::chrono::milliseconds draw_delay() {
+    std::chrono::milliseconds d{latency_ms_.load()};
+    if (auto j = jitter_ms_.load(); j > 0) {
+      std::lock_guard<std::mutex> guard{rng_mtx_};
+      d = jittered(d, std::chrono::milliseconds{j}, rng_);
+    }
+    return d + std::chrono::milliseconds{flap_latency_ms_.load()};
+  }
   uint64_t accepted() const { return accepted_.load(); }
+  /// Requests held now by a hang (the state or a rule).
+  uint64_t held() const { return held_.load(); }
+  void add_held(int64_t delta) { held_ += static_cast<uint64_t>(delta); }
   /// Sessions alive now (open connections).
   size_t open_sessions() {
     std::lock_guard<std::mutex> guard{mtx_};
@@ -142,7 +187,15 @@ public:
   void start();
   /// Closes the acceptor and every session; no waiting.
   void stop();
+  /// An explicit state; ends a flap.
   result<bool> set_state(region_state s);
+  result<bool> start_flap(const flap_schedule& f);
+  result<bool> stop_flap();
+  flap_status flap() const;
+  /// Closes the connections held by hang rule `rule` (nullopt = any rule).
+  void release_held(std::optional<uint64_t> rule) {
+    close_sessions({close_filter::rule_hang, rule}, true);
+  }
   /// Called by a session's destructor.
   void forget(const session* s);
 
@@ -151,7 +204,16 @@ private:
   void on_accept(uint64_t gen, error_code ec, socket_type sock);
   result<bool> bind_locked(bool and_listen);
   std::vector<session_ptr> snapshot();
-  void close_sessions(bool only_hung, bool wait);
+  void close_sessions(close_filter which, bool wait);
+  /// Moves to `s`; says which sessions to close once the lock is released.
+  result<closing> apply_state_locked(region_state s);
+  void end_flap_locked();
+  /// Enters the flap's next phase and arms the timer for its end.
+  result<closing> enter_phase_locked(bool down);
+  void on_flap(uint64_t gen);
+  void finish(const closing& c) {
+    if (c) close_sessions(*c, true);
+  }
   std::string where() const {
     return (global_ ? std::string{"global endpoint"}
                     : "region '" + region_ + "'") +
@@ -166,13 +228,24 @@ private:
   const server_context ctx_;
   std::atomic<region_state> state_{region_state::online};
   std::atomic<int64_t> latency_ms_{0};
+  std::atomic<int64_t> jitter_ms_{0};
+  std::atomic<int64_t> flap_latency_ms_{0};
   std::atomic<uint64_t> accepted_{0};
+  std::atomic<uint64_t> held_{0};
+  std::mutex rng_mtx_;
+  std::mt19937_64 rng_; ///< the jitter's, under rng_mtx_
 
-  std::mutex mtx_; // guards everything below and acceptor_
+  mutable std::mutex mtx_; // guards everything below and acceptor_
   uint16_t port_ = 0;
   uint64_t gen_ = 0; ///< bumped whenever pending accepts become stale
   bool stopped_ = false;
   std::unordered_map<const session*, std::weak_ptr<session>> sessions_;
+  std::optional<flap_schedule> flap_; ///< set while flapping
+  net::steady_timer flap_timer_{ioc_};
+  uint64_t flap_gen_ = 0; ///< bumped whenever a pending phase end is stale
+  bool flap_down_ = false;
+  uint64_t flap_transitions_ = 0;
+  std::chrono::steady_clock::time_point flap_next_; ///< end of this phase
 };
 
 using listener_ptr = std::shared_ptr<listener>;
@@ -183,7 +256,10 @@ public:
       : sock_(std::move(sock)), timer_(sock_.get_executor()),
         owner_(std::move(owner)) {}
 
-  ~session() { owner_->forget(this); }
+  ~session() {
+    release_hold();
+    owner_->forget(this);
+  }
 
   session(const session&) = delete;
   session& operator=(const session&) = delete;
@@ -192,9 +268,20 @@ public:
 
   void start() { read(); }
 
-  /// On the strand: closes the connection (all sessions, or hung ones).
-  void close_if(bool only_hung) {
-    if (!only_hung || hung_) close();
+  /// On the strand: closes the connection if `which` applies to it.
+  void close_if(const close_filter& which) {
+    switch (which.kind) {
+    case close_filter::every:
+      return close();
+    case close_filter::region_hang:
+      if (held_ && hold_rule_ == 0) close();
+      return;
+    case close_filter::rule_hang:
+      if (held_ && hold_rule_ != 0 &&
+          (!which.rule || *which.rule == hold_rule_))
+        close();
+      return;
+    }
   }
 
 private:
@@ -221,7 +308,7 @@ private:
     if (ec)
       return answer_malformed(400, "malformed HTTP request: " + ec.message());
     to_plain_request();
-    auto delay = owner_->global() ? 0ms : owner_->latency();
+    auto delay = owner_->global() ? 0ms : owner_->draw_delay();
     if (delay.count() <= 0) return dispatch();
     timer_.expires_after(delay);
     timer_.async_wait([self = shared_from_this()](error_code ec) {
@@ -259,10 +346,37 @@ private:
       case region_state::offline_reset:
         return reset();
       case region_state::hang:
-        return hang();
+        return hold(0);
       }
     }
-    respond(serve());
+    auto r = serve();
+    // The engine's grey-failure markers: hold the request, or answer late.
+    std::optional<uint64_t> hold_rule;
+    int64_t delay_ms = 0;
+    for (auto it = r.headers.begin(); it != r.headers.end();) {
+      bool hang = it->first == hang_marker;
+      if (!hang && it->first != delay_marker) {
+        ++it;
+        continue;
+      }
+      uint64_t v = 0;
+      const auto& text = it->second;
+      std::from_chars(text.data(), text.data() + text.size(), v);
+      if (hang)
+        hold_rule = v;
+      else
+        delay_ms = static_cast<int64_t>(v);
+      it = r.headers.erase(it);
+    }
+    if (hold_rule) return hold(*hold_rule);
+    if (delay_ms <= 0) return respond(std::move(r));
+    late_ = std::move(r);
+    timer_.expires_after(std::chrono::milliseconds{delay_ms});
+    timer_.async_wait([self = shared_from_this()](error_code ec) {
+      if (self->closed_) return;
+      if (ec) return self->close();
+      self->respond(std::move(self->late_));
+    });
   }
 
   http_response serve() {
@@ -367,14 +481,28 @@ private:
                      });
   }
 
-  /// Accepted and read; never answered. Reads on to notice the peer leaving.
-  void hang() {
-    hung_ = true;
+  /// Accepted and read; never answered, until the hang is lifted (then the
+  /// connection closes). `rule` is the hang rule's id, 0 for the region's
+  /// hang state.
+  void hold(uint64_t rule) {
+    if (!held_) owner_->add_held(1);
+    held_ = true;
+    hold_rule_ = rule;
+    drain();
+  }
+
+  void release_hold() {
+    if (held_) owner_->add_held(-1);
+    held_ = false;
+  }
+
+  /// Reads on to notice the peer leaving.
+  void drain() {
     sock_.async_read_some(net::buffer(drain_),
                           [self = shared_from_this()](error_code ec, size_t) {
                             if (self->closed_) return;
                             if (ec) return self->close();
-                            self->hang();
+                            self->drain();
                           });
   }
 
@@ -383,6 +511,7 @@ private:
     error_code ignored;
     sock_.set_option(net::socket_base::linger(true, 0), ignored);
     closed_ = true;
+    release_hold();
     timer_.cancel();
     sock_.close(ignored);
   }
@@ -390,6 +519,7 @@ private:
   void close() {
     if (closed_) return;
     closed_ = true;
+    release_hold();
     error_code ignored;
     timer_.cancel();
     sock_.shutdown(socket_type::shutdown_both, ignored);
@@ -403,10 +533,12 @@ private:
   std::optional<http::request_parser<http::string_body>> parser_;
   http::response<http::string_body> res_;
   http_request req_;
-  std::string raw_; ///< a cut response (write_cut)
+  http_response late_; ///< an answer waiting for its delay
+  std::string raw_;    ///< a cut response (write_cut)
   bool keep_alive_ = true;
   bool closed_ = false;
-  bool hung_ = false;
+  bool held_ = false;      ///< held by a hang (counted in the listener)
+  uint64_t hold_rule_ = 0; ///< the hang rule holding it; 0 = the region's
   char drain_[512];
 };
 
@@ -499,13 +631,13 @@ std::vector<session_ptr> listener::snapshot() {
   return out;
 }
 
-void listener::close_sessions(bool only_hung, bool wait) {
+void listener::close_sessions(close_filter which, bool wait) {
   auto list = snapshot();
   if (list.empty()) return;
   auto done = std::make_shared<latch>(list.size());
   for (auto& s : list)
-    net::post(s->executor(), [s, only_hung, done] {
-      s->close_if(only_hung);
+    net::post(s->executor(), [s, which, done] {
+      s->close_if(which);
       done->count_down();
     });
   if (wait && !on_io_thread) done->wait_for(2s);
@@ -519,44 +651,139 @@ void listener::stop() {
     error_code ignored;
     acceptor_.close(ignored);
     retry_timer_.cancel();
+    end_flap_locked();
   }
-  close_sessions(false, false);
+  close_sessions({}, false);
+}
+
+result<closing> listener::apply_state_locked(region_state s) {
+  region_state old = state_.load();
+  if (old == s) return closing{};
+  if (s == region_state::offline_refuse) {
+    // Keep the port bound (so nothing else takes it) but not listening.
+    // If the re-bind fails, connects are refused all the same, and going
+    // online binds afresh.
+    ++gen_;
+    error_code ignored;
+    acceptor_.close(ignored);
+    (void)bind_locked(false);
+  } else if (old == region_state::offline_refuse) {
+    error_code ec;
+    if (!acceptor_.is_open()) {
+      if (auto bound = bind_locked(true); !bound) return bound.error();
+    } else {
+      acceptor_.listen(net::socket_base::max_listen_connections, ec);
+      if (ec)
+        return problem{"cannot listen on " + where() + ": " + ec.message()};
+    }
+    ++gen_;
+    accept_locked();
+  }
+  state_ = s;
+  if (s == region_state::offline_refuse) return closing{close_filter{}};
+  if (old == region_state::hang)
+    return closing{close_filter{close_filter::region_hang, {}}};
+  return closing{};
 }
 
 result<bool> listener::set_state(region_state s) {
-  region_state old;
+  closing c;
   {
     std::lock_guard<std::mutex> guard{mtx_};
     if (stopped_) return problem{where() + " is stopped"};
-    old = state_.load();
-    if (old == s) return true;
-    if (s == region_state::offline_refuse) {
-      // Keep the port bound (so nothing else takes it) but not listening.
-      // If the re-bind fails, connects are refused all the same, and going
-      // online binds afresh.
-      ++gen_;
-      error_code ignored;
-      acceptor_.close(ignored);
-      (void)bind_locked(false);
-    } else if (old == region_state::offline_refuse) {
-      error_code ec;
-      if (!acceptor_.is_open()) {
-        if (auto bound = bind_locked(true); !bound) return bound.error();
-      } else {
-        acceptor_.listen(net::socket_base::max_listen_connections, ec);
-        if (ec)
-          return problem{"cannot listen on " + where() + ": " + ec.message()};
-      }
-      ++gen_;
-      accept_locked();
-    }
-    state_ = s;
+    end_flap_locked();
+    auto applied = apply_state_locked(s);
+    if (!applied) return applied.error();
+    c = *applied;
   }
-  if (s == region_state::offline_refuse)
-    close_sessions(false, true);
-  else if (old == region_state::hang)
-    close_sessions(true, true);
+  finish(c);
   return true;
+}
+
+void listener::end_flap_locked() {
+  if (!flap_) return;
+  flap_.reset();
+  ++flap_gen_;
+  flap_down_ = false;
+  flap_latency_ms_ = 0;
+  flap_timer_.cancel();
+}
+
+result<closing> listener::enter_phase_locked(bool down) {
+  const auto& f = *flap_;
+  flap_down_ = down;
+  ++flap_transitions_;
+  flap_latency_ms_ = down ? f.down_latency.count() : 0;
+  auto applied = apply_state_locked(down ? f.down_state : region_state::online);
+  // The next phase end counts from this one's, so that late timers do not
+  // stretch the period; a phase that is already over starts afresh.
+  auto length = down ? f.down_for : f.up_for;
+  auto now = std::chrono::steady_clock::now();
+  flap_next_ += length;
+  if (flap_next_ < now) flap_next_ = now + length;
+  flap_timer_.expires_at(flap_next_);
+  flap_timer_.async_wait(
+      [self = shared_from_this(), gen = flap_gen_](error_code ec) {
+        if (!ec) self->on_flap(gen);
+      });
+  return applied;
+}
+
+void listener::on_flap(uint64_t gen) {
+  closing c;
+  {
+    std::lock_guard<std::mutex> guard{mtx_};
+    if (stopped_ || gen != flap_gen_ || !flap_) return;
+    // A failed switch (the port cannot listen again) is retried at the
+    // next phase end; the flap goes on.
+    if (auto applied = enter_phase_locked(!flap_down_)) c = *applied;
+  }
+  finish(c);
+}
+
+result<bool> listener::start_flap(const flap_schedule& f) {
+  closing c;
+  {
+    std::lock_guard<std::mutex> guard{mtx_};
+    if (stopped_) return problem{where() + " is stopped"};
+    end_flap_locked();
+    flap_ = f;
+    flap_transitions_ = 0;
+    flap_next_ = std::chrono::steady_clock::now();
+    auto applied = enter_phase_locked(true);
+    if (!applied) {
+      end_flap_locked();
+      return applied.error();
+    }
+    c = *applied;
+  }
+  finish(c);
+  return true;
+}
+
+result<bool> listener::stop_flap() {
+  closing c;
+  {
+    std::lock_guard<std::mutex> guard{mtx_};
+    if (!flap_) return true;
+    end_flap_locked();
+    auto applied = apply_state_locked(region_state::online);
+    if (!applied) return applied.error();
+    c = *applied;
+  }
+  finish(c);
+  return true;
+}
+
+flap_status listener::flap() const {
+  std::lock_guard<std::mutex> guard{mtx_};
+  flap_status out;
+  if (!flap_) return out;
+  out.active = true;
+  out.down = flap_down_;
+  out.transitions = flap_transitions_;
+  out.schedule = *flap_;
+  return out;
 }
 
 std::string base_url(uint16_t port) {
@@ -683,6 +910,14 @@ result<std::unique_ptr<emulator>> emulator::start(emulator_options opts) {
   d.global = std::make_shared<listener>(d.ioc, std::string{}, true, ctx);
   if (auto ok = d.global->open(d.opts.global_port); !ok) return ok.error();
   d.eng->set_endpoints(std::move(urls));
+  for (size_t i = 0; i < d.regions.size(); ++i)
+    d.regions[i]->seed(d.opts.seed + i);
+  // A lifted hang rule releases the requests it holds, wherever they are.
+  d.eng->on_hang_lifted([&d](std::optional<uint64_t> rule) {
+    for (auto& l : d.regions)
+      l->release_held(rule);
+    d.global->release_held(rule);
+  });
 
   d.guard.emplace(d.ioc.get_executor());
   for (auto& l : d.regions)
@@ -745,13 +980,18 @@ region_state emulator::get_region_state(const std::string& region) const {
 }
 
 result<bool> emulator::set_latency(const std::string& region,
-                                   std::chrono::milliseconds latency) {
+                                   std::chrono::milliseconds latency,
+                                   std::chrono::milliseconds jitter) {
   auto* l = impl_->find(region);
   if (!l) return impl_->unknown(region);
   if (latency.count() < 0)
     return problem{"latency: " + std::to_string(latency.count()) +
                    " ms is negative"};
-  l->set_latency(latency);
+  if (jitter.count() < 0 || jitter > latency)
+    return problem{"jitter: " + std::to_string(jitter.count()) +
+                   " ms is outside [0, latency = " +
+                   std::to_string(latency.count()) + " ms]"};
+  l->set_latency(latency, jitter);
   return true;
 }
 
@@ -759,6 +999,61 @@ std::chrono::milliseconds
 emulator::get_latency(const std::string& region) const {
   auto* l = impl_->find(region);
   return l ? l->latency() : 0ms;
+}
+
+std::chrono::milliseconds
+emulator::get_jitter(const std::string& region) const {
+  auto* l = impl_->find(region);
+  return l ? l->jitter() : 0ms;
+}
+
+result<bool> emulator::start_flap(const std::string& region, flap_schedule s) {
+  auto* l = impl_->find(region);
+  if (!l) return impl_->unknown(region);
+  constexpr std::chrono::milliseconds shortest{10};
+  constexpr std::chrono::milliseconds longest{std::chrono::hours{24}};
+  for (auto [name, value] : {std::pair<const char*, std::chrono::milliseconds>{
+                                 "down_for", s.down_for},
+                             {"up_for", s.up_for}})
+    if (value < shortest || value > longest)
+      return problem{std::string{name} + ": " + std::to_string(value.count()) +
+                     " ms is outside [10 ms, 24 h]"};
+  if (s.down_latency.count() < 0 || s.down_latency > longest)
+    return problem{"down_latency: " + std::to_string(s.down_latency.count()) +
+                   " ms is outside [0, 24 h]"};
+  if (s.down_state == region_state::online && s.down_latency.count() == 0)
+    return problem{"down_latency: a flap whose down_state is online only "
+                   "turns slow, so it needs down_latency > 0"};
+  return l->start_flap(s);
+}
+
+result<bool> emulator::stop_flap(const std::string& region) {
+  auto* l = impl_->find(region);
+  if (!l) return impl_->unknown(region);
+  return l->stop_flap();
+}
+
+flap_status emulator::get_flap(const std::string& region) const {
+  auto* l = impl_->find(region);
+  return l ? l->flap() : flap_status{};
+}
+
+uint64_t emulator::held_requests(const std::string& region) const {
+  if (region.empty()) return impl_->global->held();
+  auto* l = impl_->find(region);
+  return l ? l->held() : 0;
+}
+
+result<bool> emulator::reset_faults() {
+  std::optional<problem> first;
+  for (auto& l : impl_->regions) {
+    auto ok = l->set_state(region_state::online); // ends a flap too
+    if (!ok && !first) first = ok.error();
+    l->set_latency(0ms, 0ms);
+  }
+  impl_->eng->clear_faults();
+  if (first) return *first;
+  return true;
 }
 
 uint64_t emulator::accepted_connections(const std::string& region) const {

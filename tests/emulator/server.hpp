@@ -6,7 +6,10 @@
 #include "tests/emulator/emulator.hpp"
 #include "tests/emulator/http_types.hpp"
 
+#include <algorithm>
+#include <chrono>
 #include <optional>
+#include <random>
 #include <string>
 #include <string_view>
 
@@ -20,7 +23,14 @@ constexpr std::string_view admin_prefix = "/_emulator/";
 /// paths. Never throws. Runs on an io thread of `emu`.
 http_response handle_admin(emulator& emu, const http_request& req);
 
-/// Decodes %XX escapes (either hex case); `+` stays `+`. std::nullopt when an
-/// escape is malformed.
+/// `latency` moved by a uniform draw from [-jitter, +jitter], never below 0.
+inline std::chrono::milliseconds jittered(std::chrono::milliseconds latency,
+                                          std::chrono::milliseconds jitter,
+                                          std::mt19937_64& rng) {
+  if (jitter.count() <= 0) return latency;
+  std::uniform_int_distribution<int64_t> draw(-jitter.count(), jitter.count());
+  return std::max(std::chrono::milliseconds{0},
+                  latency + std::chrono::milliseconds{draw(rng)});
+}
 
 } // namespace georoute::emulator
