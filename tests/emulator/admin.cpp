@@ -5,7 +5,15 @@
 //   GET    /_emulator/state                  regions, write regions, ...
 //   POST   /_emulator/regions/{name}/state   {"state":"online|offline_refuse|
 //                                             offline_reset|hang"}
-//   POST   /_emulator/regions/{name}/latency {"ms":N}
+//   POST   /_emulator/regions/{name}/latency {"ms":N,"jitter_ms":J} (J <= N;
+//                                            each response waits N ± J)
+//   POST   /_emulator/regions/{name}/flap {"down_state":"hang|offline_refuse|
+//                                             offline_reset|online",
+//                                             "down_latency_ms":N,
+//                                             "down_for_ms":N,"up_for_ms":N}
+//                                            down first, then up, ... (online
+//                                            + down_latency_ms = turns slow)
+//   DELETE /_emulator/regions/{name}/flap    stops it; the region is online
 //   POST   /_emulator/regions/{name}/remove  (no body)
 //   POST   /_emulator/regions/{name}/restore (no body)
 //   POST   /_emulator/write-regions          {"order":["East US","West US"]}
@@ -16,10 +24,20 @@
 //   POST   /_emulator/clock-offset           {"ms":N} (N may be negative)
 //   POST   /_emulator/faults                 fault_rule fields -> {"id":N}
 //                                            ("body":"...", "headers":{..},
-//                                            "truncate":true included)
-//   DELETE /_emulator/faults/{id}, DELETE /_emulator/faults
+//                                            "truncate":true included; grey
+//                                            failures: "collection":"dbs/d/
+//                                            colls/c", "range":"1",
+//                                            "action":"status|hang|delay",
+//                                            "delay_ms":N)
+//   DELETE /_emulator/faults/{id}, DELETE /_emulator/faults (lifting a hang
+//                                            rule closes what it holds)
+//   POST   /_emulator/reset                  lifts every fault: regions online,
+//                                            no latency, flap or fault rule
 //   GET    /_emulator/counters               {"West US":{"200":N},...}
-//   POST   /_emulator/counters/reset
+//   GET    /_emulator/counters/ranges        {"West US":{"dbs/d/colls/c":
+//                                             {"0":{"status":{"200":N},
+//                                             "held":M}}}}
+//   POST   /_emulator/counters/reset         (both kinds)
 //
 // Region names in paths are percent-encoded ("West%20US"). Success is 200
 // with a JSON body; a bad request is 400 {"error":"<field>: <why>"}; an
@@ -33,6 +51,7 @@
 #include <exception>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <tuple>
 #include <vector>
 
 namespace georoute::emulator {
@@ -138,6 +157,16 @@ result<double> get_number(const json& j, const char* field, double min,
 
 constexpr int64_t max_ms = int64_t{24} * 3600 * 1000;
 
+json flap_json(const flap_status& f) {
+  if (!f.active) return nullptr;
+  return {{"down", f.down},
+          {"transitions", f.transitions},
+          {"down_state", to_string(f.schedule.down_state)},
+          {"down_latency_ms", f.schedule.down_latency.count()},
+          {"down_for_ms", f.schedule.down_for.count()},
+          {"up_for_ms", f.schedule.up_for.count()}};
+}
+
 json state_json(emulator& emu) {
   auto& eng = emu.control();
   auto account = json::parse(eng.account_json(), nullptr, false);
@@ -155,6 +184,9 @@ json state_json(emulator& emu) {
          {"endpoint", emu.endpoint(name)},
          {"state", to_string(emu.get_region_state(name))},
          {"latency_ms", emu.get_latency(name).count()},
+         {"jitter_ms", emu.get_jitter(name).count()},
+         {"held_requests", emu.held_requests(name)},
+         {"flap", flap_json(emu.get_flap(name))},
          {"removed",
           std::find(listed.begin(), listed.end(), name) == listed.end()},
          {"accepted_connections", emu.accepted_connections(name)}});
@@ -174,7 +206,8 @@ result<fault_rule> parse_fault(const json& j) {
   if (auto r =
           only(j, {"region", "method", "resource_type", "operation",
                    "path_contains", "status", "substatus", "retry_after_ms",
-                   "count", "probability", "body", "headers", "truncate"});
+                   "count", "probability", "body", "headers", "truncate",
+                   "collection", "range", "action", "delay_ms"});
       !r)
     return r.error();
   fault_rule f;
@@ -183,7 +216,9 @@ result<fault_rule> parse_fault(const json& j) {
         {"method", &f.method},
         {"resource_type", &f.resource_type},
         {"operation", &f.operation},
-        {"path_contains", &f.path_contains}}) {
+        {"path_contains", &f.path_contains},
+        {"collection", &f.collection},
+        {"range", &f.range_id}}) {
     auto v = get_string(j, field, false);
     if (!v) return v.error();
     *dest = std::move(*v);
@@ -245,6 +280,57 @@ result<fault_rule> parse_fault(const json& j) {
       return problem{"truncate: expected true or false, got " + i->dump()};
     f.truncate = i->get<bool>();
   }
+  if (j.contains("action")) {
+    auto text = get_string(j, "action");
+    if (!text) return text.error();
+    auto a = parse_fault_action(*text);
+    if (!a) return a.error();
+    f.action = *a;
+  }
+  if (j.contains("delay_ms")) {
+    auto v = get_int(j, "delay_ms", 0, max_ms);
+    if (!v) return v.error();
+    f.delay = std::chrono::milliseconds{*v};
+  }
+  return f;
+}
+
+json range_counters_json(const range_counters& counters) {
+  json out = json::object();
+  for (const auto& [key, tally] : counters) {
+    json statuses = json::object();
+    for (const auto& [status, n] : tally.by_status)
+      statuses[std::to_string(status)] = n;
+    out[key.region][key.collection][key.range_id] = {
+        {"status", std::move(statuses)}, {"held", tally.held}};
+  }
+  return out;
+}
+
+/// The flap of POST /_emulator/regions/{name}/flap.
+result<flap_schedule> parse_flap(const json& j) {
+  if (auto r = only(
+          j, {"down_state", "down_latency_ms", "down_for_ms", "up_for_ms"});
+      !r)
+    return r.error();
+  flap_schedule f;
+  if (j.contains("down_state")) {
+    auto text = get_string(j, "down_state");
+    if (!text) return text.error();
+    auto s = parse_region_state(*text);
+    if (!s) return problem{"down_" + s.error().what};
+    f.down_state = *s;
+  }
+  for (auto [field, dest, min] :
+       {std::tuple<const char*, std::chrono::milliseconds*, int64_t>{
+            "down_latency_ms", &f.down_latency, 0},
+        {"down_for_ms", &f.down_for, 10},
+        {"up_for_ms", &f.up_for, 10}}) {
+    if (!j.contains(field)) continue;
+    auto v = get_int(j, field, min, max_ms);
+    if (!v) return v.error();
+    *dest = std::chrono::milliseconds{*v};
+  }
   return f;
 }
 
@@ -268,12 +354,18 @@ http_response region_action(emulator& emu, const std::string& method,
   if (std::find(names.begin(), names.end(), region) == names.end())
     return bad("region: unknown region '" + region + "'");
   if (action != "state" && action != "latency" && action != "remove" &&
-      action != "restore")
+      action != "restore" && action != "flap")
     return reply(
         404, json{{"error", "no admin endpoint " + method + " " + req.target}});
+  if (action == "flap" && method == "DELETE") {
+    if (auto r = emu.stop_flap(region); !r) return bad(r.error().what);
+    return ok();
+  }
   if (method != "POST")
     return reply(405,
-                 json{{"error", req.target + " takes POST, not " + method}});
+                 json{{"error", req.target + " takes POST" +
+                                    (action == "flap" ? " or DELETE" : "") +
+                                    ", not " + method}});
   auto body = object_body(req);
   if (!body) return bad(body.error().what);
   if (action == "state") {
@@ -287,11 +379,26 @@ http_response region_action(emulator& emu, const std::string& method,
     return ok();
   }
   if (action == "latency") {
-    if (auto r = only(*body, {"ms"}); !r) return bad(r.error().what);
+    if (auto r = only(*body, {"ms", "jitter_ms"}); !r)
+      return bad(r.error().what);
     auto ms = get_int(*body, "ms", 0, max_ms);
     if (!ms) return bad(ms.error().what);
-    if (auto r = emu.set_latency(region, std::chrono::milliseconds{*ms}); !r)
+    int64_t jitter = 0;
+    if (body->contains("jitter_ms")) {
+      auto j = get_int(*body, "jitter_ms", 0, *ms);
+      if (!j) return bad(j.error().what);
+      jitter = *j;
+    }
+    if (auto r = emu.set_latency(region, std::chrono::milliseconds{*ms},
+                                 std::chrono::milliseconds{jitter});
+        !r)
       return bad(r.error().what);
+    return ok();
+  }
+  if (action == "flap") {
+    auto f = parse_flap(*body);
+    if (!f) return bad(f.error().what);
+    if (auto r = emu.start_flap(region, *f); !r) return bad(r.error().what);
     return ok();
   }
   auto r = action == "remove" ? eng.remove_region(region)
@@ -333,6 +440,16 @@ http_response dispatch(emulator& emu, const http_request& req) {
     if (m != "GET") return wrong_method("GET");
     return reply(200, counters_json(eng.counters()));
   }
+  if (top == "counters" && parts.size() == 2 && parts[1] == "ranges") {
+    if (m != "GET") return wrong_method("GET");
+    return reply(200, range_counters_json(eng.counters_by_range()));
+  }
+  if (top == "reset" && parts.size() == 1) {
+    if (m != "POST") return wrong_method("POST");
+    if (auto r = emu.reset_faults(); !r)
+      return reply(500, json{{"error", "reset: " + r.error().what}});
+    return ok();
+  }
   if (top == "counters" && parts.size() == 2 && parts[1] == "reset") {
     if (m != "POST") return wrong_method("POST");
     eng.reset_counters();
@@ -370,7 +487,9 @@ http_response dispatch(emulator& emu, const http_request& req) {
   if (top == "faults") {
     auto rule = parse_fault(j);
     if (!rule) return bad(rule.error().what);
-    return reply(200, json{{"id", eng.add_fault(std::move(*rule))}});
+    auto id = eng.add_checked_fault(std::move(*rule));
+    if (!id) return bad(id.error().what);
+    return reply(200, json{{"id", *id}});
   }
   if (top == "write-regions") {
     if (auto r = only(j, {"order"}); !r) return bad(r.error().what);
