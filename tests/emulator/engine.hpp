@@ -11,7 +11,9 @@
 // SQL subset (sql.hpp) per partition and per range, query plans, replication
 // with a configurable lag and vector session tokens, write-region order and
 // multi-write, removed regions, a request-unit budget per region, master-key
-// auth, injected status codes, and per-region counters.
+// auth, injected status codes, hangs and delays (per region, operation, and
+// partition-key range: the grey failures of issue 18), and counters per
+// region and per (region, collection, range).
 
 #include "actors/policy/result.hpp"
 #include "tests/emulator/http_types.hpp"
