@@ -275,18 +275,22 @@ TEST_F(EmulatorGrey, Flap_Refuse_AlternatesUntilStopped) {
 TEST_F(EmulatorGrey, Flap_Hang_HeldRequestClosedWhenTheRegionComesUp) {
   emulator::flap_schedule f;
   f.down_state = region_state::hang;
-  f.down_for = 400ms;
-  f.up_for = 30s;
+  f.down_for = 2s; // time for the request to arrive on a loaded machine
+  f.up_for = 60s;
   ASSERT_TRUE(emu->start_flap(north_name, f));
   auto own = make_client();
-  transport::outcome o;
-  auto took = timed([&] {
-    o = send("GET", emu->endpoint(north_name), "/", {}, {}, 20s, own.get());
+  auto held = std::async(std::launch::async, [&] {
+    return send("GET", emu->endpoint(north_name), "/", {}, {}, 30s, own.get());
   });
+  ASSERT_TRUE(eventually([&] { return emu->held_requests(north_name) == 1; }));
+  // Closed by the up phase, long before the client's deadline.
+  ASSERT_EQ(held.wait_for(10s), std::future_status::ready);
+  auto o = held.get();
   EXPECT_EQ(o.error, failure::reset) << o.error_detail;
-  EXPECT_LT(took, 10s); // closed by the up phase, not the client's deadline
+  EXPECT_EQ(emu->held_requests(north_name), 0u);
   EXPECT_EQ(emu->get_region_state(north_name), region_state::online);
   EXPECT_FALSE(emu->get_flap(north_name).down);
+  EXPECT_EQ(emu->get_flap(north_name).transitions, 2u);
   EXPECT_EQ(send("GET", emu->endpoint(north_name), "/").status, 200);
 }
 
