@@ -190,7 +190,8 @@ public:
   void shutdown();
 
   http_client_stats stats() const {
-    return {requests_.load(), opened_.load(), reused_.load()};
+    return {requests_.load(),     opened_.load(), reused_.load(),
+            stale_unsent_.load(), resent_.load(), resend_refused_.load()};
   }
   const std::string& tls_setup_error() const { return tls_error_; }
 
@@ -201,6 +202,9 @@ public:
   bool stopping() const { return stopping_flag_.load(); }
   void count_opened() { ++opened_; }
   void count_reused() { ++reused_; }
+  void count_stale_unsent() { ++stale_unsent_; }
+  void count_resent() { ++resent_; }
+  void count_resend_refused() { ++resend_refused_; }
 
   /// Calls the job's callback unless it already ran. Never under a lock.
   void complete(const job_ptr& j, outcome o);
@@ -209,8 +213,8 @@ public:
   /// or goes idle, a dead one gives its slot back (or to the next job).
   void release(const connection_ptr& c, bool reusable);
 
-  /// A kept-alive socket was dead: run `j` again on a fresh connection that
-  /// inherits the dead connection's slot.
+  /// A kept-alive socket was dead: run `j` (again, or for the first time)
+  /// on a fresh connection that inherits the dead connection's slot.
   void retry(const connection_ptr& dead, job_ptr j);
 
   void forget(const connection_base* c) {
@@ -237,6 +241,9 @@ private:
   std::atomic<uint64_t> requests_{0};
   std::atomic<uint64_t> opened_{0};
   std::atomic<uint64_t> reused_{0};
+  std::atomic<uint64_t> stale_unsent_{0};
+  std::atomic<uint64_t> resent_{0};
+  std::atomic<uint64_t> resend_refused_{0};
   std::atomic<bool> stopping_flag_{false};
   std::mutex conns_mtx_;
   std::unordered_map<const connection_base*, std::weak_ptr<connection_base>>
@@ -316,10 +323,35 @@ private:
   void on_start(job_ptr j) {
     job_ = std::move(j);
     timed_out_ = false;
+    maybe_sent_ = false;
     if (aborted_ || core_.stopping())
       return fail(net::error::operation_aborted);
-    if (connected_) return write();
-    resolve();
+    if (!connected_) return resolve();
+    if (idle_socket_closed()) {
+      // Nothing of this request was written: a fresh connection takes it,
+      // whatever its method.
+      core_.count_stale_unsent();
+      return retry_fresh();
+    }
+    write();
+  }
+
+  /// Before a request goes out on a kept-alive socket: did the server close
+  /// it while it sat idle? Its FIN (or RST) is then already here, and a
+  /// peek that does not wait reads end-of-stream (or the error). Bytes that
+  /// came while nothing was asked (an unsolicited 408, a TLS close_notify)
+  /// leave the socket just as unusable; for TLS that may, rarely, drop a
+  /// healthy socket, which costs one connect. Consumes and sends nothing.
+  /// A close that lands after this check is the race `on_unanswered`
+  /// handles.
+  bool idle_socket_closed() {
+    if (!can_probe_) return false;
+    if (buf_.size() > 0) return true;
+    char byte = 0;
+    error_code ec;
+    lowest().socket().receive(net::buffer(&byte, 1), tcp::socket::message_peek,
+                              ec);
+    return ec != net::error::would_block && ec != net::error::try_again;
   }
 
   void resolve() {
@@ -370,6 +402,11 @@ private:
     if (ec) return fail(ec);
     connected_ = true;
     core_.count_opened();
+    // Only the idle probe reads synchronously; asynchronous operations do
+    // not depend on this mode.
+    error_code nb;
+    lowest().socket().non_blocking(true, nb);
+    can_probe_ = !nb;
     if constexpr (Tls) {
       phase_ = phase::handshake;
       lowest().expires_at(job_->deadline);
@@ -393,9 +430,10 @@ private:
     build_request();
     if (reused_attempt_) core_.count_reused();
     lowest().expires_at(job_->deadline);
+    maybe_sent_ = true;
     http::async_write(*stream_, req_,
-                      [self = self()](error_code ec, std::size_t) {
-                        self->guarded([&] { self->on_write(ec); });
+                      [self = self()](error_code ec, std::size_t n) {
+                        self->guarded([&] { self->on_write(ec, n); });
                       });
   }
 
@@ -422,8 +460,12 @@ private:
     req_.prepare_payload();
   }
 
-  void on_write(error_code ec) {
-    if (ec) return stale(ec, false) ? retry_fresh() : fail(ec);
+  void on_write(error_code ec, std::size_t written) {
+    // On plain TCP a failed write that moved 0 bytes handed nothing to the
+    // kernel: provably unsent. Over TLS the stream reports 0 on any error,
+    // even after some records went out, so it proves nothing there.
+    if (ec && written == 0 && !Tls) maybe_sent_ = false;
+    if (ec) return unanswered(ec, false) ? on_unanswered(ec) : fail(ec);
     phase_ = phase::read;
     const auto& opts = core_.options();
     parser_.emplace();
@@ -442,7 +484,8 @@ private:
   }
 
   void on_header(error_code ec) {
-    if (ec) return stale(ec, parser_->got_some()) ? retry_fresh() : fail(ec);
+    if (ec)
+      return unanswered(ec, parser_->got_some()) ? on_unanswered(ec) : fail(ec);
     if (parser_->is_done()) return on_read({});
     auto length = parser_->content_length();
     if (length && *length > core_.options().max_response_body)
@@ -454,7 +497,8 @@ private:
   }
 
   void on_read(error_code ec) {
-    if (ec) return stale(ec, parser_->got_some()) ? retry_fresh() : fail(ec);
+    if (ec)
+      return unanswered(ec, parser_->got_some()) ? on_unanswered(ec) : fail(ec);
     lowest().expires_never();
     auto& res = parser_->get();
     bool keep = res.keep_alive() && !aborted_;
@@ -470,21 +514,44 @@ private:
     core_.complete(j, std::move(o));
   }
 
-  /// A reused socket that the server had closed while it sat idle: the write
-  /// failed, or the read saw the close before any response byte. The server
-  /// dropped the socket without reading the request, so a second attempt on
-  /// a fresh connection is safe (browsers and curl do the same). Once per
-  /// job, never after a response byte, never after the deadline.
-  bool stale(const error_code& ec, bool got_some) const {
+  /// A reused socket closed under the request: the write failed, or the
+  /// read saw the close before any response byte. Usually the server closed
+  /// it while idle and this request raced the close; but a server may also
+  /// have read and applied the request and then closed without answering,
+  /// and from here the two look the same. Once per job, never after a
+  /// response byte, never after the deadline.
+  bool unanswered(const error_code& ec, bool got_some) const {
     return reused_attempt_ && !got_some && !job_->retried && !timed_out_ &&
            !aborted_ && !core_.stopping() && ec != beast::error::timeout &&
            is_peer_closed(ec);
+  }
+
+  /// Sends the request again on a fresh connection when that cannot apply
+  /// it twice (`resend_after_close`); otherwise completes it as a reset
+  /// that may have been applied.
+  void on_unanswered(const error_code& ec) {
+    auto progress =
+        maybe_sent_ ? send_progress::maybe_sent : send_progress::unsent;
+    if (resend_after_close(job_->req, progress)) {
+      if (progress == send_progress::unsent)
+        core_.count_stale_unsent();
+      else
+        core_.count_resent();
+      return retry_fresh();
+    }
+    core_.count_resend_refused();
+    fail_with(failure::reset,
+              where() + ec.message() +
+                  " (the kept-alive connection closed after the request "
+                  "was sent and before any response byte: the server may "
+                  "have applied it, so it is not sent again)");
   }
 
   void retry_fresh() {
     close();
     auto j = std::move(job_);
     j->retried = true;
+    phase_ = phase::idle;
     released_ = true; // the slot goes to the fresh connection
     core_.retry(shared_from_this(), std::move(j));
   }
@@ -498,8 +565,11 @@ private:
     close();
     auto j = std::move(job_);
     phase_ = phase::idle;
+    auto o = failed(kind, std::move(detail));
+    o.request_sent = maybe_sent_;
+    maybe_sent_ = false;
     release(false);
-    if (j) core_.complete(j, failed(kind, std::move(detail)));
+    if (j) core_.complete(j, std::move(o));
   }
 
   void release(bool reusable) {
@@ -639,6 +709,10 @@ private:
   uint64_t served_ = 0;
   bool connected_ = false;
   bool reused_attempt_ = false;
+  /// Bytes of the current request may have reached the socket.
+  bool maybe_sent_ = false;
+  /// The socket is in non-blocking mode, so the idle probe cannot block.
+  bool can_probe_ = false;
   bool timed_out_ = false;
   bool aborted_ = false;
   bool released_ = false;

@@ -5,7 +5,11 @@
 //
 // The client owns its io_context and its io thread(s). Each endpoint (scheme,
 // host, port) has a bounded pool of keep-alive connections; a request waits
-// for a free connection when all are busy. Every attempt has one deadline
+// for a free connection when all are busy. A kept-alive socket the server
+// closed is never trusted blindly: before a request goes out on it the
+// client checks that it is still open, and when it closes after the request
+// went out but before any response byte, only what `resend_after_close`
+// allows is sent again (see outcome.hpp). Every attempt has one deadline
 // (`request::timeout`) that covers the wait for a connection, connect, TLS
 // handshake, write and read. The completion callback runs on an io thread: it
 // must only hand the outcome on (the CAF bridge does `anon_send`), never touch
@@ -41,6 +45,15 @@ struct http_client_stats {
   uint64_t requests = 0;           ///< requests handed to send()
   uint64_t connections_opened = 0; ///< TCP connects that succeeded
   uint64_t reused = 0;             ///< requests sent on a kept-alive socket
+  /// Requests moved to a fresh connection because their kept-alive socket
+  /// was found closed before any byte of them was written (any method).
+  uint64_t stale_unsent = 0;
+  /// Requests sent again on a fresh connection after their kept-alive
+  /// socket closed with no response byte back (`repeat_safe` ones only).
+  uint64_t resent = 0;
+  /// The same situation for a request that is not `repeat_safe`: not sent
+  /// again, completed with `failure::reset` and `request_sent`.
+  uint64_t resend_refused = 0;
 };
 
 /// See the file comment.

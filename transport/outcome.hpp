@@ -56,6 +56,12 @@ struct outcome {
   double request_charge = 0;
   std::string body;
   std::string endpoint; ///< the endpoint the attempt went to
+  /// With `error != none`: (part of) the request had been handed to the
+  /// socket when the attempt failed, so the server may have read and
+  /// applied it. False when it provably never left (connect, DNS and TLS
+  /// handshake failures, a queue timeout, a write that failed before its
+  /// first byte). A write with this set must not be repeated blindly.
+  bool request_sent = false;
 
   /// True for 2xx and 304 responses.
   bool success() const {
@@ -63,6 +69,54 @@ struct outcome {
            ((status >= 200 && status < 300) || status == 304);
   }
 };
+
+/// How far a request got when its kept-alive socket turned out closed
+/// before any byte of the response came back.
+enum class send_progress : uint8_t {
+  unsent,     ///< provably no byte of it left this host
+  maybe_sent, ///< (part of) it was handed to the socket: the server may
+              ///< have read and applied it before it closed
+};
+
+/// Whether repeating `r` is harmless: a second copy can change neither what
+/// the server stores nor what the caller is told. Exact method names; a
+/// query is a POST with the media type `application/query+json`.
+///
+///   request                             repeat   why
+///   GET, HEAD                           yes      reads change nothing
+///   POST, Content-Type                  yes      a query or query plan only
+///     application/query+json                     reads
+///   POST, any other (create, upsert,    no       a create applies twice or
+///     stored procedure, batch)                   comes back 409 for a create
+///                                                that succeeded; an upsert
+///                                                may overwrite a write made
+///                                                in between; a procedure or
+///                                                batch does what it does
+///   PUT without If-Match                no       may overwrite a later write
+///                                                by someone else
+///   PUT with If-Match                   no       comes back 412 for a replace
+///                                                that succeeded (the etag
+///                                                moved): an optimistic-
+///                                                concurrency loop then
+///                                                re-reads and applies its
+///                                                change a second time
+///   DELETE                              no       comes back 404 for a delete
+///                                                that succeeded
+///   PATCH                               no       increments and appends
+///                                                apply again
+///   any other method                    no       effects unknown
+///
+/// The x-ms-documentdb-isquery header alone does not make a POST a query:
+/// every query and query plan the engine sends carries the query media type,
+/// and a request with a JSON body is what a gateway would store.
+bool repeat_safe(const request& r);
+
+/// Whether the client sends `r` again on a fresh connection after the
+/// kept-alive socket it went out on closed with no response byte back:
+/// always when it provably never left, else only when `repeat_safe`. Not
+/// resending is the rule of HTTP/1.1 for requests that are not idempotent
+/// unless the client knows they were not applied.
+bool resend_after_close(const request& r, send_progress progress);
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, request& x) {
@@ -74,7 +128,7 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, outcome& x) {
   return f(x.error, x.error_detail, x.status, x.substatus, x.session_token,
            x.retry_after_ms, x.continuation, x.etag, x.content_path,
-           x.activity_id, x.request_charge, x.body, x.endpoint);
+           x.activity_id, x.request_charge, x.body, x.endpoint, x.request_sent);
 }
 
 } // namespace georoute::transport

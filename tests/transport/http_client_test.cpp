@@ -1,11 +1,17 @@
 // http_client over plain HTTP against the loopback server: keep-alive,
-// pooling, deadlines, error mapping, limits and header mapping.
+// pooling, deadlines, error mapping, limits and header mapping; what is sent
+// again when a kept-alive socket closes under a request, and the table that
+// decides it.
 
 #include "tests/transport/client_test_util.hpp"
 #include "tests/transport/loopback_server.hpp"
 #include "transport/http_client.hpp"
 
+#include <atomic>
 #include <gtest/gtest.h>
+#include <string>
+#include <utility>
+#include <vector>
 
 namespace georoute::testing {
 namespace {
@@ -236,6 +242,7 @@ TEST(HttpClient, Connect_ClosedPort_Refused) {
   auto o =
       send_sync(client, get("http://127.0.0.1:" + std::to_string(port) + "/"));
   EXPECT_EQ(o.error, failure::refused) << o.error_detail;
+  EXPECT_FALSE(o.request_sent);
   EXPECT_NE(o.error_detail.find("connect to 127.0.0.1:" + std::to_string(port)),
             std::string::npos)
       << o.error_detail;
@@ -254,6 +261,7 @@ TEST(HttpClient, Server_ResetMidResponseOnReusedSocket_ResetWithoutRetry) {
   ASSERT_TRUE(send_sync(client, get(srv.endpoint(), "/first")).success());
   auto o = send_sync(client, get(srv.endpoint(), "/reset"));
   EXPECT_EQ(o.error, failure::reset) << o.error_detail;
+  EXPECT_TRUE(o.request_sent);
   EXPECT_EQ(o.status, 0);
   EXPECT_EQ(client.stats().reused, 1u);
   EXPECT_EQ(srv.requests(), 2);
@@ -344,9 +352,11 @@ TEST(HttpClient, Server_ConnectionClose_NotReused) {
   EXPECT_EQ(client.stats().connections_opened, 3u);
 }
 
-// The server closes a kept-alive socket while it is idle; the next request
-// finds it dead before any response byte, and is retried on a fresh one.
-TEST(HttpClient, KeepAlive_ServerClosedIdleSocket_RetriedOnFreshConnection) {
+// The server closes a kept-alive socket while it is idle (the stale-pool
+// case). Its FIN is on the socket before the next request is written: the
+// client sees it, writes nothing there, and sends the request once on a
+// fresh connection.
+TEST(HttpClient, KeepAlive_ServerClosedIdleSocket_SentOnFreshConnection) {
   loopback_server srv{[](const server_request& q) {
     reply r = ok(std::string{q.target()});
     if (q.target() == "/then-close") r.how = reply::mode::close_silently;
@@ -363,7 +373,304 @@ TEST(HttpClient, KeepAlive_ServerClosedIdleSocket_RetriedOnFreshConnection) {
   auto st = client.stats();
   EXPECT_EQ(st.requests, 2u);
   EXPECT_EQ(st.connections_opened, 2u);
-  EXPECT_EQ(st.reused, 1u); // the attempt on the dead socket
+  EXPECT_EQ(st.reused, 0u); // nothing was written on the dead socket
+  EXPECT_EQ(st.stale_unsent, 1u);
+  EXPECT_EQ(st.resent, 0u);
+}
+
+// The same for a create, which may never be sent twice: nothing of it was
+// written on the dead socket, so sending it on a fresh one applies it once.
+TEST(HttpClient, KeepAlive_ServerClosedIdleSocketBeforeCreate_AppliedOnce) {
+  std::atomic<int> creates{0};
+  loopback_server srv{[&creates](const server_request& q) {
+    if (q.target() == "/then-close") {
+      reply r = ok();
+      r.how = reply::mode::close_silently;
+      return r;
+    }
+    ++creates;
+    reply r = ok("created");
+    r.status = 201;
+    return r;
+  }};
+  http_client client{{}};
+  ASSERT_TRUE(send_sync(client, get(srv.endpoint(), "/then-close")).success());
+  ASSERT_TRUE(eventually([&] { return srv.closed() == 1; }));
+  transport::request create;
+  create.method = "POST";
+  create.endpoint = srv.endpoint();
+  create.target = "/dbs/d/colls/c/docs";
+  create.headers = {{"content-type", "application/json"}};
+  create.body = R"({"id":"doc1"})";
+  auto o = send_sync(client, create);
+  EXPECT_EQ(o.status, 201) << to_string(o.error) << ": " << o.error_detail;
+  EXPECT_EQ(creates.load(), 1);
+  EXPECT_EQ(srv.accepted(), 2);
+  auto st = client.stats();
+  EXPECT_EQ(st.stale_unsent, 1u);
+  EXPECT_EQ(st.resent, 0u);
+  EXPECT_EQ(st.resend_refused, 0u);
+}
+
+// -- a kept-alive socket that closes after the server applied the request ---
+//
+// The server reads the request, applies it (counts it) and closes the
+// kept-alive socket without a byte of answer. From the client the close
+// looks like the stale-pool race; only what repeats harmlessly is sent
+// again.
+
+transport::request
+kind_request(std::string method, std::string target,
+             std::vector<std::pair<std::string, std::string>> headers,
+             std::string body = {}) {
+  transport::request r;
+  r.method = std::move(method);
+  r.target = std::move(target);
+  r.headers = std::move(headers);
+  r.body = std::move(body);
+  r.timeout = 5s;
+  return r;
+}
+
+const std::string docs = "/dbs/d/colls/c/docs";
+const std::string doc1 = "/dbs/d/colls/c/docs/doc1";
+
+transport::request query_post() {
+  return kind_request("POST", docs,
+                      {{"content-type", "application/query+json"},
+                       {"x-ms-documentdb-isquery", "True"}},
+                      R"({"query":"SELECT * FROM c"})");
+}
+
+transport::request query_plan_post() {
+  return kind_request("POST", docs,
+                      {{"content-type", "application/query+json"},
+                       {"x-ms-cosmos-is-query-plan-request", "True"}},
+                      R"({"query":"SELECT * FROM c"})");
+}
+
+transport::request create_post() {
+  return kind_request("POST", docs, {{"content-type", "application/json"}},
+                      R"({"id":"doc1"})");
+}
+
+transport::request upsert_post() {
+  return kind_request("POST", docs,
+                      {{"content-type", "application/json"},
+                       {"x-ms-documentdb-is-upsert", "true"}},
+                      R"({"id":"doc1"})");
+}
+
+transport::request put_replace() {
+  return kind_request("PUT", doc1, {{"content-type", "application/json"}},
+                      R"({"id":"doc1","n":2})");
+}
+
+transport::request put_replace_if_match() {
+  return kind_request(
+      "PUT", doc1,
+      {{"content-type", "application/json"}, {"if-match", "\"00000-abc\""}},
+      R"({"id":"doc1","n":2})");
+}
+
+transport::request delete_doc() {
+  return kind_request("DELETE", doc1, {});
+}
+
+transport::request patch_doc() {
+  return kind_request(
+      "PATCH", doc1, {{"content-type", "application/json-patch+json"}},
+      R"({"operations":[{"op":"incr","path":"/n","value":1}]})");
+}
+
+/// What became of one request whose first copy the server applied and then
+/// answered by closing the kept-alive socket.
+struct closed_after_apply {
+  outcome o;
+  int applied = 0;  ///< copies the server's handler saw
+  int accepted = 0; ///< connections the server accepted
+  transport::http_client_stats stats;
+};
+
+closed_after_apply send_closed_after_apply(transport::request r) {
+  std::atomic<int> applied{0};
+  loopback_server srv{[&applied](const server_request& q) {
+    if (q.target() == "/warm") return ok();
+    reply answer = ok("applied");
+    if (++applied == 1) answer.how = reply::mode::close_unanswered;
+    return answer;
+  }};
+  http_client client{{}};
+  // The request under test goes out on a kept-alive socket.
+  EXPECT_TRUE(send_sync(client, get(srv.endpoint(), "/warm")).success());
+  r.endpoint = srv.endpoint();
+  closed_after_apply result;
+  result.o = send_sync(client, r);
+  result.applied = applied.load();
+  result.accepted = srv.accepted();
+  result.stats = client.stats();
+  return result;
+}
+
+void expect_resent(const closed_after_apply& r) {
+  EXPECT_TRUE(r.o.success())
+      << to_string(r.o.error) << ": " << r.o.error_detail;
+  EXPECT_EQ(r.o.body, "applied");
+  EXPECT_EQ(r.applied, 2);  // the first copy and the one sent again
+  EXPECT_EQ(r.accepted, 2); // on a fresh connection
+  EXPECT_EQ(r.stats.reused, 1u);
+  EXPECT_EQ(r.stats.resent, 1u);
+  EXPECT_EQ(r.stats.resend_refused, 0u);
+  EXPECT_EQ(r.stats.stale_unsent, 0u);
+}
+
+void expect_not_resent(const closed_after_apply& r) {
+  EXPECT_EQ(r.o.error, failure::reset) << r.o.error_detail;
+  EXPECT_TRUE(r.o.request_sent);
+  EXPECT_EQ(r.o.status, 0);
+  EXPECT_NE(r.o.error_detail.find("may have applied it"), std::string::npos)
+      << r.o.error_detail;
+  EXPECT_EQ(r.applied, 1);  // exactly once
+  EXPECT_EQ(r.accepted, 1); // no fresh connection
+  EXPECT_EQ(r.stats.resent, 0u);
+  EXPECT_EQ(r.stats.resend_refused, 1u);
+  EXPECT_EQ(r.stats.stale_unsent, 0u);
+}
+
+TEST(HttpClient, ClosedAfterApply_Get_ResentOnFreshConnection) {
+  expect_resent(send_closed_after_apply(get("", doc1)));
+}
+
+TEST(HttpClient, ClosedAfterApply_QueryPost_ResentOnFreshConnection) {
+  expect_resent(send_closed_after_apply(query_post()));
+}
+
+TEST(HttpClient, ClosedAfterApply_QueryPlanPost_ResentOnFreshConnection) {
+  expect_resent(send_closed_after_apply(query_plan_post()));
+}
+
+TEST(HttpClient, ClosedAfterApply_CreatePost_AppliedOnceResetMaybeApplied) {
+  expect_not_resent(send_closed_after_apply(create_post()));
+}
+
+TEST(HttpClient, ClosedAfterApply_UpsertPost_AppliedOnceResetMaybeApplied) {
+  expect_not_resent(send_closed_after_apply(upsert_post()));
+}
+
+TEST(HttpClient, ClosedAfterApply_PutReplace_AppliedOnceResetMaybeApplied) {
+  expect_not_resent(send_closed_after_apply(put_replace()));
+}
+
+TEST(HttpClient,
+     ClosedAfterApply_PutReplaceWithIfMatch_AppliedOnceResetMaybeApplied) {
+  expect_not_resent(send_closed_after_apply(put_replace_if_match()));
+}
+
+TEST(HttpClient, ClosedAfterApply_Delete_AppliedOnceResetMaybeApplied) {
+  expect_not_resent(send_closed_after_apply(delete_doc()));
+}
+
+TEST(HttpClient, ClosedAfterApply_Patch_AppliedOnceResetMaybeApplied) {
+  expect_not_resent(send_closed_after_apply(patch_doc()));
+}
+
+// On a fresh connection the client never sends again by itself, whatever
+// the method; the outcome says the request went out, so that the retry
+// policy does not take it for a connection that never carried it.
+TEST(HttpClient, ClosedAfterApply_CreateOnFreshConnection_ResetRequestSent) {
+  std::atomic<int> applied{0};
+  loopback_server srv{[&applied](const server_request&) {
+    ++applied;
+    reply r;
+    r.how = reply::mode::close_unanswered;
+    return r;
+  }};
+  http_client client{{}};
+  auto r = create_post();
+  r.endpoint = srv.endpoint();
+  auto o = send_sync(client, r);
+  EXPECT_EQ(o.error, failure::reset) << o.error_detail;
+  EXPECT_TRUE(o.request_sent);
+  EXPECT_EQ(applied.load(), 1);
+  EXPECT_EQ(srv.accepted(), 1);
+  auto st = client.stats();
+  EXPECT_EQ(st.resent + st.resend_refused + st.stale_unsent, 0u);
+}
+
+// -- the resend table ---------------------------------------------------------
+
+struct resend_row {
+  const char* name;
+  transport::request req;
+  bool repeat_safe;
+};
+
+std::vector<resend_row> resend_rows() {
+  auto with = [](transport::request r, auto change) {
+    change(r);
+    return r;
+  };
+  return {
+      {"Get", get("", doc1), true},
+      {"Head", kind_request("HEAD", doc1, {}), true},
+      {"GetFeed", get("", docs), true},
+      {"QueryPost", query_post(), true},
+      {"QueryPlanPost", query_plan_post(), true},
+      {"QueryPostContentTypeWithCharsetAndCase",
+       kind_request(
+           "POST", docs,
+           {{"Content-Type", " Application/Query+JSON; charset=utf-8"}}),
+       true},
+      {"QueryHeaderWithJsonBody",
+       kind_request("POST", docs,
+                    {{"content-type", "application/json"},
+                     {"x-ms-documentdb-isquery", "True"}}),
+       false},
+      {"QueryHeaderWithoutContentType",
+       kind_request("POST", docs, {{"x-ms-documentdb-isquery", "True"}}),
+       false},
+      {"TwoContentTypesOneJson",
+       kind_request("POST", docs,
+                    {{"content-type", "application/query+json"},
+                     {"content-type", "application/json"}}),
+       false},
+      {"CreatePost", create_post(), false},
+      {"UpsertPost", upsert_post(), false},
+      {"StoredProcedurePost",
+       kind_request("POST", "/dbs/d/colls/c/sprocs/p",
+                    {{"content-type", "application/json"}}, "[]"),
+       false},
+      {"PutReplace", put_replace(), false},
+      {"PutReplaceWithIfMatch", put_replace_if_match(), false},
+      {"Delete", delete_doc(), false},
+      {"DeleteWithIfMatch",
+       with(delete_doc(),
+            [](auto& r) { r.headers.emplace_back("if-match", "\"e\""); }),
+       false},
+      {"Patch", patch_doc(), false},
+      {"LowerCaseGet", kind_request("get", doc1, {}), false},
+      {"Options", kind_request("OPTIONS", doc1, {}), false},
+  };
+}
+
+TEST(ResendRule, RepeatSafe_EachMethodAndKind_AsTheTable) {
+  for (const auto& r : resend_rows())
+    EXPECT_EQ(transport::repeat_safe(r.req), r.repeat_safe) << r.name;
+}
+
+TEST(ResendRule, ResendAfterClose_ProvablyUnsent_EveryMethodResent) {
+  for (const auto& r : resend_rows())
+    EXPECT_TRUE(
+        transport::resend_after_close(r.req, transport::send_progress::unsent))
+        << r.name;
+}
+
+TEST(ResendRule, ResendAfterClose_MaybeSent_OnlyRepeatSafeResent) {
+  for (const auto& r : resend_rows())
+    EXPECT_EQ(transport::resend_after_close(
+                  r.req, transport::send_progress::maybe_sent),
+              r.repeat_safe)
+        << r.name;
 }
 
 TEST(HttpClient, Endpoint_Unparsable_Protocol) {

@@ -5,9 +5,9 @@
 // TLS, and answers each request with what a test's handler returns: a normal
 // response (status, headers, body, delay, Connection: close) or a failure
 // injected on the wire (reset mid-body, truncated body, silent close of a
-// kept-alive socket, raw bytes). It counts connections and requests so that
-// tests can assert on pooling. Header-only so that the test binary globbing
-// `*_test.cpp` needs no extra source.
+// kept-alive socket, a close with no answer at all, raw bytes). It counts
+// connections and requests so that tests can assert on pooling. Header-only
+// so that the test binary globbing `*_test.cpp` needs no extra source.
 
 #include <algorithm>
 #include <atomic>
@@ -38,11 +38,13 @@ using tcp = net::ip::tcp;
 /// What the server does with one request.
 struct reply {
   enum class mode {
-    normal,         ///< a complete response
-    reset_mid_body, ///< headers and part of the body, 50 ms, an RST
-    truncated_body, ///< Content-Length 1000, 100 bytes, then a FIN
-    close_silently, ///< a keep-alive response, then close the socket
-    raw,            ///< write `raw` verbatim, then close
+    normal,           ///< a complete response
+    reset_mid_body,   ///< headers and part of the body, 50 ms, an RST
+    truncated_body,   ///< Content-Length 1000, 100 bytes, then a FIN
+    close_silently,   ///< a keep-alive response, then close the socket
+    close_unanswered, ///< read the request, run the handler, close the
+                      ///< socket without a byte of response
+    raw,              ///< write `raw` verbatim, then close
   };
   mode how = mode::normal;
   unsigned status = 200;
@@ -177,6 +179,9 @@ private:
       return write_raw("HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\n" +
                            std::string(100, 'x'),
                        false);
+    case reply::mode::close_unanswered:
+      --st_->in_flight;
+      return finish();
     case reply::mode::raw:
       return write_raw(r.raw, false);
     }
