@@ -27,6 +27,8 @@ std::string status_text(const failure_signal& s) {
     return "connection failure";
   case failure_signal::kind::timeout:
     return "timeout";
+  case failure_signal::kind::lost_after_send:
+    return "connection lost after the request was sent";
   case failure_signal::kind::http_status:
     break;
   }
@@ -90,6 +92,26 @@ retry_decision client_retry_policy::evaluate(const failure_signal& s,
         return d;
       }
       d.reason = "timeout: not retried (the attempt ladder already did)";
+      return d;
+    case failure_signal::kind::lost_after_send:
+      // A read repeats harmlessly: as a connection failure. A write may
+      // have been applied before the connection went: a second copy could
+      // create twice, or answer 409 / 404 / 412 for a write that succeeded.
+      // It is not repeated, but its region is marked as a connection
+      // failure would mark it: a gateway that resets every request after
+      // reading it must not take the next writes too.
+      if (f.is_read)
+        return endpoint_failover(d, f, true, true, false, true, false,
+                                 "connection lost after the request was "
+                                 "sent");
+      d.reason = "connection lost after the write was sent: not retried (it "
+                 "may have been applied; read it back before writing again)";
+      if (f.endpoint_discovery && !f.endpoint.empty()) {
+        d.mark_endpoint = f.endpoint;
+        d.mark_read = true;
+        d.mark_write = true;
+        d.reason += "; the region is marked unavailable";
+      }
       return d;
     case failure_signal::kind::http_status:
       break;
@@ -299,7 +321,8 @@ partition_range_retry_policy::evaluate(const failure_signal& s,
   // failures as regional, and a dead region must not stall the map).
   const bool hop_signal = s.is_status(503) || s.is_status(500) ||
                           s.is(410, 1022) || s.is(403, 1008) ||
-                          s.what == failure_signal::kind::connection_failure;
+                          s.what == failure_signal::kind::connection_failure ||
+                          s.what == failure_signal::kind::lost_after_send;
   if (hop_signal) {
     const uint32_t before = counters_.service_unavailable;
     d.next.service_unavailable = before + 1;

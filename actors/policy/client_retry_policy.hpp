@@ -14,6 +14,9 @@
 //
 // Decision table (§3.3), first match wins:
 //   connection failure        EF(mark read+write, preferred, index 0)
+//   lost after send           reads: as a connection failure; writes: no
+//                             retry (it may have been applied), mark
+//                             read+write
 //   403.3                     multi-master metadata write: EF without marks,
 //                             then route to the hub; otherwise EF(mark write,
 //                             forced refresh, index = failover count,

@@ -13,7 +13,9 @@ failure_signal signal_for(const attempt_failure& f,
   if (f.timed_out)
     return ladder.region_silent ? failure_signal::connection()
                                 : failure_signal::timed_out();
-  if (f.transport_failure) return failure_signal::connection();
+  if (f.transport_failure)
+    return f.request_sent ? failure_signal::lost_after_send()
+                          : failure_signal::connection();
   return failure_signal::http(f.status, f.substatus, f.retry_after_ms);
 }
 

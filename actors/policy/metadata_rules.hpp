@@ -37,6 +37,9 @@ struct attempt_failure {
   int substatus = 0;
   /// x-ms-retry-after-ms; negative when absent or unparsable.
   int64_t retry_after_ms = -1;
+  /// With `transport_failure`: the request had (maybe) reached the server
+  /// (`transport::outcome::request_sent`).
+  bool request_sent = false;
 };
 
 /// The signal the retry policy sees for `f`, once the ladder has given up
@@ -45,7 +48,8 @@ struct attempt_failure {
 /// (mark, refresh, fail over), not the 503 the reference retries once
 /// without marking; a timeout on a ladder that does not retry timeouts
 /// (writes) is `failure_signal::timed_out()`; any other transport failure is
-/// a connection failure; an HTTP error is `failure_signal::http`.
+/// `failure_signal::lost_after_send()` when the request had gone out, else a
+/// connection failure; an HTTP error is `failure_signal::http`.
 failure_signal signal_for(const attempt_failure& f,
                           const ladder_decision& ladder);
 

@@ -23,6 +23,8 @@ struct failure_signal {
     http_status,        ///< an HTTP error status (with substatus)
     timeout,            ///< the attempt ladder gave up without a 503; never
                         ///< retried here (a write may have been applied)
+    lost_after_send,    ///< no usable response, and (part of) the request
+                        ///< had gone out: a write may have been applied
   };
 
   kind what = kind::http_status;
@@ -39,6 +41,9 @@ struct failure_signal {
     return {kind::http_status, status, substatus, retry_after_ms};
   }
   static failure_signal timed_out() { return {kind::timeout, 0, 0, -1}; }
+  static failure_signal lost_after_send() {
+    return {kind::lost_after_send, 0, 0, -1};
+  }
 
   bool is(int s, int sub) const {
     return what == kind::http_status && status == s && substatus == sub;

@@ -90,7 +90,8 @@ void expect_signal(const failure_signal& got, const failure_signal& want,
 TEST(SignalFor, Table) {
   // The transport's failure kind (refused, reset, dns, tls, protocol,
   // body_too_large) does not reach attempt_failure: all of them are
-  // `transport_failure` without `timed_out`, so one row covers them.
+  // `transport_failure` without `timed_out`, so one row covers them, and
+  // one more with `request_sent`.
   const signal_row rows[] = {
       {"Timeout_RegionSilent_Connection",
        {true, true},
@@ -111,6 +112,18 @@ TEST(SignalFor, Table) {
       {"TransportFailure_NotSilent_Connection",
        {true, false},
        {},
+       failure_signal::connection()},
+      {"TransportFailure_RequestSent_LostAfterSend",
+       {true, false, 0, 0, -1, true},
+       {},
+       failure_signal::lost_after_send()},
+      {"Timeout_RequestSent_StillTimedOut",
+       {true, true, 0, 0, -1, true},
+       {},
+       failure_signal::timed_out()},
+      {"Timeout_RequestSentRegionSilent_Connection",
+       {true, true, 0, 0, -1, true},
+       silent(),
        failure_signal::connection()},
       {"TransportFailure_SilentFlag_Connection",
        {true, false},

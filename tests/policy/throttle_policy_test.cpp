@@ -187,6 +187,15 @@ TEST(PartitionRangeRetryPolicy, ConnectionFailure_HopsLikeA503) {
   EXPECT_FALSE(d.refresh_account);
 }
 
+TEST(PartitionRangeRetryPolicy, LostAfterSend_HopsLikeA503) {
+  partition_range_retry_policy p(2);
+  auto d = p.on_failure(failure_signal::lost_after_send());
+  EXPECT_TRUE(d.retry);
+  EXPECT_EQ(d.location_index, 1u);
+  EXPECT_FALSE(d.mark_read || d.mark_write);
+  EXPECT_FALSE(d.refresh_account);
+}
+
 TEST(PartitionRangeRetryPolicy, Route_Hops_WalkPreferredEndpoints) {
   location_table_options o;
   o.default_endpoint = "http://127.0.0.1:4300/";
