@@ -5,6 +5,9 @@
 #include "actors/policy/attempt_loop.hpp"
 #include "actors/policy/deadline_queue.hpp"
 #include "actors/policy/epk.hpp"
+#include "actors/policy/hedge_budget.hpp"
+#include "actors/policy/hedge_plan.hpp"
+#include "actors/policy/hedging.hpp"
 #include "actors/policy/lru_cache.hpp"
 #include "actors/policy/metadata_rules.hpp"
 #include "actors/policy/routing_map.hpp"
@@ -34,6 +37,7 @@ struct rt_budget_tick {
 };
 struct rt_http_done {
   uint64_t op = 0;
+  uint32_t arm = 0; // 0: the primary; 1..: a hedge
   transport::outcome outcome;
 };
 
@@ -94,6 +98,35 @@ struct data_operation {
   std::string last_region;
   diagnostics diag;
   clock_type::time_point attempt_started;
+  size_t primary_record = 0; // diag.attempts index of arm 0's attempt
+  // Hedging (reads). Arm 0 is the loop above, with its retries; arm i >= 1
+  // makes one attempt in region i of the plan, confined there by its
+  // exclusions. The first final answer of any arm is the operation's.
+  struct hedge_arm {
+    std::optional<attempt_loop> loop;
+    std::string endpoint;
+    std::string region;
+    clock_type::time_point started;
+    size_t record = 0; // diag.attempts index
+    bool in_flight = false;
+  };
+  std::optional<hedge_plan> hedge;
+  std::vector<hedge_arm> arms;                     // arms[i - 1] is arm i
+  std::optional<clock_type::time_point> hedge_due; // in `deadlines`
+  bool primary_done = false; // arm 0 gave up; the hedges may still win
+  std::optional<transport::outcome> last_answer; // of any arm, for the end
+  std::string last_answer_region;
+};
+
+// An arm still in flight when its operation ended: its answer is dropped,
+// but what it saw still marks regions. Its loop goes on up the timeout
+// ladder on the same endpoint (so a hung region is still found silent and
+// marked, as without hedging), and stops at anything else.
+struct late_arm {
+  attempt_loop loop;
+  data_request req;
+  std::string link;
+  std::string session_token;
 };
 
 struct router_state {
@@ -105,8 +138,14 @@ struct router_state {
   lru_cache<std::string, map_ptr> maps{1};                // by rid
   session_container sessions{10000}; // by collection rid and range
   std::map<uint64_t, data_operation> ops;
-  // The budgets of the live operations, served by one timer message.
+  // The budgets and hedge times of the live operations, served by one
+  // timer message: key 2 * id is a budget, 2 * id + 1 a hedge.
   deadline_queue deadlines;
+  // Hedging: the budget (a share of hedged reads), answer times per region
+  // (adaptive thresholds), and the arms of ended operations still out.
+  hedge_budget hedge_allowance;
+  region_latencies latencies;
+  std::map<std::pair<uint64_t, uint32_t>, late_arm> late;
   uint64_t next_id = 1;
   router_stats stats;
   static inline const char* name = "georoute.router";
@@ -128,18 +167,53 @@ std::string describe(const data_operation& op) {
   return what + op.link + "/docs/" + op.req.id;
 }
 
-void finish_ok(self_ptr self, uint64_t id, const transport::outcome& o) {
+std::string session_token_for(const router_state& st, const data_operation& op);
+
+void forget_deadlines(router_state& st, uint64_t id, const data_operation& op) {
+  st.deadlines.remove(2 * id, op.deadline);
+  if (op.hedge_due) st.deadlines.remove(2 * id + 1, *op.hedge_due);
+}
+
+// An ended operation's arms still in flight go to `late`: their answers
+// still mark regions. Counts the hedges into the diagnostics.
+void settle_arms(router_state& st, uint64_t id, data_operation& op) {
+  if (!op.hedge) return;
+  auto token = session_token_for(st, op);
+  if (op.waiting == waiting_for::response && op.loop) {
+    st.late.emplace(std::make_pair(id, uint32_t{0}),
+                    late_arm{std::move(*op.loop), op.req, op.link, token});
+    ++op.diag.abandoned_arms;
+  }
+  for (size_t k = 0; k < op.arms.size(); ++k) {
+    auto& a = op.arms[k];
+    if (!a.in_flight || !a.loop) continue;
+    st.late.emplace(std::make_pair(id, static_cast<uint32_t>(k + 1)),
+                    late_arm{std::move(*a.loop), op.req, op.link, token});
+    ++op.diag.abandoned_arms;
+  }
+  op.diag.hedges = static_cast<uint32_t>(op.arms.size());
+}
+
+void finish_ok(self_ptr self, uint64_t id, const transport::outcome& o,
+               uint32_t arm = 0) {
   auto& st = self->state;
   auto i = st.ops.find(id);
   if (i == st.ops.end()) return;
   auto& op = i->second;
   auto r = to_response(o);
+  if (op.hedge && !op.arms.empty()) {
+    auto rec = arm == 0 ? op.primary_record : op.arms[arm - 1].record;
+    op.diag.attempts[rec].winner = true;
+    if (arm > 0) ++st.stats.hedges_won;
+  }
   op.diag.total_us = micros(self->clock().now() - op.started);
-  op.diag.metadata_refreshes = op.loop->metadata_refreshes();
+  op.diag.metadata_refreshes = op.loop ? op.loop->metadata_refreshes() : 0;
+  settle_arms(st, id, op);
   r.diag = std::move(op.diag);
   r.request_charge = r.diag.request_charge;
+  r.hedge_charge = r.diag.hedge_charge;
   op.rp.deliver(std::move(r));
-  st.deadlines.remove(id, op.deadline);
+  forget_deadlines(st, id, op);
   st.ops.erase(i);
   ++st.stats.succeeded;
 }
@@ -150,9 +224,10 @@ void finish_error(self_ptr self, uint64_t id, errc code, std::string text) {
   if (i == st.ops.end()) return;
   auto& op = i->second;
   op.diag.total_us = micros(self->clock().now() - op.started);
-  op.diag.metadata_refreshes = op.loop->metadata_refreshes();
+  op.diag.metadata_refreshes = op.loop ? op.loop->metadata_refreshes() : 0;
+  settle_arms(st, id, op);
   op.rp.deliver(make_error(code, std::move(text), op.diag));
-  st.deadlines.remove(id, op.deadline);
+  forget_deadlines(st, id, op);
   st.ops.erase(i);
   ++st.stats.failed;
 }
@@ -166,9 +241,9 @@ void finish_failure(self_ptr self, uint64_t id, const std::string& why) {
     return;
   }
   const auto& o = *op.last_failure;
-  finish_error(
-      self, id, classify_outcome(o),
-      failure_text(o, op.last_region, op.loop->attempts(), describe(op), why));
+  auto attempts = op.loop->attempts() + static_cast<uint32_t>(op.arms.size());
+  finish_error(self, id, classify_outcome(o),
+               failure_text(o, op.last_region, attempts, describe(op), why));
 }
 
 std::vector<std::string> excluded_for(const router_state& st,
@@ -357,6 +432,8 @@ void capture_session(router_state& st, const data_operation& op,
     st.sessions.capture(op.coll->rid, op.link, o.session_token);
 }
 
+void plan_hedge(self_ptr self, uint64_t id);
+
 void attempt(self_ptr self, uint64_t id) {
   auto& st = self->state;
   auto i = st.ops.find(id);
@@ -395,11 +472,13 @@ void attempt(self_ptr self, uint64_t id) {
   rec.region = op.region;
   rec.endpoint = op.endpoint;
   rec.started_us = micros(op.attempt_started - op.started);
+  op.primary_record = op.diag.attempts.size();
   op.diag.attempts.push_back(std::move(rec));
   auto hdl = caf::actor_cast<caf::actor>(self);
   st.with.http->send(std::move(req), [hdl, id](transport::outcome o) {
-    caf::anon_send(hdl, rt_http_done{id, std::move(o)});
+    caf::anon_send(hdl, rt_http_done{id, 0, std::move(o)});
   });
+  if (plan->number == 1) plan_hedge(self, id);
 }
 
 // Carries out the side effects of a step: they always run, whether the
@@ -458,21 +537,266 @@ void carry_out(self_ptr self, uint64_t id, const loop_step& s) {
             [=](const caf::error&) { go_on(); });
 }
 
-void on_outcome(self_ptr self, uint64_t id, transport::outcome& o) {
+// -- hedging ----------------------------------------------------------------
+
+void arm_budget_tick(self_ptr self, std::optional<clock_type::time_point> at);
+
+arm_outcome arm_outcome_of(const transport::outcome& o) {
+  if (o.error == transport::failure::timeout) return arm_outcome::timed_out();
+  if (o.error != transport::failure::none)
+    return arm_outcome::connection_failure();
+  return arm_outcome::http(o.status, o.substatus);
+}
+
+bool hedgeable(const data_operation& op) {
+  // Reads only: point reads and queries on one partition or one range
+  // (every range page of a cross-partition query). Writes are not hedged:
+  // a write's second copy could apply it twice.
+  return op.req.op == data_op::read || op.req.op == data_op::query;
+}
+
+void arm_hedge_timer(self_ptr self, uint64_t id, data_operation& op) {
+  auto& st = self->state;
+  if (op.hedge_due) {
+    st.deadlines.remove(2 * id + 1, *op.hedge_due);
+    op.hedge_due.reset();
+  }
+  auto next = op.hedge->next_start();
+  if (!next) return;
+  op.hedge_due = next->at;
+  arm_budget_tick(self, st.deadlines.add(2 * id + 1, next->at));
+}
+
+// Decides at the first attempt whether the read is hedged, and to which
+// regions: arm 0's region first, then the request's applicable regions.
+void plan_hedge(self_ptr self, uint64_t id) {
+  auto& st = self->state;
+  auto& op = st.ops.at(id);
+  if (!hedgeable(op) || !st.snap.table()) return;
+  auto now = self->clock().now();
+  auto excluded = excluded_for(st, op);
+  std::vector<std::string> regions{op.region};
+  for (auto& r : hedge_regions(*st.snap.table(), op_kind::read, excluded, now))
+    if (!same_region(r, op.region)) regions.push_back(std::move(r));
+  hedge_override over;
+  if (op.req.options.hedge >= 0) over.enabled = op.req.options.hedge > 0;
+  if (op.req.options.hedge_threshold.count() > 0)
+    over.threshold = op.req.options.hedge_threshold;
+  hedge_request hr;
+  hr.op = op_kind::read;
+  hr.region_count = op.region.empty() ? 1 : regions.size();
+  hr.request = over;
+  if (hedge_eligibility(st.cfg.hedging, hr) != hedge_skip::none) return;
+  st.hedge_allowance.record_operation(now);
+  std::optional<std::chrono::microseconds> p99;
+  if (st.cfg.hedging.mode == hedge_threshold_mode::adaptive)
+    p99 = st.latencies.percentile(op.region);
+  auto timing = choose_hedge_timing(st.cfg.hedging, over,
+                                    st.cfg.ladders.partition_failover, p99);
+  op.hedge.emplace(std::move(regions), timing, op.attempt_started);
+  arm_hedge_timer(self, id, op);
+}
+
+void send_hedge(self_ptr self, uint64_t id, size_t arm) {
+  auto& st = self->state;
+  auto& op = st.ops.at(id);
+  auto now = self->clock().now();
+  attempt_loop_config lc = op.loop->config();
+  std::vector<std::string> regions;
+  for (const auto& r : op.hedge->arms())
+    regions.push_back(r.region);
+  lc.excluded_regions = arm_exclusions(excluded_for(st, op), regions, arm);
+  lc.attempt_cap = 1;
+  if (op.arms.size() < arm) op.arms.resize(arm);
+  auto& a = op.arms[arm - 1];
+  a.loop.emplace(std::move(lc), st.cfg.ladders);
+  auto plan = a.loop->next_attempt(*st.snap.table(), now);
+  if (!plan) return;
+  a.endpoint = plan->endpoint;
+  a.region = plan->region;
+  a.started = now;
+  a.in_flight = true;
+  wire_target t;
+  t.collection_link = op.link;
+  t.endpoint = a.endpoint;
+  t.session_token = session_token_for(st, op);
+  t.hub_header = plan->hub_header;
+  t.timeout = plan->timeout;
+  attempt_record rec;
+  rec.region = a.region;
+  rec.endpoint = a.endpoint;
+  rec.started_us = micros(now - op.started);
+  rec.arm = static_cast<uint32_t>(arm);
+  a.record = op.diag.attempts.size();
+  op.diag.attempts.push_back(std::move(rec));
+  ++st.stats.hedges_started;
+  ++st.stats.attempts;
+  auto hdl = caf::actor_cast<caf::actor>(self);
+  auto arm32 = static_cast<uint32_t>(arm);
+  st.with.http->send(
+      to_wire(op.req, t), [hdl, id, arm32](transport::outcome o) {
+        caf::anon_send(hdl, rt_http_done{id, arm32, std::move(o)});
+      });
+}
+
+// Starts the arms that are due (by their time, or at once after a non-final
+// answer), within the hedge budget, then re-arms the timer.
+void advance_hedge(self_ptr self, uint64_t id) {
   auto& st = self->state;
   auto i = st.ops.find(id);
-  if (i == st.ops.end()) return; // the budget ended it meanwhile
+  if (i == st.ops.end() || !i->second.hedge) return;
   auto& op = i->second;
-  op.waiting = waiting_for::nothing;
-  auto& rec = op.diag.attempts.back();
+  auto now = self->clock().now();
+  if (op.budget_spent) op.hedge->stop();
+  for (auto next = op.hedge->next_start(); next && next->at <= now;
+       next = op.hedge->next_start()) {
+    if (!st.hedge_allowance.try_take(now)) {
+      ++st.stats.hedges_refused;
+      op.hedge->stop();
+      break;
+    }
+    if (auto arm = op.hedge->start_next(now)) send_hedge(self, id, *arm);
+  }
+  arm_hedge_timer(self, id, op);
+}
+
+// Every arm answered and none was final: the last answer is the result.
+bool end_if_all_answered(self_ptr self, uint64_t id) {
+  auto& op = self->state.ops.at(id);
+  if (!op.hedge || !op.hedge->finished()) return false;
+  // A success is always final, so the last answer is a failure.
+  finish_failure(self, id,
+                 "no region gave a final answer (" +
+                     std::to_string(op.hedge->started()) + " hedged arms)");
+  return true;
+}
+
+void record_answer(self_ptr self, data_operation& op, attempt_record& rec,
+                   const transport::outcome& o, clock_type::time_point sent) {
+  auto now = self->clock().now();
   rec.status = o.status;
   rec.substatus = o.substatus;
   rec.failure = o.error == transport::failure::none
                     ? std::string{}
                     : std::string{transport::to_string(o.error)};
-  rec.elapsed_us = micros(self->clock().now() - op.attempt_started);
+  rec.elapsed_us = micros(now - sent);
   rec.request_charge = o.request_charge;
   op.diag.request_charge += o.request_charge;
+  if (o.success())
+    self->state.latencies.record(
+        rec.region,
+        std::chrono::duration_cast<std::chrono::microseconds>(now - sent));
+}
+
+// A hedge arm answered (its operation still runs).
+void on_hedge_outcome(self_ptr self, uint64_t id, uint32_t arm,
+                      transport::outcome& o) {
+  auto& st = self->state;
+  auto& op = st.ops.at(id);
+  auto& a = op.arms[arm - 1];
+  a.in_flight = false;
+  auto& rec = op.diag.attempts[a.record];
+  record_answer(self, op, rec, o, a.started);
+  op.diag.hedge_charge += o.request_charge;
+  st.stats.hedge_charge += o.request_charge;
+  capture_session(st, op, o);
+  auto now = self->clock().now();
+  auto verdict =
+      op.hedge->on_result(arm, arm_outcome_of(o), o.request_charge, now);
+  op.last_answer = o;
+  op.last_answer_region = a.region;
+  if (verdict == hedge_class::final_result) {
+    if (o.success() && !success_body_problem(op.req.op, o)) {
+      finish_ok(self, id, o, arm);
+      return;
+    }
+    op.last_failure = o;
+    op.last_region = a.region;
+    finish_error(self, id, classify_outcome(o),
+                 failure_text(o, a.region, op.loop->attempts() + arm,
+                              describe(op), "a final answer of a hedge"));
+    return;
+  }
+  // Not final: what the arm saw still marks (no retry: a hedge makes one
+  // attempt), and the next arm may start at once.
+  auto step =
+      a.loop->on_result(attempt_result_of(o), *st.snap.table(), now, true);
+  if (step.effects.marks()) {
+    ++st.stats.marks;
+    mark_region(self, step.effects.mark_endpoint, step.effects.mark_read,
+                step.effects.mark_write);
+  }
+  if (!op.last_failure || op.primary_done) {
+    op.last_failure = o;
+    op.last_region = a.region;
+  }
+  if (end_if_all_answered(self, id)) return;
+  advance_hedge(self, id);
+}
+
+// An arm of an ended operation answered: dropped, but its loop's marks run.
+void on_late_answer(self_ptr self, uint64_t id, uint32_t arm,
+                    transport::outcome& o) {
+  auto& st = self->state;
+  auto i = st.late.find({id, arm});
+  if (i == st.late.end()) return;
+  ++st.stats.late_answers;
+  if (arm > 0) st.stats.hedge_charge += o.request_charge;
+  auto& late = i->second;
+  auto now = self->clock().now();
+  if (!o.success() && st.snap.table()) {
+    auto step =
+        late.loop.on_result(attempt_result_of(o), *st.snap.table(), now, false);
+    // Up the ladder only while nobody has marked the endpoint yet: once it
+    // is marked the region is known bad and nothing more goes there.
+    if (step.ladder_climb && !st.snap.table()->is_unavailable(
+                                 late.loop.endpoint(), op_kind::read, now)) {
+      if (auto plan = late.loop.next_attempt(*st.snap.table(), now)) {
+        wire_target t;
+        t.collection_link = late.link;
+        t.endpoint = plan->endpoint;
+        t.session_token = late.session_token;
+        t.hub_header = plan->hub_header;
+        t.timeout = plan->timeout;
+        auto hdl = caf::actor_cast<caf::actor>(self);
+        st.with.http->send(
+            to_wire(late.req, t), [hdl, id, arm](transport::outcome o) {
+              caf::anon_send(hdl, rt_http_done{id, arm, std::move(o)});
+            });
+        return;
+      }
+    }
+    const auto& fx = step.effects;
+    if (fx.marks()) {
+      ++st.stats.marks;
+      mark_region(self, fx.mark_endpoint, fx.mark_read, fx.mark_write);
+    }
+    if (fx.refresh_account && st.with.endpoints) {
+      ++st.stats.refreshes;
+      self->request(st.with.endpoints, caf::infinite, refresh_atom_v,
+                    fx.force_refresh)
+          .then([](const database_account&) {}, [](const caf::error&) {});
+    }
+  }
+  st.late.erase(i);
+}
+
+void on_outcome(self_ptr self, uint64_t id, uint32_t arm,
+                transport::outcome& o) {
+  auto& st = self->state;
+  auto i = st.ops.find(id);
+  if (i == st.ops.end()) {
+    on_late_answer(self, id, arm, o);
+    return;
+  }
+  if (arm > 0) {
+    on_hedge_outcome(self, id, arm, o);
+    return;
+  }
+  auto& op = i->second;
+  op.waiting = waiting_for::nothing;
+  auto& rec = op.diag.attempts[op.primary_record];
+  record_answer(self, op, rec, o, op.attempt_started);
   capture_session(st, op, o);
   if (o.success()) {
     // A broken body is the gateway breaking the protocol: an error, never a
@@ -513,6 +837,21 @@ void on_outcome(self_ptr self, uint64_t id, transport::outcome& o) {
     break;
   }
   carry_out(self, id, step);
+  bool gives_up =
+      step.next == loop_next::fail || step.next == loop_next::fail_budget;
+  if (gives_up && op.hedge && !op.hedge->finished()) {
+    // The primary gave up; a hedge may still win, or start at once.
+    auto verdict = op.hedge->on_result(0, arm_outcome_of(o), o.request_charge,
+                                       self->clock().now());
+    if (verdict != hedge_class::final_result) {
+      op.primary_done = true;
+      op.last_answer = o;
+      op.last_answer_region = op.region;
+      if (end_if_all_answered(self, id)) return;
+      advance_hedge(self, id);
+      return;
+    }
+  }
   switch (step.next) {
   case loop_next::fail:
     finish_failure(self, id, step.reason);
@@ -540,11 +879,21 @@ void arm_budget_tick(self_ptr self, std::optional<clock_type::time_point> at) {
 
 void on_budget(self_ptr self, uint64_t id);
 
-// Ends the budget of every operation whose deadline has come.
+// Ends the budget of every operation whose deadline has come, and starts
+// the hedges that are due (key 2 * id: a budget; 2 * id + 1: a hedge).
 void on_budget_tick(self_ptr self, clock_type::time_point due) {
   auto fired = self->state.deadlines.on_timer(due, self->clock().now());
-  for (auto id : fired.expired)
-    on_budget(self, id);
+  for (auto key : fired.expired) {
+    auto id = key / 2;
+    if (key % 2 == 0) {
+      on_budget(self, id);
+      continue;
+    }
+    auto i = self->state.ops.find(id);
+    if (i == self->state.ops.end()) continue;
+    i->second.hedge_due.reset();
+    advance_hedge(self, id);
+  }
   arm_budget_tick(self, fired.arm);
 }
 
@@ -622,7 +971,7 @@ caf::result<data_response> start(self_ptr self, data_request& req) {
   op.loop.emplace(std::move(lc), st.cfg.ladders);
   op.deadline = op.started + op.budget;
   auto rp = op.rp;
-  auto arm = st.deadlines.add(id, op.deadline);
+  auto arm = st.deadlines.add(2 * id, op.deadline);
   st.ops.emplace(id, std::move(op));
   arm_budget_tick(self, arm);
   resolve_collection(self, id, false);
@@ -703,6 +1052,8 @@ router_impl_actor::behavior_type router_impl(self_ptr self, router_config cfg,
   st.collections =
       lru_cache<std::string, collection_info>{st.cfg.collection_capacity};
   st.maps = lru_cache<std::string, map_ptr>{st.cfg.collection_capacity};
+  st.hedge_allowance = hedge_budget{st.cfg.hedging.budget};
+  st.latencies = region_latencies{st.cfg.hedging.adaptive};
   // The raw path's pipeline: linked, it lives and dies with the router and
   // takes re-wiring from us only.
   st.pipeline = spawn_retry(self->system(), st.cfg.pipeline,
@@ -722,6 +1073,7 @@ router_impl_actor::behavior_type router_impl(self_ptr self, router_config cfg,
       op.rp.deliver(err);
     st.ops.clear();
     st.deadlines.clear();
+    st.late.clear();
     self->quit(msg.reason);
   });
   subscribe(self);
@@ -758,7 +1110,7 @@ router_impl_actor::behavior_type router_impl(self_ptr self, router_config cfg,
         s.deadline_timers_pending = st.deadlines.timers_pending();
         return s;
       },
-      [=](rt_http_done& m) { on_outcome(self, m.op, m.outcome); },
+      [=](rt_http_done& m) { on_outcome(self, m.op, m.arm, m.outcome); },
   };
 }
 
@@ -789,6 +1141,7 @@ router_config router_config_from(const config::settings& s) {
   c.default_budget = s.retry.operation_budget;
   c.collection_capacity = s.collection_cache_size;
   c.max_in_flight = s.max_operations_in_flight;
+  c.hedging = s.hedging;
   return c;
 }
 

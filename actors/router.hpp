@@ -48,6 +48,7 @@
 // - Errors carry the diagnostics (`diagnostics_of`): every attempt with its
 //   region, endpoint, status and retry reason.
 
+#include "actors/policy/hedging.hpp"
 #include "actors/retry.hpp"
 #include "messages/interfaces.hpp"
 
@@ -76,6 +77,8 @@ struct router_config {
   /// Operations in flight at most; a request beyond it is refused at once
   /// with `overloaded` instead of queueing without bound.
   size_t max_in_flight = 10000;
+  /// Cross-region hedging of reads.
+  hedging_options hedging;
 };
 
 /// Builds the slice from validated settings.

@@ -27,6 +27,7 @@ using string_list = std::vector<std::string>;
 // a char array (its `const char*` constructor exists for GCC only).
 constexpr const char general[] = "georoute";
 constexpr const char http[] = "georoute.http";
+constexpr const char hedging[] = "georoute.hedging";
 
 // The ladder keys and where their values land.
 struct ladder_key {
@@ -278,6 +279,15 @@ georoute_config::georoute_config() {
   for (const auto& lk : ladder_keys)
     grp.add<string_list>(caf::string_view{lk.name, std::strlen(lk.name)},
                          "timeout ladder, e.g. [\"5s/0s\", \"10s/1s\"]");
+  opt_group{custom_options_, hedging}
+      .add<bool>("enabled", "hedge reads to the next region (true)")
+      .add<timespan>("threshold",
+                     "when the first hedge starts; 0s = min(1s, first "
+                     "read-ladder timeout / 2) (0s)")
+      .add<timespan>("step", "between later hedges (500ms)")
+      .add<std::string>("mode", "threshold: static or adaptive (static)")
+      .add<int64_t>("budget-percent",
+                    "hedges at most this share of reads over 10 s (10)");
 }
 
 void georoute_config::check_section(const caf::settings& section,
@@ -509,6 +519,24 @@ load_result georoute_config::load(std::vector<std::string> args,
       g + ".max-operations-in-flight",
       static_cast<int64_t>(s.max_operations_in_flight), 1, 10'000'000));
 
+  const std::string hg = hedging;
+  auto& he = s.hedging;
+  he.enabled = rd.boolean(hg + ".enabled", he.enabled);
+  auto threshold = rd.duration(hg + ".threshold", milliseconds{0},
+                               milliseconds{0}, seconds{3600});
+  if (threshold.count() > 0) he.threshold = threshold;
+  he.step = rd.duration(hg + ".step", he.step, milliseconds{1}, seconds{3600});
+  auto mode = rd.text(hg + ".mode", "static");
+  if (mode == "adaptive")
+    he.mode = hedge_threshold_mode::adaptive;
+  else if (mode != "static")
+    rd.fail(hg + ".mode", quote(mode), "expected static or adaptive");
+  he.budget.share =
+      static_cast<double>(rd.integer(hg + ".budget-percent", 10, 0, 100)) /
+      100.0;
+  for (const auto& problem : he.validate())
+    out.errors.push_back(problem);
+
   auto& hp = s.http;
   hp.max_connections_per_endpoint = static_cast<size_t>(rd.integer(
       h + ".max-connections-per-endpoint",
@@ -555,6 +583,8 @@ std::vector<std::string> check_settings(const settings& s) {
     if ((s.http.ladders.*lk.member).empty())
       out.errors.push_back(std::string{http} + "." + lk.name +
                            " = []: a ladder needs at least one step");
+  for (const auto& problem : s.hedging.validate())
+    out.errors.push_back(problem);
   if (s.max_operations_in_flight == 0)
     out.errors.push_back(g + ".max-operations-in-flight = 0: the engine "
                              "would refuse every request; at least 1");

@@ -74,6 +74,19 @@ std::string render(const settings& s) {
     << "ladder-partition-failover=" << ladder(s.http.ladders.partition_failover)
     << "\n"
     << "ladder-no-retry=" << ladder(s.http.ladders.no_retry) << "\n";
+  const auto& he = s.hedging;
+  o << "\n[georoute.hedging]\n"
+    << "enabled=" << (he.enabled ? "true" : "false") << "\n"
+    << "threshold="
+    << format_duration(he.threshold ? *he.threshold
+                                    : std::chrono::milliseconds{0})
+    << "\n"
+    << "step=" << format_duration(he.step) << "\n"
+    << "mode=\""
+    << (he.mode == hedge_threshold_mode::adaptive ? "adaptive" : "static")
+    << "\"\n"
+    << "budget-percent=" << static_cast<int64_t>(he.budget.share * 100.0 + 0.5)
+    << "\n";
   return o.str();
 }
 

@@ -7,6 +7,7 @@
 // Every default lives here, in-class, and is documented; config/georoute.ini
 // repeats them with the reason for each.
 
+#include "actors/policy/hedging.hpp"
 #include "actors/policy/timeout_ladder.hpp"
 
 #include <chrono>
@@ -129,6 +130,9 @@ struct settings {
   /// Data-plane operations the request router holds at once; a request
   /// beyond it is refused at once with errc::overloaded.
   size_t max_operations_in_flight = 10000;
+  /// Cross-region hedging of reads ([georoute.hedging]); the defaults are
+  /// documented on `hedging_options`.
+  hedging_options hedging;
 };
 
 /// Bounds of the metadata hard deadline.

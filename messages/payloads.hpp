@@ -118,6 +118,11 @@ struct request_options {
   /// flight finishes, and a failover it triggered completes). 0: the
   /// configured `georoute.operation-budget`.
   std::chrono::milliseconds budget{0};
+  /// Cross-region hedging of this read: -1 the engine's setting
+  /// (`georoute.hedging.enabled`), 0 off, 1 on.
+  int8_t hedge = -1;
+  /// When the first hedge starts; 0: the engine's threshold.
+  std::chrono::milliseconds hedge_threshold{0};
 };
 
 /// A data-plane request for the request router.
@@ -147,6 +152,11 @@ struct attempt_record {
   int64_t started_us = 0;   ///< since the operation started
   int64_t elapsed_us = 0;
   double request_charge = 0;
+  /// The hedge arm that sent it: 0 the primary (with its retries), 1.. a
+  /// hedge to another region.
+  uint32_t arm = 0;
+  /// Its answer became the operation's.
+  bool winner = false;
 };
 
 /// What happened to one operation: every attempt in order.
@@ -157,6 +167,13 @@ struct diagnostics {
   std::string collection_rid;
   std::string range_id;
   uint32_t metadata_refreshes = 0; ///< collection or routing-map refreshes
+  /// Hedges sent (arms after the primary) and what their answers were
+  /// charged (also when they lost); `request_charge` includes it.
+  uint32_t hedges = 0;
+  double hedge_charge = 0;
+  /// Arms still in flight when the operation ended: their answers are
+  /// dropped, but still mark regions.
+  uint32_t abandoned_arms = 0;
 };
 
 /// The answer to a data request.
@@ -167,7 +184,10 @@ struct data_response {
   /// The session token the response carried ("rangeId:token").
   std::string session_token;
   std::string continuation; ///< queries: more pages when non-empty
+  /// Every attempt's charge (the winner's, retries' and hedges'); the
+  /// hedges' part alone is `hedge_charge`.
   double request_charge = 0;
+  double hedge_charge = 0;
   diagnostics diag;
 };
 
@@ -253,6 +273,14 @@ struct router_stats {
   /// pending for them (one, unless a shorter budget arrived after a longer).
   uint64_t deadlines_tracked = 0;
   uint64_t deadline_timers_pending = 0;
+  /// Hedging: arms sent after the primary, arms whose answer won, hedges
+  /// the budget refused, the RU the hedges' answers were charged, and
+  /// answers that came after their operation ended (they still mark).
+  uint64_t hedges_started = 0;
+  uint64_t hedges_won = 0;
+  uint64_t hedges_refused = 0;
+  double hedge_charge = 0;
+  uint64_t late_answers = 0;
 };
 
 /// Counters of the collection cache. Every request counts once in exactly
@@ -328,7 +356,7 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, request_options& x) {
   return f(x.partition_key_json, x.excluded_regions, x.consistency_level,
            x.session_token, x.max_item_count, x.continuation, x.if_match,
-           x.if_none_match, x.budget);
+           x.if_none_match, x.budget, x.hedge, x.hedge_threshold);
 }
 
 template <class Inspector>
@@ -339,19 +367,21 @@ typename Inspector::result_type inspect(Inspector& f, data_request& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, attempt_record& x) {
   return f(x.region, x.endpoint, x.status, x.substatus, x.failure,
-           x.retry_reason, x.started_us, x.elapsed_us, x.request_charge);
+           x.retry_reason, x.started_us, x.elapsed_us, x.request_charge, x.arm,
+           x.winner);
 }
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, diagnostics& x) {
   return f(x.attempts, x.request_charge, x.total_us, x.collection_rid,
-           x.range_id, x.metadata_refreshes);
+           x.range_id, x.metadata_refreshes, x.hedges, x.hedge_charge,
+           x.abandoned_arms);
 }
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, data_response& x) {
   return f(x.status, x.body, x.etag, x.session_token, x.continuation,
-           x.request_charge, x.diag);
+           x.request_charge, x.hedge_charge, x.diag);
 }
 
 template <class Inspector>
@@ -388,7 +418,8 @@ typename Inspector::result_type inspect(Inspector& f, router_stats& x) {
            x.failover_decisions, x.failover_decisions_completed,
            x.decisions_after_budget, x.marks, x.refreshes, x.metadata_refreshes,
            x.live, x.rejected_overloaded, x.deadlines_tracked,
-           x.deadline_timers_pending);
+           x.deadline_timers_pending, x.hedges_started, x.hedges_won,
+           x.hedges_refused, x.hedge_charge, x.late_answers);
 }
 
 template <class Inspector>

@@ -113,6 +113,7 @@ loop_step attempt_loop::on_result(const attempt_result& r,
     step.next = loop_next::attempt;
     step.delay = ladder.delay;
     step.reason = "attempt timed out: next ladder step";
+    step.ladder_climb = true;
     return step;
   }
   ladder_step_ = 0;

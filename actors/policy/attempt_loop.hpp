@@ -144,6 +144,8 @@ struct loop_step {
   std::string reason;
   /// The retry policy declined to retry (counted by the retry actor).
   bool policy_refused = false;
+  /// The next attempt is the ladder's next step on the same endpoint.
+  bool ladder_climb = false;
 };
 
 /// One operation's loop. Not thread-safe; one actor owns it.

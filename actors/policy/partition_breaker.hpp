@@ -75,6 +75,7 @@
 // Region names are compared ignoring ASCII case, like the location table;
 // collection rids and range ids exactly. Not thread-safe: one actor owns it.
 
+#include "actors/policy/hedging.hpp"
 #include "actors/policy/location_table.hpp"
 #include "actors/policy/result.hpp"
 
@@ -93,12 +94,9 @@ namespace georoute {
 
 // -- which outcomes count ----------------------------------------------------
 
-/// How an attempt ended below HTTP.
-enum class transport_failure_kind : uint8_t {
-  none,       ///< an HTTP response arrived: its status decides
-  connection, ///< no usable response: refused, reset, DNS, TLS, protocol
-  timeout,    ///< the attempt's deadline expired
-};
+/// How an attempt ended below HTTP: the same three kinds hedging sorts by
+/// (none, connection, timeout).
+using transport_failure_kind = transport_fault;
 
 /// What one attempt says about a (range, region) pair.
 enum class breaker_signal : uint8_t {

@@ -420,3 +420,39 @@ TEST(CheckSettings, HandBuiltSettings_LoadRulesOneLineEach) {
     EXPECT_EQ(problems[0].find("not base64 !"), std::string::npos);
   }
 }
+
+namespace {
+
+TEST(Config, Hedging_DefaultsAndKeys) {
+  auto d = load("");
+  ASSERT_TRUE(d.ok()) << all_errors(d);
+  EXPECT_TRUE(d.values.hedging.enabled);
+  EXPECT_FALSE(d.values.hedging.threshold);
+  EXPECT_EQ(d.values.hedging.step, std::chrono::milliseconds{500});
+  EXPECT_EQ(d.values.hedging.mode,
+            georoute::hedge_threshold_mode::static_threshold);
+  auto r = load("[georoute.hedging]\nenabled=false\nthreshold=250ms\n"
+                "step=100ms\nmode=\"adaptive\"\nbudget-percent=5\n");
+  ASSERT_TRUE(r.ok()) << all_errors(r);
+  EXPECT_FALSE(r.values.hedging.enabled);
+  ASSERT_TRUE(r.values.hedging.threshold);
+  EXPECT_EQ(*r.values.hedging.threshold, std::chrono::milliseconds{250});
+  EXPECT_EQ(r.values.hedging.step, std::chrono::milliseconds{100});
+  EXPECT_EQ(r.values.hedging.mode, georoute::hedge_threshold_mode::adaptive);
+  EXPECT_DOUBLE_EQ(r.values.hedging.budget.share, 0.05);
+}
+
+TEST(Config, Hedging_BadValues_NameTheKey) {
+  for (auto [ini, key] : std::vector<std::pair<std::string, std::string>>{
+           {"[georoute.hedging]\nmode=\"sometimes\"\n",
+            "georoute.hedging.mode"},
+           {"[georoute.hedging]\nbudget-percent=101\n",
+            "georoute.hedging.budget-percent"},
+           {"[georoute.hedging]\nstep=0s\n", "georoute.hedging.step"}}) {
+    auto r = load(ini);
+    ASSERT_FALSE(r.ok()) << ini;
+    EXPECT_NE(all_errors(r).find(key), std::string::npos) << all_errors(r);
+  }
+}
+
+} // namespace

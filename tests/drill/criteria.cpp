@@ -26,7 +26,8 @@ int64_t write_silence_ms(const config::settings& s) {
 
 bool timed_out_in_engine(const op_record& op) {
   return op.result == op_result::failure &&
-         op.error.find("timeout") != std::string::npos;
+         (op.error.find("timeout") != std::string::npos ||
+          op.error.find("may have been applied") != std::string::npos);
 }
 
 std::string region_list(const std::map<std::string, uint64_t>& m) {
@@ -95,8 +96,9 @@ void allow_ambiguous_writes(scenario_run& run, scenario_report& out,
 void allow_ambiguous_writes_during(
     scenario_run& run, scenario_report& out,
     const std::vector<std::pair<int64_t, int64_t>>& silent) {
-  exclude_timed_out_writes(run, out, silent,
-                           "timed-out writes all started while a region hung");
+  exclude_timed_out_writes(
+      run, out, silent,
+      "timed-out writes all started while a region hung or reset");
 }
 
 } // namespace georoute::drill

@@ -32,7 +32,9 @@ int64_t read_silence_ms(const config::settings& s);
 /// are not retried).
 int64_t write_silence_ms(const config::settings& s);
 
-/// A failure because an attempt timed out inside the engine.
+/// A failure because an attempt timed out inside the engine, or lost its
+/// connection after the request went out: a write that may have been
+/// applied, and is therefore not retried.
 bool timed_out_in_engine(const op_record& op);
 
 /// "West US 12, East US 3", or "none".

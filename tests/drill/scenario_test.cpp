@@ -118,7 +118,9 @@ TEST(DrillSoak, UnderCpuHog_MemoryNoLossAndVerificationHold) {
   EXPECT_TRUE(judged("acknowledged writes lost = 0"));
   EXPECT_TRUE(judged("every acknowledged write verified"));
   EXPECT_TRUE(judged("every operation ends by its caller's deadline"));
-  if (!instrumented) EXPECT_TRUE(judged("resident memory flat"));
+  if (!instrumented) {
+    EXPECT_TRUE(judged("resident memory flat"));
+  }
   EXPECT_FALSE(judged("user-visible failures = 0"))
       << "under --cpu-hog failures are reported, not judged";
 }

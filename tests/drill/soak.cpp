@@ -81,7 +81,8 @@ void soak(scenario_run& run, scenario_report& out, uint64_t seed) {
   };
   std::vector<std::string> live_ranges{"0", "1"};
   int splits = 0;
-  // Hangs: writes in flight to the region may time out.
+  // Hangs and resets: writes in flight to the region may time out or lose
+  // their connection after being sent.
   std::vector<std::pair<int64_t, int64_t>> silent;
   auto end_ms = run.at_ms(1.0);
   auto& emu = run.emu();
@@ -118,7 +119,10 @@ void soak(scenario_run& run, scenario_report& out, uint64_t seed) {
       set_state(region_state::offline_refuse, "refuses connections");
       break;
     case 2:
+      // A write the region read before resetting may have been applied:
+      // like a hang's, it is not retried.
       set_state(region_state::offline_reset, "resets connections");
+      silent.emplace_back(run.now_ms(), -1);
       break;
     case 3:
       add_status(503, -1, 0.5, "answers half its requests 503");

@@ -234,7 +234,11 @@ TEST_F(DataPlane, Throttled_429_BacksOffAndSucceeds) {
   f.retry_after_ms = 50;
   f.count = 2;
   emu->control().add_fault(f);
-  auto r = route(point(data_op::read, "doc1"));
+  // Not hedged: the back-off in place is what is tested (hedged, a plain 429
+  // waits for the threshold and the hedge may answer first).
+  auto req = point(data_op::read, "doc1");
+  req.options.hedge = 0;
+  auto r = route(req);
   ASSERT_TRUE(r) << sys->render(r.error());
   EXPECT_EQ(
       regions_of(r->diag),
@@ -316,8 +320,11 @@ TEST_F(DataPlane, OperationBudget_NoNewAttemptOnceSpent) {
 TEST_F(DataPlane, CallerTimesOutDuringFailover_RegionIsMarked_NextAvoidsIt) {
   create("doc1");
   ASSERT_TRUE(emu->set_region_state("West US", emulator::region_state::hang));
-  // The caller gives up after 100 ms, inside West's first ladder step.
-  auto r = route(point(data_op::read, "doc1"), 100ms);
+  // The caller gives up after 100 ms, inside West's first ladder step (not
+  // hedged: a hedge to East would answer it before then).
+  auto first = point(data_op::read, "doc1");
+  first.options.hedge = 0;
+  auto r = route(first, 100ms);
   ASSERT_FALSE(r);
   EXPECT_EQ(r.error(), caf::sec::request_timeout);
   // The router's decision runs anyway: West stays silent through its

@@ -19,8 +19,8 @@ TEST_F(Engine, Start_SpawnsTheGraph_AndServes) {
   auto c = read_collection();
   ASSERT_TRUE(c) << sys->render(c.error());
   EXPECT_EQ(c->id, "c");
-  auto r = ask<resolution>(eng->locations(), 5s, resolve_atom_v,
-                           resolve_input{});
+  auto r =
+      ask<resolution>(eng->locations(), 5s, resolve_atom_v, resolve_input{});
   ASSERT_TRUE(r);
   EXPECT_EQ(r->region, "West US");
   EXPECT_TRUE(eng->running());

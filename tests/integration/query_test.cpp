@@ -26,11 +26,12 @@ protected:
       r.op = data_op::create;
       r.collection_link = "dbs/d/colls/c";
       auto pk = "p" + std::to_string(i % 10);
-      r.body = nlohmann::json{{"id", "d" + std::to_string(i)},
-                              {"pk", pk},
-                              {"n", (i * 7) % doc_count},
-                              {"g", i % 3}}
-                   .dump();
+      r.body = nlohmann::json{
+          {"id", "d" + std::to_string(i)},
+          {"pk", pk},
+          {"n", (i * 7) % doc_count},
+          {"g",
+           i % 3}}.dump();
       r.options.partition_key_json = "[\"" + pk + "\"]";
       auto c = ask<data_response>(eng->router(), 10s, route_atom_v, r);
       ASSERT_TRUE(c) << sys->render(c.error());
@@ -47,8 +48,7 @@ protected:
     r.body = nlohmann::json{{"query", query}}.dump();
     r.options.max_item_count = max_items;
     r.options.continuation = std::move(continuation);
-    return ask<data_response>(via ? *via : eng->router(), 20s, route_atom_v,
-                              r);
+    return ask<data_response>(via ? *via : eng->router(), 20s, route_atom_v, r);
   }
 
   // Every result of `query`, page by page; `pages` counts them.

@@ -1,0 +1,135 @@
+// Cross-region hedging of reads against the emulator: a hung primary region
+// costs a read one threshold (the fixture's read ladder is 150 ms, so the
+// default threshold is 75 ms), a fast one is never hedged, a request can
+// turn it off, and the budget bounds it. Diagnostics name every arm.
+
+#include "tests/integration/engine_fixture.hpp"
+
+namespace {
+
+using namespace georoute;
+using namespace georoute::test;
+using namespace std::chrono_literals;
+
+class Hedging : public engine_test {
+protected:
+  std::function<void(config::settings&)> tweak;
+
+  void configure() override {
+    if (tweak) tweak(settings);
+  }
+
+  void restart() {
+    TearDown();
+    start();
+  }
+
+  caf::expected<data_response> route(data_request r,
+                                     caf::timespan timeout = 10s) {
+    return ask<data_response>(eng->router(), timeout, route_atom_v,
+                              std::move(r));
+  }
+
+  router_stats stats() {
+    auto s = ask<router_stats>(eng->router(), 5s, stats_atom_v);
+    EXPECT_TRUE(s);
+    return s ? *s : router_stats{};
+  }
+
+  static std::vector<std::string> arms_of(const diagnostics& d) {
+    std::vector<std::string> out;
+    for (const auto& a : d.attempts)
+      out.push_back("arm " + std::to_string(a.arm) + " " + a.region + " " +
+                    (a.status            ? std::to_string(a.status)
+                     : a.failure.empty() ? "-"
+                                         : a.failure) +
+                    (a.winner ? " winner" : ""));
+    return out;
+  }
+};
+
+TEST_F(Hedging, PrimaryHangs_HedgeInNextRegionWins) {
+  ASSERT_TRUE(route(point(data_op::create, "doc1")));
+  ASSERT_TRUE(emu->set_region_state("West US", emulator::region_state::hang));
+  auto r = route(point(data_op::read, "doc1"));
+  ASSERT_TRUE(r) << sys->render(r.error());
+  // West's attempt was still out when East's answer won.
+  EXPECT_EQ(arms_of(r->diag),
+            (std::vector<std::string>{"arm 0 West US -",
+                                      "arm 1 East US 200 winner"}));
+  EXPECT_EQ(r->diag.hedges, 1u);
+  EXPECT_EQ(r->diag.abandoned_arms, 1u);
+  EXPECT_GT(r->hedge_charge, 0.0);
+  EXPECT_DOUBLE_EQ(r->hedge_charge, r->diag.attempts.back().request_charge);
+  auto s = stats();
+  EXPECT_EQ(s.hedges_started, 1u);
+  EXPECT_EQ(s.hedges_won, 1u);
+  // West's abandoned attempt goes on up its ladder and finds West silent:
+  // West is marked, as without hedging, and the next read goes to East
+  // without waiting for a hedge.
+  wait_for([&] { return stats().marks >= 1; }, "West to be marked");
+  EXPECT_GE(stats().late_answers, 1u);
+  auto next = route(point(data_op::read, "doc1"));
+  ASSERT_TRUE(next) << sys->render(next.error());
+  EXPECT_EQ(arms_of(next->diag),
+            (std::vector<std::string>{"arm 0 East US 200"}));
+}
+
+TEST_F(Hedging, FastPrimary_NeverHedged) {
+  ASSERT_TRUE(route(point(data_op::create, "doc1")));
+  for (int i = 0; i < 50; ++i) {
+    auto r = route(point(data_op::read, "doc1"));
+    ASSERT_TRUE(r) << sys->render(r.error());
+    EXPECT_EQ(r->diag.hedges, 0u);
+  }
+  EXPECT_EQ(stats().hedges_started, 0u);
+}
+
+TEST_F(Hedging, RequestTurnsItOff_ReadClimbsTheLadder) {
+  ASSERT_TRUE(route(point(data_op::create, "doc1")));
+  ASSERT_TRUE(emu->set_region_state("West US", emulator::region_state::hang));
+  auto req = point(data_op::read, "doc1");
+  req.options.hedge = 0;
+  auto r = route(req);
+  ASSERT_TRUE(r) << sys->render(r.error());
+  EXPECT_EQ(arms_of(r->diag), (std::vector<std::string>{"arm 0 West US timeout",
+                                                        "arm 0 West US timeout",
+                                                        "arm 0 East US 200"}));
+  EXPECT_EQ(stats().hedges_started, 0u);
+}
+
+TEST_F(Hedging, Writes_NeverHedged) {
+  ASSERT_TRUE(emu->set_region_state("West US", emulator::region_state::hang));
+  auto r = route(point(data_op::create, "doc2"));
+  ASSERT_FALSE(r); // a single-write account: the create waited on West
+  EXPECT_EQ(stats().hedges_started, 0u);
+}
+
+TEST_F(Hedging, BudgetRefuses_NoHedge) {
+  tweak = [](config::settings& s) {
+    s.hedging.budget.share = 0;
+    s.hedging.budget.min_allowance = 0;
+  };
+  restart();
+  ASSERT_TRUE(route(point(data_op::create, "doc1")));
+  ASSERT_TRUE(emu->set_region_state("West US", emulator::region_state::hang));
+  auto r = route(point(data_op::read, "doc1"));
+  ASSERT_TRUE(r) << sys->render(r.error());
+  EXPECT_EQ(r->diag.hedges, 0u);
+  auto s = stats();
+  EXPECT_EQ(s.hedges_started, 0u);
+  EXPECT_GE(s.hedges_refused, 1u);
+}
+
+TEST_F(Hedging, DisabledInSettings_NoHedge) {
+  tweak = [](config::settings& s) { s.hedging.enabled = false; };
+  restart();
+  ASSERT_TRUE(route(point(data_op::create, "doc1")));
+  ASSERT_TRUE(emu->set_region_state("West US", emulator::region_state::hang));
+  auto r = route(point(data_op::read, "doc1"));
+  ASSERT_TRUE(r) << sys->render(r.error());
+  EXPECT_EQ(r->diag.hedges, 0u);
+  EXPECT_EQ(stats().hedges_started, 0u);
+}
+
+} // namespace
