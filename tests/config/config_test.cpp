@@ -426,15 +426,15 @@ namespace {
 TEST(Config, Hedging_DefaultsAndKeys) {
   auto d = load("");
   ASSERT_TRUE(d.ok()) << all_errors(d);
-  EXPECT_TRUE(d.values.hedging.enabled);
+  EXPECT_FALSE(d.values.hedging.enabled);
   EXPECT_FALSE(d.values.hedging.threshold);
   EXPECT_EQ(d.values.hedging.step, std::chrono::milliseconds{500});
   EXPECT_EQ(d.values.hedging.mode,
             georoute::hedge_threshold_mode::static_threshold);
-  auto r = load("[georoute.hedging]\nenabled=false\nthreshold=250ms\n"
+  auto r = load("[georoute.hedging]\nenabled=true\nthreshold=250ms\n"
                 "step=100ms\nmode=\"adaptive\"\nbudget-percent=5\n");
   ASSERT_TRUE(r.ok()) << all_errors(r);
-  EXPECT_FALSE(r.values.hedging.enabled);
+  EXPECT_TRUE(r.values.hedging.enabled);
   ASSERT_TRUE(r.values.hedging.threshold);
   EXPECT_EQ(*r.values.hedging.threshold, std::chrono::milliseconds{250});
   EXPECT_EQ(r.values.hedging.step, std::chrono::milliseconds{100});

@@ -16,6 +16,7 @@ protected:
   std::function<void(config::settings&)> tweak;
 
   void configure() override {
+    settings.hedging.enabled = true; // off by default (README)
     if (tweak) tweak(settings);
   }
 

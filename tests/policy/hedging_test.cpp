@@ -257,9 +257,11 @@ TEST(HedgeRegions, ExcludedDownToOneRegion_NoHedge) {
   hedge_request q;
   q.region_count =
       hedge_regions(t, op_kind::read, {"East US", "North Europe"}, t0).size();
-  EXPECT_EQ(hedge_eligibility(hedging_options{}, q), hedge_skip::single_region);
+  hedging_options on;
+  on.enabled = true;
+  EXPECT_EQ(hedge_eligibility(on, q), hedge_skip::single_region);
   q.region_count = hedge_regions(t, op_kind::read, {"East US"}, t0).size();
-  EXPECT_EQ(hedge_eligibility(hedging_options{}, q), hedge_skip::none);
+  EXPECT_EQ(hedge_eligibility(on, q), hedge_skip::none);
 }
 
 TEST(HedgeRegions, DiscoveryOff_OneRegion) {
@@ -555,7 +557,7 @@ TEST(MetadataHedge, Winner_Table) {
 
 TEST(HedgingOptions, Defaults_DocumentedValues) {
   const hedging_options o;
-  EXPECT_TRUE(o.enabled);
+  EXPECT_FALSE(o.enabled);
   EXPECT_FALSE(o.hedge_writes);
   EXPECT_EQ(o.threshold, std::nullopt);
   EXPECT_EQ(o.step, 500ms);
