@@ -573,6 +573,11 @@ void plan_hedge(self_ptr self, uint64_t id) {
   auto& st = self->state;
   auto& op = st.ops.at(id);
   if (!hedgeable(op) || !st.snap.table()) return;
+  // The cheap check first: with hedging off (the default) a read pays no
+  // region list.
+  bool on = op.req.options.hedge >= 0 ? op.req.options.hedge > 0
+                                      : st.cfg.hedging.enabled;
+  if (!on) return;
   auto now = self->clock().now();
   auto excluded = excluded_for(st, op);
   std::vector<std::string> regions{op.region};
@@ -682,7 +687,9 @@ void record_answer(self_ptr self, data_operation& op, attempt_record& rec,
   rec.elapsed_us = micros(now - sent);
   rec.request_charge = o.request_charge;
   op.diag.request_charge += o.request_charge;
-  if (o.success())
+  // Answer times feed only the adaptive threshold: nothing to do otherwise.
+  const auto& hc = self->state.cfg.hedging;
+  if (o.success() && hc.enabled && hc.mode == hedge_threshold_mode::adaptive)
     self->state.latencies.record(
         rec.region,
         std::chrono::duration_cast<std::chrono::microseconds>(now - sent));
