@@ -46,36 +46,53 @@ void require_failover(scenario_run& run, scenario_report& out, int64_t bound_ms,
 
 namespace {
 
-// Replaces the common failure criterion by one that excludes timed-out
-// writes, and requires each of them to start inside `windows`.
+// Replaces the common failure criterion by one that excludes the writes
+// `ambiguous` picks (answered "may have been applied"), and requires each
+// of them to be `explained` by the fault script.
+template <class Ambiguous, class Explained>
+void exclude_writes(scenario_run& run, scenario_report& out,
+                    Ambiguous ambiguous_write, Explained explained,
+                    const std::string& kind, const std::string& label,
+                    const std::string& adjective,
+                    const std::string& unexplained_as,
+                    const std::string& requirement) {
+  uint64_t ambiguous = 0, unexplained = 0;
+  for (const auto& op : run.ops())
+    if (op.type == op_type::write && ambiguous_write(op)) {
+      ++ambiguous;
+      if (!explained(op)) ++unexplained;
+    }
+  for (auto& c : out.criteria)
+    if (c.requirement.rfind("user-visible failures = 0", 0) == 0) {
+      auto others = out.total.failures - ambiguous;
+      c.requirement = "user-visible failures = 0, besides " + kind;
+      c.measured = std::to_string(others) + " (+" + std::to_string(ambiguous) +
+                   " " + label + ")";
+      c.passed = others == 0;
+    }
+  run.require(requirement,
+              std::to_string(ambiguous) + " " + adjective + ", " +
+                  std::to_string(unexplained) + " " + unexplained_as,
+              unexplained == 0);
+}
+
+// The common criterion with timed-out writes excluded, each required to
+// start inside `windows` (+0.5 s each side).
 void exclude_timed_out_writes(
     scenario_run& run, scenario_report& out,
     const std::vector<std::pair<int64_t, int64_t>>& windows,
     const std::string& requirement) {
-  uint64_t ambiguous = 0, late = 0;
-  for (const auto& op : run.ops())
-    if (op.type == op_type::write && timed_out_in_engine(op)) {
-      ++ambiguous;
-      auto start = op.start_us / 1000;
-      bool explained =
-          std::any_of(windows.begin(), windows.end(), [&](const auto& w) {
-            return start >= w.first - 500 && start <= w.second + 500;
-          });
-      if (!explained) ++late;
-    }
-  for (auto& c : out.criteria)
-    if (c.requirement == "user-visible failures = 0") {
-      auto others = out.total.failures - ambiguous;
-      c.requirement =
-          "user-visible failures = 0, besides writes that timed out in flight";
-      c.measured = std::to_string(others) + " (+" + std::to_string(ambiguous) +
-                   " timed-out writes)";
-      c.passed = others == 0;
-    }
-  run.require(requirement,
-              std::to_string(ambiguous) + " timed out, " +
-                  std::to_string(late) + " started outside",
-              late == 0);
+  exclude_writes(
+      run, out, timed_out_in_engine,
+      [&](const op_record& op) {
+        auto start = op.start_us / 1000;
+        return std::any_of(windows.begin(), windows.end(), [&](const auto& w) {
+          return start >= w.first - 500 && start <= w.second + 500;
+        });
+      },
+      "writes that timed out in flight", "timed-out writes", "timed out",
+      "started outside",
+      requirement);
 }
 
 } // namespace
@@ -99,6 +116,28 @@ void allow_ambiguous_writes_during(
   exclude_timed_out_writes(
       run, out, silent,
       "timed-out writes all started while a region hung or reset");
+}
+
+void allow_writes_cut_at(scenario_run& run, scenario_report& out,
+                         const std::vector<int64_t>& cut_at) {
+  exclude_writes(
+      run, out,
+      [](const op_record& op) {
+        return op.result == op_result::failure &&
+               op.error.find("may have been applied") != std::string::npos &&
+               op.error.find("timeout") == std::string::npos;
+      },
+      [&](const op_record& op) {
+        auto start = op.start_us / 1000, end = op.end_us / 1000;
+        return std::any_of(cut_at.begin(), cut_at.end(), [&](int64_t t) {
+          return start <= t + 500 && end >= t - 500;
+        });
+      },
+      "writes whose connection the fault cut after they were sent",
+      "cut writes", "cut",
+      "not in flight at the cut",
+      "writes cut after they were sent were all in flight when a region "
+      "dropped its connections (+-0.5 s)");
 }
 
 } // namespace georoute::drill

@@ -93,6 +93,14 @@ void allow_ambiguous_writes_during(
     scenario_run& run, scenario_report& out,
     const std::vector<std::pair<int64_t, int64_t>>& silent);
 
+/// A region that starts refusing connections closes the ones it has: a
+/// write sent on one just before gets "connection lost after the write was
+/// sent" (it may have been applied, so it is not resent). Such writes are
+/// reported on their own and excluded, provided each was in flight (+-0.5 s)
+/// at an instant in `cut_at`. Timeouts are not excused by this.
+void allow_writes_cut_at(scenario_run& run, scenario_report& out,
+                         const std::vector<int64_t>& cut_at);
+
 /// The soak (soak.cpp).
 void soak(scenario_run& run, scenario_report& out, uint64_t seed);
 

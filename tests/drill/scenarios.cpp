@@ -52,6 +52,7 @@ void s1(scenario_run& run, scenario_report& out, region_state how) {
     require_failover(run, out, ms_of(s.retry.failover_retry_interval) + 1500,
                      "a refused connection fails over after the failover "
                      "retry interval");
+    allow_writes_cut_at(run, out, {fault_ms});
   }
   // While it is down (after the failover), nothing succeeds there.
   auto settle = out.failover_at_ms.value_or(back_ms);
@@ -215,6 +216,7 @@ void s4(scenario_run& run, scenario_report& out) {
                    "writes wait for the service failover " +
                        secs(switch_ms - down_ms) +
                        " after the outage, then one retry interval");
+  allow_writes_cut_at(run, out, {down_ms});
   // Reads never wait for the account: they fail over at once.
   auto site0_reads = served(run.ops(), [&](const op_record& op) {
     return op.type == op_type::read && op.site == 0 &&
