@@ -334,6 +334,17 @@ void georoute_config::check_raw_file(const std::string& text,
     check_section(*section, general, out);
 }
 
+// By its full name, "georoute.hedging.enabled": the category is everything
+// before the last dot.
+const caf::config_option*
+georoute_config::option_named(const std::string& name) const {
+  auto dot = name.rfind('.');
+  if (dot == std::string::npos) return nullptr;
+  return custom_options_.qualified_name_lookup(
+      caf::string_view{name.data(), dot},
+      caf::string_view{name.data() + dot + 1, name.size() - dot - 1});
+}
+
 load_result georoute_config::load(std::vector<std::string> args,
                                   const env_lookup& env,
                                   std::optional<std::string> ini_text) {
@@ -342,12 +353,36 @@ load_result georoute_config::load(std::vector<std::string> args,
   std::string file_arg;
   bool explicit_file = false;
   string_list rest;
+  std::vector<std::pair<std::string, bool>> bool_args;
+  // "--name=value" for a boolean option: (name, the value if it is true or
+  // false); nullopt for anything else.
+  auto bool_assignment = [this](const std::string& a)
+      -> std::optional<std::pair<std::string, std::optional<bool>>> {
+    auto eq = a.find('=');
+    if (a.rfind("--", 0) != 0 || eq == std::string::npos) return std::nullopt;
+    auto name = a.substr(2, eq - 2);
+    auto opt = option_named(name);
+    if (!opt || !opt->is_flag()) return std::nullopt;
+    auto v = a.substr(eq + 1);
+    std::optional<bool> value;
+    if (v == "true") value = true;
+    if (v == "false") value = false;
+    return std::make_pair(name, value);
+  };
   for (auto& a : args) {
     if (a == "--dump-config") {
       dump_config_requested = true;
     } else if (a.rfind("--config-file=", 0) == 0) {
       file_arg = a.substr(14);
       explicit_file = true;
+    } else if (auto flag = bool_assignment(a)) {
+      // CAF takes a boolean option only as a bare flag (--x, meaning true):
+      // --x=true and --x=false are set after parsing instead.
+      if (!flag->second) {
+        out.errors.push_back(a + ": expected true or false");
+        return out;
+      }
+      bool_args.emplace_back(flag->first, *flag->second);
     } else {
       rest.push_back(std::move(a));
     }
@@ -378,7 +413,7 @@ load_result georoute_config::load(std::vector<std::string> args,
       if (line.find(a) != std::string::npos) arg = a;
     if (!arg.empty()) {
       auto name = arg.substr(2, arg.find('=') - 2);
-      auto opt = custom_options_.qualified_name_lookup(name);
+      auto opt = option_named(name);
       line = arg + ": " +
              (opt ? "expected " + describe_type(opt->type_name())
                   : std::string{"unknown option"});
@@ -388,6 +423,8 @@ load_result georoute_config::load(std::vector<std::string> args,
     return out;
   }
   if (cli_helptext_printed || !out.errors.empty()) return out;
+  for (const auto& [name, value] : bool_args)
+    caf::put(content, name, value);
 
   const auto& content = caf::content(*this);
   reader rd(content, out);

@@ -67,6 +67,7 @@ public:
   std::string config_file_used;
 
 private:
+  const caf::config_option* option_named(const std::string& name) const;
   void check_raw_file(const std::string& text, load_result& out);
   void check_section(const caf::settings& section, const std::string& prefix,
                      load_result& out);

@@ -163,6 +163,9 @@ std::vector<std::string> hedge_regions(const location_table& table, op_kind op,
                                        policy_time now) {
   std::vector<std::string> out;
   for (const auto& endpoint : table.applicable_endpoints(op, excluded, now)) {
+    // A marked region is known bad: a hedge there would only add load and
+    // wait (the table lists it last, as a fallback for plain retries).
+    if (table.is_unavailable(endpoint, op, now)) continue;
     auto region = table.region_of(endpoint);
     if (!region.empty() && !contains_region(out, region))
       out.push_back(std::move(region));

@@ -251,10 +251,10 @@ hedge_skip hedge_eligibility(const hedging_options& options,
                              const hedge_request& request);
 
 /// The regions of the arms: the request's applicable endpoints (after
-/// exclusions; without exclusions availability-ordered, marked regions
-/// last) mapped to their regions, without duplicates or unnamed endpoints.
-/// When exclusions leave nothing, the table's fallback is one region: no
-/// hedging.
+/// exclusions) mapped to their regions, without duplicates or unnamed
+/// endpoints, and without regions marked unavailable for `op` (no arm goes
+/// where the engine already knows it waits). When exclusions or marks
+/// leave one region or none, there is no hedging.
 std::vector<std::string> hedge_regions(const location_table& table, op_kind op,
                                        const std::vector<std::string>& excluded,
                                        policy_time now);

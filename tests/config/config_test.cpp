@@ -442,6 +442,27 @@ TEST(Config, Hedging_DefaultsAndKeys) {
   EXPECT_DOUBLE_EQ(r.values.hedging.budget.share, 0.05);
 }
 
+// CAF takes a boolean only as a bare flag; --key=true and --key=false work
+// too, on the command line over the file, and other values are named.
+TEST(Config, BooleanFlags_TakeTrueAndFalseOnTheCommandLine) {
+  auto on = load("", {"--georoute.hedging.enabled=true"});
+  ASSERT_TRUE(on.ok()) << all_errors(on);
+  EXPECT_TRUE(on.values.hedging.enabled);
+  auto bare = load("", {"--georoute.hedging.enabled"});
+  ASSERT_TRUE(bare.ok()) << all_errors(bare);
+  EXPECT_TRUE(bare.values.hedging.enabled);
+  auto off = load("[georoute.hedging]\nenabled=true\n",
+                  {"--georoute.hedging.enabled=false"});
+  ASSERT_TRUE(off.ok()) << all_errors(off);
+  EXPECT_FALSE(off.values.hedging.enabled);
+  auto bad = load("", {"--georoute.hedging.enabled=maybe"});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(all_errors(bad).find("--georoute.hedging.enabled=maybe: expected "
+                                 "true or false"),
+            std::string::npos)
+      << all_errors(bad);
+}
+
 TEST(Config, Hedging_BadValues_NameTheKey) {
   for (auto [ini, key] : std::vector<std::pair<std::string, std::string>>{
            {"[georoute.hedging]\nmode=\"sometimes\"\n",

@@ -312,9 +312,11 @@ void s6(scenario_run& run, scenario_report& out) {
   // no attempt there, and no caller timeout (a timeout here means a request
   // waited for it).
   // The window opens once the dead region's own site has moved (its first
-  // success elsewhere: the mark is in place) and closes before the mark,
-  // placed no later than that, expires.
-  auto moved = out.failover_at_ms.value_or(fault_ms + silence);
+  // success elsewhere) and the engine's shortest failover path has run out
+  // (a hedge can succeed elsewhere before anything marks the region), and
+  // closes before the mark, placed no later than that, expires.
+  auto moved = std::max(out.failover_at_ms.value_or(fault_ms + silence),
+                        fault_ms + silence);
   auto from = moved + 250;
   auto to = moved + ms_of(s.location.unavailable_region_expiry) - 500;
   to = std::min<int64_t>(to, out.duration_ms - run.deadline().count());

@@ -152,9 +152,20 @@ std::string label_of(const caller_setup& cfg, const attempt_record& a) {
 
 void take_diagnostics(const caller_setup& cfg, const diagnostics& d,
                       op_record& r) {
-  for (const auto& a : d.attempts)
+  const attempt_record* winner = nullptr;
+  for (const auto& a : d.attempts) {
     r.attempted.push_back(label_of(cfg, a));
-  if (!r.attempted.empty()) r.region = r.attempted.back();
+    if (a.arm > 0) r.hedged = true;
+    if (a.winner) winner = &a;
+  }
+  // With hedging the last attempt listed may be a losing arm: the winner
+  // served the operation.
+  if (winner) {
+    r.region = label_of(cfg, *winner);
+    r.hedge_won = winner->arm > 0;
+  } else if (!r.attempted.empty()) {
+    r.region = r.attempted.back();
+  }
 }
 
 // The operation ended: record it, and quit if the caller was told to stop

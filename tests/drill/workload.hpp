@@ -41,6 +41,9 @@ struct op_record {
   /// Every attempt's region, in order (successes and failures; a timed-out
   /// operation's attempts are unknown to its caller).
   std::vector<std::string> attempted;
+  /// A hedge went out (an arm after the primary), and it won.
+  bool hedged = false;
+  bool hedge_won = false;
   std::string error;      ///< failures: the engine's error text
   std::string written_id; ///< writes that succeeded: the document id
   /// Queries that completed: the seed documents returned, duplicates among

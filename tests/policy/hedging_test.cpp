@@ -244,11 +244,15 @@ TEST(HedgeRegions, FromTable_Table) {
   }
 }
 
-TEST(HedgeRegions, MarkedRegion_GoesLast) {
+TEST(HedgeRegions, MarkedRegion_LeftOut) {
   using namespace location_fixture;
   auto t = fixture().with_mark(east, true, false, t0);
   EXPECT_EQ(hedge_regions(t, op_kind::read, {}, t0),
-            (strings{"West US", "North Europe", "East US"}));
+            (strings{"West US", "North Europe"}));
+  // A write mark does not keep reads away.
+  auto w = fixture().with_mark(east, false, true, t0);
+  EXPECT_EQ(hedge_regions(w, op_kind::read, {}, t0),
+            (strings{"East US", "West US", "North Europe"}));
 }
 
 TEST(HedgeRegions, ExcludedDownToOneRegion_NoHedge) {
