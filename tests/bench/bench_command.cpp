@@ -138,6 +138,21 @@ int run_bench_command(std::vector<std::string> args) {
               << "\n";
     return 1;
   }
+  // The same engine with hedging the other way round: what the machinery
+  // costs when nothing is slow, measured side by side.
+  auto alt_d = d;
+  alt_d.hedging = !config::settings{}.hedging.enabled;
+  auto alt = georoute_driver::start(alt_d);
+  if (!alt) {
+    std::cerr << "georoute bench: " << alt.error().what << "\n";
+    return 1;
+  }
+  if (!(*alt)->route_once(read, &err)) {
+    std::cerr << "georoute bench: the first routed read failed (" +
+                     rep.alt_client + "): "
+              << err << "\n";
+    return 1;
+  }
 
   std::unique_ptr<node_peer> peer;
   std::string peer_skip = "skipped (--skip=peer)";
@@ -169,14 +184,16 @@ int run_bench_command(std::vector<std::string> args) {
 
   // Interleaved rounds: every level and client once per round, the client
   // order rotating, so that noise hits all alike.
-  const std::vector<std::string> clients{"raw", "georoute", "peer"};
+  const std::vector<std::string> clients{"raw", "georoute", rep.alt_client,
+                                         "peer"};
   for (int round = 0; round < o.rounds; ++round) {
     for (auto n : o.in_flight) {
       for (size_t c = 0; c < clients.size(); ++c) {
         const auto& client =
             clients[(c + static_cast<size_t>(round)) % clients.size()];
         round_figures f;
-        if (o.skipped(client)) {
+        if (o.skipped(client) ||
+            (client == rep.alt_client && o.skipped("georoute"))) {
           f = skipped_round(client, n, round, "skipped (--skip)");
         } else if (client == "raw") {
           std::unique_ptr<raw_load> load;
@@ -186,11 +203,12 @@ int run_bench_command(std::vector<std::string> args) {
                 load = std::make_unique<raw_load>(*raw_req, n, l);
               },
               [&] { load->stop(); });
-        } else if (client == "georoute") {
+        } else if (client == "georoute" || client == rep.alt_client) {
+          auto& engine = client == "georoute" ? *drv : *alt;
           std::unique_ptr<caller_load> load;
           f = timed_round(
               o, n, em,
-              [&](event_log& l) { load = (*drv)->start_load(read, n, l, 10s); },
+              [&](event_log& l) { load = engine->start_load(read, n, l, 10s); },
               [&] { load->stop(30s); });
         } else {
           f = peer_round(peer.get(), peer_skip, o, n, round);
@@ -229,6 +247,7 @@ int run_bench_command(std::vector<std::string> args) {
   }
   peer.reset();
   drv->reset();
+  alt->reset();
 
   if (!o.skipped("memory") && o.memory_collections > 0) {
     log("memory: " + std::to_string(o.memory_collections) + " collections x " +

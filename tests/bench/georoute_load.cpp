@@ -158,6 +158,7 @@ georoute_driver::start(driver_options opts) {
   s.location.preferred_regions = opts.preferred_regions;
   s.http.max_connections_per_endpoint = opts.connections;
   s.scheduler_threads = opts.scheduler_threads;
+  if (opts.hedging) s.hedging.enabled = *opts.hedging;
   http_port_ptr inner = opts.port;
   if (!inner) {
     transport::http_client_options co;

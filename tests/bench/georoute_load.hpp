@@ -36,6 +36,8 @@ struct driver_options {
   /// The account read waits this long for the global endpoint before it
   /// also asks the regions.
   std::chrono::milliseconds sweep_after{5000};
+  /// Overrides `georoute.hedging.enabled` (unset: the library's default).
+  std::optional<bool> hedging;
 };
 
 /// A running set of callers (see `georoute_driver::start_load`).

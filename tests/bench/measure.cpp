@@ -119,8 +119,14 @@ failover_figures failover_of(const std::vector<op_event>& events,
     if (e.ok && e.start_us >= fault_us && (first_ok < 0 || e.end_us < first_ok))
       first_ok = e.end_us;
   }
-  if (first_ok >= 0)
+  if (first_ok >= 0) {
     f.failover_ms = static_cast<double>(first_ok - fault_us) / 1000.0;
+    for (const auto& e : events)
+      if (e.start_us >= first_ok && e.start_us <= restore_us)
+        f.max_latency_after_failover_ms =
+            std::max(f.max_latency_after_failover_ms,
+                     static_cast<double>(e.end_us - e.start_us) / 1000.0);
+  }
   return f;
 }
 

@@ -100,6 +100,9 @@ struct failover_figures {
   double max_latency_ms = 0;
   /// Operations that ended after the fault and took longer than 100 ms.
   uint64_t slow = 0;
+  /// The slowest operation that started at or after the failover instant
+  /// (with hedging: after the first hedge won); -1 when there was none.
+  double max_latency_after_failover_ms = -1;
   std::string skipped;
   std::string note;
 };

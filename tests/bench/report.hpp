@@ -31,6 +31,9 @@ struct ratio_row {
   /// CPU per read of georoute minus raw's, in microseconds.
   double cpu_us_over_raw = 0;
   double peer_cpu_over_georoute = -1; ///< CPU per read, peer / georoute
+  /// Throughput with hedging on / with it off (nothing slow: the cost of
+  /// the machinery); -1 when unknown.
+  double hedging_on_over_off = -1;
 };
 
 /// One target of issue 10 and whether this run reached it.
@@ -39,6 +42,10 @@ struct target_row {
   std::string measured;
   std::string verdict; ///< "reached", "missed", "not measured"
 };
+
+/// "georoute-hedging-off" when the library hedges by default, else
+/// "georoute-hedging-on".
+std::string alt_client_name();
 
 struct report {
   std::string command;
@@ -53,6 +60,9 @@ struct report {
   bool has_memory = false;
   memory_figures memory;
   double total_seconds = 0;
+  /// The georoute client with hedging the other way round from the
+  /// library's default ("georoute" runs the default).
+  std::string alt_client = alt_client_name();
 
   // Filled by summarize().
   std::vector<summary_row> summary;

@@ -21,8 +21,8 @@ function(expect_positive what)
 endfunction()
 
 string(JSON n LENGTH "${doc}" summary)
-if(NOT n EQUAL 6) # 2 levels x raw, georoute, peer
-  message(FATAL_ERROR "summary: expected 6 rows, got ${n}")
+if(NOT n EQUAL 8) # 2 levels x raw, georoute, georoute with hedging the other way, peer
+  message(FATAL_ERROR "summary: expected 8 rows, got ${n}")
 endif()
 math(EXPR last "${n} - 1")
 foreach(i RANGE ${last})
@@ -39,6 +39,7 @@ foreach(i RANGE ${last})
   expect_positive("summary ${i} (${client}) CPU" summary ${i} cpu_seconds_per_1k)
 endforeach()
 expect_positive("georoute/raw at 4" ratios 1 georoute_over_raw)
+expect_positive("hedging on / off at 4" ratios 1 hedging_on_over_off)
 
 string(JSON n LENGTH "${doc}" failover)
 if(NOT n EQUAL 6)

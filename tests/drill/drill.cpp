@@ -279,7 +279,13 @@ int run_drill_command(std::vector<std::string> args) {
     }
   };
   auto started = utc_now();
-  auto report = run_drill(opts, loaded.values, progress);
+  // The grey scenarios run with the user's flags alone: the library's own
+  // defaults, not the drill's compressed ones.
+  config::georoute_config library_cfg;
+  register_types(library_cfg);
+  auto library =
+      library_cfg.load(parsed->config_args, config::process_environment());
+  auto report = run_drill(opts, loaded.values, library.values, progress);
   if (open_line) std::cerr << "\r\033[K" << std::flush;
   report.started_utc = started;
   for (const auto& d : config_args) {

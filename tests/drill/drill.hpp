@@ -72,9 +72,12 @@ using progress_fn =
     std::function<void(const std::string& line, bool milestone)>;
 
 /// Runs the selected scenarios with the engine settings `engine` (the
-/// account endpoint and key are replaced by the emulator's).
+/// account endpoint and key are replaced by the emulator's); the grey
+/// scenarios (G*) run with `library`, the same flags without the drill's
+/// time compression.
 drill_report run_drill(const drill_options& opts,
                        const config::settings& engine,
+                       const config::settings& library,
                        const progress_fn& progress);
 
 /// `georoute drill`: parses, validates the configuration the same way as

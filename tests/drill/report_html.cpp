@@ -132,6 +132,14 @@ const outcome outcomes[] = {{"success", "success", "#64b5f6"},
                             {"failure", "user-visible failure", "#d32f2f"},
                             {"timeout", "caller timeout", "#616161"}};
 
+/// Hedged operations, stacked the same way (their own row, shown only when
+/// a scenario hedged at all); engine events of the breaker likewise.
+const outcome hedge_outcomes[] = {
+    {"hedge_won", "hedged, a hedge won", "#00897b"},
+    {"hedged", "hedged, the primary won", "#80cbc4"},
+    {"breaker_opened", "breaker opened", "#ef6c00"},
+    {"breaker_closed", "breaker closed after a probe", "#6a1b9a"}};
+
 constexpr const char* fault_colour = "#455a64";
 constexpr const char* failover_colour = "#1565c0";
 constexpr const char* grid_colour = "#e4e4e4";
@@ -225,6 +233,16 @@ private:
 
   void build_rows(const drill_report& r);
   void build_markers();
+  // Whether the hedging row is drawn: some second has a hedge or a breaker
+  // transition.
+  bool has_hedges() const {
+    for (const auto& b : s_.timeline)
+      for (const auto& o : hedge_outcomes) {
+        auto i = b.callers.find(o.key);
+        if (i != b.callers.end() && i->second > 0) return true;
+      }
+    return false;
+  }
   void draw_row(std::ostringstream& out, std::ostringstream& titles,
                 const row& rw, double top) const;
   double draw_legend(std::ostringstream& out, double top) const;
@@ -299,7 +317,7 @@ void chart::build_rows(const drill_report& r) {
                   statuses_.end());
 
   auto callers_row = [&](const char* subtitle, const char* empty_text,
-                         auto keep) {
+                         auto keep, const auto& kinds) {
     row rw;
     rw.title = "callers";
     rw.subtitle = subtitle;
@@ -309,7 +327,7 @@ void chart::build_rows(const drill_report& r) {
     for (const auto& b : s_.timeline) {
       bar br{b.t_ms, {}};
       uint64_t sum = 0;
-      for (const auto& o : outcomes) {
+      for (const auto& o : kinds) {
         auto i = b.callers.find(o.key);
         if (keep(o) && i != b.callers.end() && i->second > 0) {
           br.stack.push_back({o.key, i->second, o.colour});
@@ -324,10 +342,14 @@ void chart::build_rows(const drill_report& r) {
     rows_.push_back(std::move(rw));
   };
   auto success = [](const outcome& o) { return o.key == outcomes[0].key; };
-  callers_row("successes per second", "no success at all", success);
+  callers_row("successes per second", "no success at all", success,
+              outcomes);
   callers_row("user-visible failures and caller timeouts per second",
               "no failure, no timeout",
-              [&](const outcome& o) { return !success(o); });
+              [&](const outcome& o) { return !success(o); }, outcomes);
+  if (has_hedges())
+    callers_row("hedged operations and breaker transitions per second",
+                "none", [](const outcome&) { return true; }, hedge_outcomes);
 }
 
 void chart::build_markers() {
@@ -431,6 +453,9 @@ double chart::draw_legend(std::ostringstream& out, double top) const {
     item(std::to_string(status), box(status_colour(status)));
   for (const auto& o : outcomes)
     item(std::string("callers: ") + o.label, box(o.colour));
+  if (has_hedges())
+    for (const auto& o : hedge_outcomes)
+      item(o.label, box(o.colour));
   auto line = [](const char* colour, bool dashed) {
     return std::string("<line x1=\"5\" x2=\"5\" y1=\"-1\" y2=\"12\" "
                        "stroke-width=\"2\" stroke=\"") +

@@ -418,6 +418,23 @@ TEST(RenderHtml, Colours_TheScreenshotTestLooksFor) {
   EXPECT_NE(h.find("shape-rendering=\"crispEdges\""), std::string::npos);
 }
 
+// The hedging row appears only when a scenario hedged (or its breaker
+// moved), with its own legend.
+TEST(RenderHtml, HedgeRow_OnlyWhenSomethingWasHedged) {
+  const std::string title =
+      "hedged operations and breaker transitions per second";
+  auto plain = render_html(realistic());
+  EXPECT_EQ(plain.find(title), std::string::npos);
+  auto r = realistic();
+  r.scenarios[0].timeline[16].callers["hedge_won"] = 12;
+  r.scenarios[0].timeline[17].callers["hedged"] = 2;
+  r.scenarios[0].timeline[18].callers["breaker_opened"] = 1;
+  auto h = render_html(r);
+  EXPECT_NE(h.find(title), std::string::npos);
+  EXPECT_NE(h.find("fill=\"#00897b\""), std::string::npos) << "hedge won";
+  EXPECT_NE(h.find("breaker opened"), std::string::npos) << "legend";
+}
+
 TEST(RenderHtmlInChromium, Screenshot_ShowsTheCharts) {
   temp_dir dir;
   ASSERT_FALSE(dir.path().empty()) << "mkdtemp failed";

@@ -411,6 +411,11 @@ void scenario_run::finish() {
       total.refreshes += st->refreshes;
       total.metadata_refreshes += st->metadata_refreshes;
       total.live += st->live;
+      total.hedges_started += st->hedges_started;
+      total.hedges_won += st->hedges_won;
+      total.hedges_refused += st->hedges_refused;
+      total.hedge_charge += st->hedge_charge;
+      total.late_answers += st->late_answers;
       if (st->live > 0 ||
           st->failover_decisions != st->failover_decisions_completed)
         quiet = false;
@@ -535,7 +540,9 @@ void scenario_run::summarize() {
   for (const auto& op : ops_) {
     auto idx = static_cast<size_t>(std::max<int64_t>(op.end_us, 0) / 1000000);
     if (idx >= out_.timeline.size()) idx = out_.timeline.size() - 1;
-    ++out_.timeline[idx].callers[to_string(op.result)];
+    auto& callers = out_.timeline[idx].callers;
+    ++callers[to_string(op.result)];
+    if (op.hedged) ++callers[op.hedge_won ? "hedge_won" : "hedged"];
   }
   for (size_t second = 0; second < folded_.per_second.size(); ++second) {
     if (folded_.per_second[second] == 0) continue;

@@ -2,6 +2,7 @@
 // criteria of its verdict. Times are fractions of the scenario's duration so
 // that a short run (ctest) and the default run follow the same script.
 
+#include "actors/policy/hedging.hpp"
 #include "tests/drill/cpu_hog.hpp"
 #include "tests/drill/criteria.hpp"
 #include "tests/drill/drill.hpp"
@@ -379,12 +380,196 @@ void s7(scenario_run& run, scenario_report&) {
               rs.metadata_refreshes > 0);
 }
 
+// -- grey failures at the library's defaults ----------------------------------
+//
+// These scripts run with the library's own ladders, expiries and hedging
+// (no compression): a region or a range turns grey from 5 s to 35 s of a run
+// of 45 s at least, while the workload runs on a multi-write account.
+
+constexpr int64_t grey_from_ms = 5000;
+constexpr int64_t grey_for_ms = 30000;
+constexpr std::chrono::milliseconds grey_min_duration{45000};
+
+// The p-quantile of `v` (nearest rank, round(p * (n - 1))); 0 when empty.
+int64_t quantile(std::vector<int64_t> v, double p) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  auto i = static_cast<size_t>(p * static_cast<double>(v.size() - 1) + 0.5);
+  return v[std::min(i, v.size() - 1)];
+}
+
+// What every grey scenario requires of the affected site and of hedging.
+void grey_criteria(scenario_run& run, scenario_report& out, int site,
+                   int64_t from, int64_t to) {
+  const auto& s = run.engine_settings();
+  const auto& h = s.hedging;
+  auto threshold =
+      static_hedge_threshold(h, s.http.ladders.partition_failover).count();
+  // The affected site's reads while the region was grey: a caller timeout
+  // counts as its deadline.
+  std::vector<int64_t> lat;
+  for (const auto& op : run.ops()) {
+    if (op.site != site || op.type != op_type::read) continue;
+    auto start = op.start_us / 1000;
+    if (start < from || start > to) continue;
+    lat.push_back(op.result == op_result::timeout
+                      ? run.deadline().count()
+                      : (op.end_us - op.start_us) / 1000);
+  }
+  auto p99 = quantile(lat, 0.99);
+  run.require("site " + std::to_string(site) +
+                  "'s read p99 while grey <= hedge threshold + 200 ms (" +
+                  std::to_string(threshold + 200) + " ms)",
+              std::to_string(p99) + " ms over " + std::to_string(lat.size()) +
+                  " reads (p50 " + std::to_string(quantile(lat, 0.5)) +
+                  " ms, max " + std::to_string(quantile(lat, 1.0)) + " ms)",
+              !lat.empty() && p99 <= threshold + 200);
+  // Outside the fault (before it, and once it has been lifted 2 s) hedges
+  // are rare: the threshold is above a healthy region's tail.
+  uint64_t outside = 0, hedged_outside = 0;
+  std::string first_outside;
+  std::map<int, std::pair<uint64_t, uint64_t>> per_site; // hedged, eligible
+  for (const auto& op : run.ops()) {
+    if (op.type == op_type::write) continue;
+    auto& ps = per_site[op.site];
+    ++ps.second;
+    if (op.hedged) ++ps.first;
+    auto start = op.start_us / 1000;
+    if (start >= from && start <= to + 2000) continue;
+    ++outside;
+    if (!op.hedged) continue;
+    if (hedged_outside++ == 0)
+      first_outside = " (first: a " + std::string{to_string(op.type)} +
+                      " of site " + std::to_string(op.site) + " at +" +
+                      secs(start) + ", served by " + op.region + ")";
+  }
+  run.require("hedged outside the fault < 1 % of reads and queries",
+              std::to_string(hedged_outside) + " of " +
+                  std::to_string(outside) + first_outside,
+              outside > 0 && hedged_outside * 100 < outside);
+  // The budget: a share of the operations over a sliding window, and a few
+  // per window whatever the share. Per site (each engine has its own).
+  auto windows = static_cast<uint64_t>(
+      (out.duration_ms + h.budget.window.count() - 1) /
+      std::max<int64_t>(1, h.budget.window.count()));
+  bool within = true;
+  std::string per;
+  for (const auto& [site_i, ps] : per_site) {
+    auto bound = static_cast<uint64_t>(h.budget.share *
+                                       static_cast<double>(ps.second)) +
+                 h.budget.min_allowance * (windows + 1);
+    within = within && ps.first <= bound;
+    per += (per.empty() ? "" : ", ") + std::string{"site "} +
+           std::to_string(site_i) + " " + std::to_string(ps.first) + " of " +
+           std::to_string(ps.second) + " (bound " + std::to_string(bound) +
+           ")";
+  }
+  run.require("hedges within the budget (" +
+                  std::to_string(static_cast<int>(h.budget.share * 100)) +
+                  " % of reads and queries + " +
+                  std::to_string(h.budget.min_allowance) + " per " +
+                  secs(h.budget.window.count()) + ")",
+              per.empty() ? "no operation" : per, within);
+  // Writes of the affected site while grey: reported (a write is not
+  // hedged by default and waits out its own timeout).
+  uint64_t writes = 0, timeouts = 0;
+  for (const auto& op : run.ops())
+    if (op.site == site && op.type == op_type::write &&
+        op.start_us / 1000 >= from && op.start_us / 1000 <= to) {
+      ++writes;
+      if (op.result == op_result::timeout) ++timeouts;
+    }
+  const auto& rs = run.routers();
+  run.note("site " + std::to_string(site) + " writes while grey: " +
+           std::to_string(writes) + ", caller timeouts " +
+           std::to_string(timeouts) + "; hedges started " +
+           std::to_string(rs.hedges_started) + ", won " +
+           std::to_string(rs.hedges_won) + ", refused by the budget " +
+           std::to_string(rs.hedges_refused) + "; threshold " +
+           std::to_string(threshold) + " ms (" +
+           (h.mode == hedge_threshold_mode::adaptive ? "adaptive ceiling"
+                                                     : "static") +
+           "), hedging " + (h.enabled ? "on" : "off"));
+}
+
+// The common script: the workload, `apply` at 5 s on the second region,
+// `lift` 30 s later, the rest of the run, then the criteria.
+void grey_script(scenario_run& run, scenario_report& out,
+                 const std::string& label,
+                 const std::function<void(const std::string&)>& apply,
+                 const std::function<void(const std::string&)>& lift) {
+  world_options w;
+  w.multi_write = true;
+  if (!run.setup(w)) return;
+  auto region = run.regions()[1];
+  run.start_workload();
+  run.wait_until_ms(grey_from_ms);
+  run.fault(region + " " + label, region, [&] { apply(region); });
+  auto from = out.faults.back().at_ms;
+  run.wait_until_ms(grey_from_ms + grey_for_ms);
+  run.fault(region + " recovers", region, [&] { lift(region); });
+  auto to = out.faults.back().at_ms;
+  run.wait_until(1.0);
+  run.finish();
+  grey_criteria(run, out, 1, from, to);
+  allow_ambiguous_writes_during(run, out, {{from, to}});
+}
+
+void g1_hang(scenario_run& run, scenario_report& out) {
+  grey_script(
+      run, out, "hangs",
+      [&](const std::string& r) {
+        run.emu().set_region_state(r, region_state::hang);
+      },
+      [&](const std::string& r) {
+        run.emu().set_region_state(r, region_state::online);
+      });
+}
+
+void g2_slow(scenario_run& run, scenario_report& out) {
+  grey_script(
+      run, out, "turns slow (+3 s per response)",
+      [&](const std::string& r) { run.emu().set_latency(r, 3000ms, 0ms); },
+      [&](const std::string& r) { run.emu().set_latency(r, 0ms, 0ms); });
+}
+
+void g3_range(scenario_run& run, scenario_report& out) {
+  uint64_t rule = 0;
+  grey_script(
+      run, out, "hangs for range 0 only",
+      [&](const std::string& r) {
+        emulator::fault_rule f;
+        f.region = r;
+        f.collection = "dbs/d/colls/c";
+        f.range_id = "0";
+        f.action = emulator::fault_action::hang;
+        rule = run.emu().control().add_fault(f);
+      },
+      [&](const std::string&) { run.emu().control().remove_fault(rule); });
+}
+
+void g4_flap(scenario_run& run, scenario_report& out) {
+  grey_script(
+      run, out, "flaps (hangs 2 s, serves 3 s)",
+      [&](const std::string& r) {
+        emulator::flap_schedule f;
+        f.down_state = region_state::hang;
+        f.down_for = 2000ms;
+        f.up_for = 3000ms;
+        run.emu().start_flap(r, f);
+      },
+      [&](const std::string& r) { run.emu().stop_flap(r); });
+}
+
 struct scenario_def {
   const char* id;
   const char* title;
   const char* description;
   std::function<void(scenario_run&, scenario_report&)> run;
   bool by_default = true; ///< run when no --scenario names it
+  /// Runs with the library's own settings (no time compression), for
+  /// `grey_min_duration` at least.
+  bool library_defaults = false;
 };
 
 const std::vector<scenario_def>& scenarios() {
@@ -424,6 +609,21 @@ const std::vector<scenario_def>& scenarios() {
        "Two ranges split while reads, writes and cross-partition queries "
        "run: no duplicates, no losses.",
        s7},
+      {"G1", "a region hangs for 30 s (library defaults)",
+       "Multi-write; the second region accepts connections and answers "
+       "nothing for 30 s, with the library's own ladders and hedging.",
+       g1_hang, false, true},
+      {"G2", "a region turns slow, +3 s per response, for 30 s (library "
+             "defaults)",
+       "Multi-write; every answer of the second region comes 3 s late.",
+       g2_slow, false, true},
+      {"G3", "one range hangs in one region for 30 s (library defaults)",
+       "Multi-write; requests for range 0 in the second region are held, "
+       "the rest of the region serves.",
+       g3_range, false, true},
+      {"G4", "a region flaps for 30 s (library defaults)",
+       "Multi-write; the second region hangs 2 s, serves 3 s, and again.",
+       g4_flap, false, true},
       {"KILL", "every engine actor killed in turn under load",
        "The supervisor restarts each actor of one site's engine while the "
        "workload runs (issue 11: faults inside the process). Not in the "
@@ -495,6 +695,7 @@ std::vector<std::string> scenario_ids() {
 
 drill_report run_drill(const drill_options& opts,
                        const config::settings& engine,
+                       const config::settings& library,
                        const progress_fn& progress) {
   std::optional<cpu_hog> hog;
   if (opts.cpu_hog > 0) hog.emplace(opts.cpu_hog);
@@ -534,8 +735,12 @@ drill_report run_drill(const drill_options& opts,
     out.id = def.id;
     out.title = def.title;
     out.description = def.description;
+    auto o = opts;
+    if (def.library_defaults)
+      o.duration = std::max(o.duration, grey_min_duration);
     {
-      scenario_run run{opts, engine, progress, out};
+      scenario_run run{o, def.library_defaults ? library : engine, progress,
+                       out};
       if (report.regions.empty()) report.regions = run.regions();
       def.run(run, out);
       if (hog) judge_under_overload(run, out, hog->threads());
