@@ -32,6 +32,7 @@
 
 #include "actors/http_port.hpp"
 #include "actors/policy/client_retry_policy.hpp"
+#include "actors/policy/hedging.hpp"
 #include "actors/policy/timeout_ladder.hpp"
 #include "config/settings.hpp"
 #include "messages/interfaces.hpp"
@@ -57,6 +58,10 @@ struct retry_config {
   /// answers the last underlying failure; this only catches a router that
   /// never answers.
   std::chrono::milliseconds detach_grace = std::chrono::seconds{5};
+  /// Metadata hedging: a collection or database read, a query plan or the
+  /// first pkranges page still unanswered after `threshold` is sent once to
+  /// the next region; `max_concurrent` hedges at most in flight (0: off).
+  metadata_hedge_options metadata_hedge;
 };
 
 /// Builds the slice from validated settings.
