@@ -99,10 +99,12 @@ struct operation {
 };
 
 // An attempt whose operation ended before it answered: the answer is
-// dropped, but a failure still carries out its loop's effects.
+// dropped, but a failure still carries out its loop's effects, and a timeout
+// goes on up the ladder until the endpoint is marked (as the router's
+// abandoned arms do).
 struct late_attempt {
   attempt_loop loop;
-  std::string collection_name;
+  metadata_request req;
 };
 
 // Where an HTTP completion belongs.
@@ -166,28 +168,35 @@ void clear_session(self_ptr self, const loop_effects& fx,
                    const std::string& collection_name);
 void refresh_detached(self_ptr self, bool force);
 
-// The effects an abandoned attempt's failure still has: the decision of the
-// retry policy, with no next attempt.
-void run_abandoned(self_ptr self, attempt_loop& loop,
-                   const transport::outcome& o,
-                   const std::string& collection_name) {
+uint64_t send_request(self_ptr self, uint64_t op_id, const metadata_request& r,
+                      const attempt_plan& plan, bool hedge);
+void late_effects(self_ptr self, const loop_effects& fx,
+                  const std::string& collection_name);
+
+// Sends the next ladder step of an abandoned attempt, unless its endpoint
+// is marked meanwhile (the region is known bad) or there is none.
+bool climb_late(self_ptr self, uint64_t op_id, late_attempt& late) {
   auto& st = self->state;
-  if (o.success() || !st.snap.table()) return;
-  auto step = loop.on_result(attempt_result_of(o), *st.snap.table(),
-                             self->clock().now(), true);
-  const auto& fx = step.effects;
-  if (fx.marks()) mark(self, fx.mark_endpoint, fx.mark_read, fx.mark_write);
-  clear_session(self, fx, collection_name);
-  if (fx.refresh_account) refresh_detached(self, fx.force_refresh);
+  auto now = self->clock().now();
+  if (!st.snap.table() ||
+      st.snap.table()->is_unavailable(late.loop.endpoint(), late.req.op, now))
+    return false;
+  auto plan = late.loop.next_attempt(*st.snap.table(), now);
+  if (!plan) return false;
+  auto http_id = send_request(self, op_id, late.req, *plan, false);
+  st.late.emplace(http_id, std::move(late));
+  return true;
 }
 
-// The operation ends while its primary waits for the next step of its
-// timeout ladder: that step is never sent, so the timeout it climbs from is
-// decided now, as if the ladder ended there (the region is marked).
-void abandon_climb(self_ptr self, operation& op) {
-  op.climbing = false;
-  if (op.loop && op.last_failure)
-    run_abandoned(self, *op.loop, *op.last_failure, op.req.collection_name);
+// An abandoned attempt answered: its failure's effects run, or it climbs.
+void settle_late(self_ptr self, uint64_t op_id, late_attempt late,
+                 const transport::outcome& o) {
+  auto& st = self->state;
+  if (o.success() || !st.snap.table()) return;
+  auto step = late.loop.on_result(attempt_result_of(o), *st.snap.table(),
+                                  self->clock().now(), false);
+  if (step.ladder_climb && climb_late(self, op_id, late)) return;
+  late_effects(self, step.effects, late.req.collection_name);
 }
 
 void finish(self_ptr self, uint64_t op_id,
@@ -203,13 +212,17 @@ void finish(self_ptr self, uint64_t op_id,
   st.deadlines.remove(2 * op_id, op.deadline);
   if (op.hedge_due) st.deadlines.remove(2 * op_id + 1, *op.hedge_due);
   // Attempts still out are abandoned, not forgotten: a failure still marks.
-  if (!op.in_flight && op.climbing) abandon_climb(self, op);
+  // A primary between two steps of its ladder sends the next one all the
+  // same, so that a hung region is found out.
+  if (!op.in_flight && op.climbing && op.loop) {
+    late_attempt late{std::move(*op.loop), op.req};
+    climb_late(self, op_id, late);
+  }
   if (op.in_flight && op.loop)
-    st.late.emplace(op.http_id,
-                    late_attempt{std::move(*op.loop), op.req.collection_name});
+    st.late.emplace(op.http_id, late_attempt{std::move(*op.loop), op.req});
   if (op.hedge && op.hedge->in_flight && op.hedge->loop)
-    st.late.emplace(op.hedge->http_id, late_attempt{std::move(*op.hedge->loop),
-                                                    op.req.collection_name});
+    st.late.emplace(op.hedge->http_id,
+                    late_attempt{std::move(*op.hedge->loop), op.req});
   release_slot(st, op);
   st.ops.erase(i);
   st.awaiting_refresh.erase(op_id);
@@ -254,17 +267,18 @@ attempt_loop make_loop(const retry_state& st, const metadata_request& req) {
 void arm_deadline_timer(self_ptr self,
                         std::optional<caf::actor_clock::time_point> at);
 
-// Sends one attempt of an operation's primary or hedge; returns its HTTP id.
-uint64_t send_attempt(self_ptr self, uint64_t op_id, const operation& op,
+// Sends one attempt of an operation (its primary, its hedge, or an
+// abandoned attempt's next ladder step); returns its HTTP id.
+uint64_t send_request(self_ptr self, uint64_t op_id, const metadata_request& r,
                       const attempt_plan& plan, bool hedge) {
   auto& st = self->state;
   transport::request req;
-  req.method = op.req.method;
+  req.method = r.method;
   req.endpoint = plan.endpoint;
-  req.target = op.req.path;
-  req.headers = op.req.headers;
-  req.body = op.req.body;
-  req.rid_based = op.req.rid_based;
+  req.target = r.path;
+  req.headers = r.headers;
+  req.body = r.body;
+  req.rid_based = r.rid_based;
   req.timeout = plan.timeout;
   auto http_id = st.next_id++;
   st.http_to_op.emplace(http_id, http_route{op_id, hedge});
@@ -347,7 +361,7 @@ void start_hedge(self_ptr self, uint64_t op_id) {
   }
   arm.region = plan->region;
   arm.in_flight = true;
-  arm.http_id = send_attempt(self, op_id, op, *plan, true);
+  arm.http_id = send_request(self, op_id, op.req, *plan, true);
   op.hedge = std::move(arm);
   ++st.stats.metadata_hedges_started;
   st.stats.metadata_hedge_slots = st.hedge_slots.in_use();
@@ -380,7 +394,7 @@ void attempt(self_ptr self, uint64_t op_id) {
   }
   op.in_flight = true;
   op.climbing = false;
-  op.http_id = send_attempt(self, op_id, op, *plan, false);
+  op.http_id = send_request(self, op_id, op.req, *plan, false);
   if (plan->number > 1) ++st.stats.retries;
   if (plan->number == 1) plan_hedge(self, op_id, op);
 }
@@ -488,15 +502,24 @@ void refresh_then_attempt(self_ptr self, uint64_t op_id, bool force,
             [=](const caf::error&) { go_on(); });
 }
 
+void late_effects(self_ptr self, const loop_effects& fx,
+                  const std::string& collection_name) {
+  if (fx.marks()) mark(self, fx.mark_endpoint, fx.mark_read, fx.mark_write);
+  clear_session(self, fx, collection_name);
+  if (fx.refresh_account) refresh_detached(self, fx.force_refresh);
+}
+
 // An attempt of an ended operation answered: dropped, but a failure still
-// marks its region (no new attempt: the operation is over).
-void on_late(self_ptr self, uint64_t http_id, const transport::outcome& o) {
+// marks its region.
+void on_late(self_ptr self, uint64_t op_id, uint64_t http_id,
+             const transport::outcome& o) {
   auto& st = self->state;
   ++st.stats.late_completions;
   auto l = st.late.find(http_id);
   if (l == st.late.end()) return;
-  run_abandoned(self, l->second.loop, o, l->second.collection_name);
+  auto late = std::move(l->second);
   st.late.erase(l);
+  settle_late(self, op_id, std::move(late), o);
 }
 
 // The hedge answered while its operation runs. Its failure's effects run;
@@ -543,7 +566,8 @@ void on_outcome(self_ptr self, uint64_t http_id, transport::outcome& o) {
   st.http_to_op.erase(h);
   auto i = st.ops.find(op_id);
   if (i == st.ops.end()) {
-    on_late(self, http_id, o); // the deadline tripped first, or a hedge won
+    on_late(self, op_id, http_id,
+            o); // the deadline tripped first, or a hedge won
     return;
   }
   if (route.hedge) {

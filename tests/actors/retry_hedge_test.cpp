@@ -162,9 +162,10 @@ caf::error expect_error(caf::scoped_actor& self, Handle& h) {
 }
 
 // West hangs: its first attempt times out after 1 s and the ladder climbs
-// in place (no mark: the same endpoint again). At 1.5 s the hedge goes to
-// East, which answers and wins. West's second attempt still times out later:
-// the operation is over, but West is marked all the same.
+// in place (no mark: the same endpoint again, at once, with 5 s). At 1.5 s
+// the hedge goes to East, which answers and wins. The operation is over, but
+// its abandoned primary goes on up West's ladder until it ends: then West is
+// marked.
 TEST_F(RetryHedge, HungPrimary_HedgeWinsAtThreshold_LateTimeoutStillMarks) {
   start();
   auto h =
@@ -174,60 +175,79 @@ TEST_F(RetryHedge, HungPrimary_HedgeWinsAtThreshold_LateTimeoutStillMarks) {
   EXPECT_EQ(endpoint_of(0), west_ep);
   advance(1s);
   respond(0, transport_failure(transport::failure::timeout));
-  EXPECT_EQ(http->count(), 1u); // the ladder's pause before its next step
+  ASSERT_EQ(http->count(), 2u); // the ladder's next step, still on West
+  EXPECT_EQ(endpoint_of(1), west_ep);
+  EXPECT_EQ(http->at(1).request.timeout, 5s);
   EXPECT_TRUE(locs->marks.empty());
   advance(499ms);
-  EXPECT_EQ(http->count(), 1u);
+  EXPECT_EQ(http->count(), 2u);
   EXPECT_EQ(stats().metadata_hedges_started, 0u);
   advance(1ms); // t = 1.5 s
-  ASSERT_EQ(http->count(), 2u);
-  EXPECT_EQ(endpoint_of(1), east_ep);
-  EXPECT_EQ(http->at(1).request.target, "/dbs/d/colls/c");
+  ASSERT_EQ(http->count(), 3u);
+  EXPECT_EQ(endpoint_of(2), east_ep);
+  EXPECT_EQ(http->at(2).request.target, "/dbs/d/colls/c");
   auto s = stats();
   EXPECT_EQ(s.metadata_hedges_started, 1u);
   EXPECT_EQ(s.metadata_hedge_slots, 1u);
-  advance(500ms); // t = 2 s: the primary's second step, still on West
-  ASSERT_EQ(http->count(), 3u);
-  EXPECT_EQ(endpoint_of(2), west_ep);
-  EXPECT_EQ(http->at(2).request.timeout, 5s);
   EXPECT_TRUE(self->mailbox().empty());
-  respond(1, ok_response(R"({"id":"c"})"));
+  advance(100ms);
+  respond(2, ok_response(R"({"id":"c"})"));
   EXPECT_EQ(expect_ok(self, h).endpoint, east_ep);
   s = stats();
   EXPECT_EQ(s.metadata_hedges_won, 1u);
   EXPECT_EQ(s.metadata_hedge_slots, 0u);
   EXPECT_EQ(s.live, 0u);
   EXPECT_TRUE(locs->marks.empty());
-  // West's abandoned attempt times out: dropped, but West is marked.
+  // West's abandoned attempt times out: its ladder's last step follows.
   advance(5s);
-  respond(2, transport_failure(transport::failure::timeout));
+  respond(1, transport_failure(transport::failure::timeout));
+  EXPECT_TRUE(locs->marks.empty());
+  ASSERT_EQ(http->count(), 4u);
+  EXPECT_EQ(endpoint_of(3), west_ep);
+  EXPECT_EQ(http->at(3).request.timeout, 65s);
+  // That one times out too: the ladder is spent, West is marked.
+  advance(65s);
+  respond(3, transport_failure(transport::failure::timeout));
   EXPECT_EQ(marked(), std::vector<std::string>{west_ep});
   s = stats();
-  EXPECT_EQ(s.late_completions, 1u);
+  EXPECT_EQ(s.late_completions, 2u);
   EXPECT_EQ(s.marks, 1u);
-  EXPECT_EQ(http->count(), 3u); // nothing new goes out for an ended op
+  EXPECT_EQ(http->count(), 4u); // nothing more for an ended operation
 }
 
-// The hedge wins while West waits for its ladder's next step: that step is
-// never sent, and the timeout it would have climbed from marks West now.
-TEST_F(RetryHedge, HedgeWinsDuringTheLadderPause_PrimaryRegionMarkedAtOnce) {
-  start();
+// The hedge wins while West waits out its ladder's pause (after the 5 s
+// step): the abandoned primary still sends its last step, and its timeout
+// marks West. A longer threshold puts the hedge in that pause.
+TEST_F(RetryHedge,
+       HedgeWinsDuringTheLadderPause_AbandonedPrimaryStillMarksWest) {
+  retry_config cfg;
+  cfg.metadata_hedge.threshold = 6500ms;
+  start(cfg);
   auto h =
       self->request(retry, caf::infinite, execute_atom_v, read_collection());
   run();
   advance(1s);
   respond(0, transport_failure(transport::failure::timeout));
-  advance(500ms);
   ASSERT_EQ(http->count(), 2u);
-  EXPECT_EQ(endpoint_of(1), east_ep);
+  advance(5s); // t = 6 s
+  respond(1, transport_failure(transport::failure::timeout));
+  EXPECT_EQ(http->count(), 2u); // a 1 s pause before the 65 s step
   EXPECT_TRUE(locs->marks.empty());
+  advance(500ms); // t = 6.5 s
+  ASSERT_EQ(http->count(), 3u);
+  EXPECT_EQ(endpoint_of(2), east_ep);
   advance(100ms);
-  respond(1, ok_response("{}"));
+  respond(2, ok_response("{}"));
   EXPECT_EQ(expect_ok(self, h).endpoint, east_ep);
-  EXPECT_EQ(marked(), std::vector<std::string>{west_ep});
-  advance(1s); // past the pause: nothing goes to West
-  EXPECT_EQ(http->count(), 2u);
   EXPECT_EQ(stats().metadata_hedge_slots, 0u);
+  ASSERT_EQ(http->count(), 4u); // the ladder's last step, abandoned
+  EXPECT_EQ(endpoint_of(3), west_ep);
+  EXPECT_EQ(http->at(3).request.timeout, 65s);
+  EXPECT_TRUE(locs->marks.empty());
+  advance(65s);
+  respond(3, transport_failure(transport::failure::timeout));
+  EXPECT_EQ(marked(), std::vector<std::string>{west_ep});
+  EXPECT_EQ(http->count(), 4u);
 }
 
 // The primary's definitive 404 arrives while the hedge is out: it wins, the
