@@ -211,18 +211,21 @@ void finish(self_ptr self, uint64_t op_id,
     op.rp.deliver(r.error());
   st.deadlines.remove(2 * op_id, op.deadline);
   if (op.hedge_due) st.deadlines.remove(2 * op_id + 1, *op.hedge_due);
-  // Attempts still out are abandoned, not forgotten: a failure still marks.
-  // A primary between two steps of its ladder sends the next one all the
-  // same, so that a hung region is found out.
-  if (!op.in_flight && op.climbing && op.loop) {
-    late_attempt late{std::move(*op.loop), op.req};
-    climb_late(self, op_id, late);
+  // The arms of a hedged operation still out are abandoned, not forgotten:
+  // a failure still marks. A primary between two steps of its ladder sends
+  // the next one all the same, so that a hung region is found out. (As in
+  // the router, an operation that was not hedged drops what comes late.)
+  if (op.hedge) {
+    if (!op.in_flight && op.climbing && op.loop) {
+      late_attempt late{std::move(*op.loop), op.req};
+      climb_late(self, op_id, late);
+    }
+    if (op.in_flight && op.loop)
+      st.late.emplace(op.http_id, late_attempt{std::move(*op.loop), op.req});
+    if (op.hedge->in_flight && op.hedge->loop)
+      st.late.emplace(op.hedge->http_id,
+                      late_attempt{std::move(*op.hedge->loop), op.req});
   }
-  if (op.in_flight && op.loop)
-    st.late.emplace(op.http_id, late_attempt{std::move(*op.loop), op.req});
-  if (op.hedge && op.hedge->in_flight && op.hedge->loop)
-    st.late.emplace(op.hedge->http_id,
-                    late_attempt{std::move(*op.hedge->loop), op.req});
   release_slot(st, op);
   st.ops.erase(i);
   st.awaiting_refresh.erase(op_id);
@@ -566,8 +569,8 @@ void on_outcome(self_ptr self, uint64_t http_id, transport::outcome& o) {
   st.http_to_op.erase(h);
   auto i = st.ops.find(op_id);
   if (i == st.ops.end()) {
-    on_late(self, op_id, http_id,
-            o); // the deadline tripped first, or a hedge won
+    // The deadline tripped first, or the other arm of a hedge won.
+    on_late(self, op_id, http_id, o);
     return;
   }
   if (route.hedge) {
