@@ -23,6 +23,17 @@
 // - detach-only (`detach_atom`): hand a document request to the request
 //   router, which retries inside its own pipeline; no outer retry.
 //
+// Metadata hedging (loop mode): a collection or database read, a query plan
+// or the first page of the pkranges feed that its first region has not
+// answered within `metadata_hedge.threshold` is sent once to the next
+// region, if a slot of the actor's metadata hedge budget is free. The first
+// region's definitive answer wins; while it is out only the hedge's success
+// is taken; once it failed for its region's sake the hedge's answer is. The
+// hedge's time sits in the same deadline queue as the hard deadlines. Every
+// attempt's failure still carries out its effects, also one that answers
+// after its operation ended (a hung primary goes on up its ladder until its
+// region is marked).
+//
 // The operation is bounded only by the actor's own hard deadline and, in loop
 // mode, the attempt cap. Nothing a caller does reaches it: a caller gives up
 // by letting its request time out, and the work (with every side effect)
