@@ -84,9 +84,10 @@ caf::error not_a_rid(const std::string& rid) {
                         "for '/')");
 }
 
-metadata_request page_request(const std::string& path,
-                              const std::string& etag) {
+metadata_request page_request(const std::string& path, const std::string& etag,
+                              bool first_page) {
   metadata_request req;
+  req.first_page = first_page;
   req.method = "GET";
   req.path = path;
   req.headers = {{"a-im", "Incremental Feed"}, {"x-ms-max-item-count", "-1"}};
@@ -218,7 +219,7 @@ void request_page(self_ptr self, const std::string& rid,
   // `caf::infinite`: no caller's timeout reaches the load; the load's own
   // deadline bounds all its pages together.
   self->request(self->state.retry, caf::infinite, execute_atom_v,
-                page_request(path, l->etag))
+                page_request(path, l->etag, l->pages == 1))
       .then([=](transport::outcome& o) { on_page(self, rid, path, id, o); },
             [=](caf::error& e) { finish(self, rid, id, std::move(e)); });
 }

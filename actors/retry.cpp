@@ -3,6 +3,8 @@
 #include "actors/internal.hpp"
 #include "actors/policy/attempt_loop.hpp"
 #include "actors/policy/deadline_queue.hpp"
+#include "actors/policy/hedge_budget.hpp"
+#include "actors/policy/hedging.hpp"
 #include "actors/policy/metadata_rules.hpp"
 #include "actors/policy/snapshot_holder.hpp"
 #include "messages/error.hpp"
@@ -52,6 +54,16 @@ using retry_impl_actor = retry_actor::extend<
     caf::reacts_to<engine_wiring>, caf::reacts_to<retry_attempt>,
     caf::reacts_to<retry_deadline>, caf::reacts_to<retry_http_done>>;
 
+// The one hedge of a metadata operation: a single attempt in a second
+// region, with a loop of its own (attempt cap 1) whose failures still mark.
+struct hedge_arm {
+  std::optional<attempt_loop> loop;
+  std::string region;
+  uint64_t http_id = 0;
+  bool in_flight = false;
+  bool holds_slot = false; // a slot of the metadata hedge budget
+};
+
 // One loop-mode operation.
 struct operation {
   metadata_request req;
@@ -60,9 +72,45 @@ struct operation {
   // operation; its policy takes the first snapshot it resolves on).
   std::optional<attempt_loop> loop;
   bool in_flight = false;
+  uint64_t http_id = 0; // of the primary's attempt in flight
   std::optional<transport::outcome> last_failure;
   std::string last_region;
   caf::actor_clock::time_point deadline; // the hard deadline
+  // Metadata hedging. The primary is the operation's own loop; its first
+  // region is where the first attempt went.
+  std::string primary_region;
+  // The region a hedge would go to; reset once the hedge is ruled out.
+  std::optional<std::string> hedge_region;
+  // When the hedge is due (held in the deadline queue under 2 * id + 1).
+  std::optional<caf::actor_clock::time_point> hedge_due;
+  std::optional<hedge_arm> hedge; // started
+  // Set once an attempt of the primary failed for a reason of its region
+  // (and the loop moved on rather than climbing its ladder in place).
+  std::optional<metadata_outcome> primary;
+  // A definitive error of the hedge, kept until the primary decides.
+  std::optional<transport::outcome> hedge_held;
+  // The primary's next attempt waits for the hedge's answer (it would only
+  // go where the hedge already is).
+  bool attempt_deferred = false;
+  // The primary's loop gave up (this reason) while the hedge was out.
+  std::optional<std::string> primary_gave_up;
+  // The primary's last attempt timed out and its next ladder step waits.
+  bool climbing = false;
+};
+
+// An attempt whose operation ended before it answered: the answer is
+// dropped, but a failure still carries out its loop's effects, and a timeout
+// goes on up the ladder until the endpoint is marked (as the router's
+// abandoned arms do).
+struct late_attempt {
+  attempt_loop loop;
+  metadata_request req;
+};
+
+// Where an HTTP completion belongs.
+struct http_route {
+  uint64_t op = 0;
+  bool hedge = false;
 };
 
 // A detach-only operation: the router works, we wait.
@@ -76,13 +124,18 @@ struct retry_state {
   retry_collaborators with;
   snapshot_holder snap; // the table, never older than what we marked
   std::map<uint64_t, operation> ops;
-  std::map<uint64_t, uint64_t> http_to_op;
+  std::map<uint64_t, http_route> http_to_op;
+  // Attempts of ended operations still out, by HTTP id.
+  std::map<uint64_t, late_attempt> late;
   std::set<uint64_t> awaiting_refresh;
   std::map<uint64_t, detached_op> detached;
   std::vector<uint64_t> waiting_for_snapshot;
-  // The hard deadlines of the live operations, served by one timer message
-  // (no timer per operation that outlives it).
+  // The hard deadlines and hedge times of the live operations, served by
+  // one timer message (no timer per operation that outlives it): key 2 * id
+  // is a hard deadline, 2 * id + 1 a metadata hedge.
   deadline_queue deadlines;
+  // Metadata hedges in flight, for every operation of this actor.
+  metadata_hedge_budget hedge_slots;
   uint64_t next_id = 1;
   retry_stats stats;
   static inline const char* name = "georoute.retry";
@@ -102,16 +155,78 @@ caf::error failure_error(const operation& op, const std::string& why) {
                                  op.req.method + " " + op.req.path, why));
 }
 
+void release_slot(retry_state& st, operation& op) {
+  if (op.hedge && op.hedge->holds_slot) {
+    op.hedge->holds_slot = false;
+    st.hedge_slots.release();
+  }
+  st.stats.metadata_hedge_slots = st.hedge_slots.in_use();
+}
+
+void mark(self_ptr self, const std::string& endpoint, bool read, bool write);
+void clear_session(self_ptr self, const loop_effects& fx,
+                   const std::string& collection_name);
+void refresh_detached(self_ptr self, bool force);
+
+uint64_t send_request(self_ptr self, uint64_t op_id, const metadata_request& r,
+                      const attempt_plan& plan, bool hedge);
+void late_effects(self_ptr self, const loop_effects& fx,
+                  const std::string& collection_name);
+
+// Sends the next ladder step of an abandoned attempt, unless its endpoint
+// is marked meanwhile (the region is known bad) or there is none.
+bool climb_late(self_ptr self, uint64_t op_id, late_attempt& late) {
+  auto& st = self->state;
+  auto now = self->clock().now();
+  if (!st.snap.table() ||
+      st.snap.table()->is_unavailable(late.loop.endpoint(), late.req.op, now))
+    return false;
+  auto plan = late.loop.next_attempt(*st.snap.table(), now);
+  if (!plan) return false;
+  auto http_id = send_request(self, op_id, late.req, *plan, false);
+  st.late.emplace(http_id, std::move(late));
+  return true;
+}
+
+// An abandoned attempt answered: its failure's effects run, or it climbs.
+void settle_late(self_ptr self, uint64_t op_id, late_attempt late,
+                 const transport::outcome& o) {
+  auto& st = self->state;
+  if (o.success() || !st.snap.table()) return;
+  auto step = late.loop.on_result(attempt_result_of(o), *st.snap.table(),
+                                  self->clock().now(), false);
+  if (step.ladder_climb && climb_late(self, op_id, late)) return;
+  late_effects(self, step.effects, late.req.collection_name);
+}
+
 void finish(self_ptr self, uint64_t op_id,
             caf::expected<transport::outcome> r) {
   auto& st = self->state;
   auto i = st.ops.find(op_id);
   if (i == st.ops.end()) return;
+  auto& op = i->second;
   if (r)
-    i->second.rp.deliver(std::move(*r));
+    op.rp.deliver(std::move(*r));
   else
-    i->second.rp.deliver(r.error());
-  st.deadlines.remove(op_id, i->second.deadline);
+    op.rp.deliver(r.error());
+  st.deadlines.remove(2 * op_id, op.deadline);
+  if (op.hedge_due) st.deadlines.remove(2 * op_id + 1, *op.hedge_due);
+  // The arms of a hedged operation still out are abandoned, not forgotten:
+  // a failure still marks. A primary between two steps of its ladder sends
+  // the next one all the same, so that a hung region is found out. (As in
+  // the router, an operation that was not hedged drops what comes late.)
+  if (op.hedge) {
+    if (!op.in_flight && op.climbing && op.loop) {
+      late_attempt late{std::move(*op.loop), op.req};
+      climb_late(self, op_id, late);
+    }
+    if (op.in_flight && op.loop)
+      st.late.emplace(op.http_id, late_attempt{std::move(*op.loop), op.req});
+    if (op.hedge->in_flight && op.hedge->loop)
+      st.late.emplace(op.hedge->http_id,
+                      late_attempt{std::move(*op.hedge->loop), op.req});
+  }
+  release_slot(st, op);
   st.ops.erase(i);
   st.awaiting_refresh.erase(op_id);
   update_live(st);
@@ -152,6 +267,109 @@ attempt_loop make_loop(const retry_state& st, const metadata_request& req) {
   return attempt_loop{std::move(c), st.cfg.ladders};
 }
 
+void arm_deadline_timer(self_ptr self,
+                        std::optional<caf::actor_clock::time_point> at);
+
+// Sends one attempt of an operation (its primary, its hedge, or an
+// abandoned attempt's next ladder step); returns its HTTP id.
+uint64_t send_request(self_ptr self, uint64_t op_id, const metadata_request& r,
+                      const attempt_plan& plan, bool hedge) {
+  auto& st = self->state;
+  transport::request req;
+  req.method = r.method;
+  req.endpoint = plan.endpoint;
+  req.target = r.path;
+  req.headers = r.headers;
+  req.body = r.body;
+  req.rid_based = r.rid_based;
+  req.timeout = plan.timeout;
+  auto http_id = st.next_id++;
+  st.http_to_op.emplace(http_id, http_route{op_id, hedge});
+  ++st.stats.attempts;
+  auto hdl = caf::actor_cast<caf::actor>(self);
+  st.with.http->send(std::move(req), [hdl, http_id](transport::outcome o) {
+    caf::anon_send(hdl, retry_http_done{http_id, std::move(o)});
+  });
+  return http_id;
+}
+
+// At the first attempt: whether the operation is hedged, and where to. The
+// hedge's time goes into the deadline queue, not a timer of its own.
+void plan_hedge(self_ptr self, uint64_t op_id, operation& op) {
+  auto& st = self->state;
+  const auto& mh = st.cfg.metadata_hedge;
+  op.primary_region = op.loop->region();
+  // The cheap check first: most kinds are never hedged.
+  if (op.primary_region.empty() ||
+      !metadata_hedge_applies(mh, op.req.kind, op.req.first_page, 2))
+    return;
+  auto now = self->clock().now();
+  auto regions =
+      hedge_regions(*st.snap.table(), op.req.op, excluded_for(st, op.req), now);
+  if (!metadata_hedge_applies(mh, op.req.kind, op.req.first_page,
+                              regions.size()))
+    return;
+  auto region = metadata_hedge_region(regions, op.primary_region);
+  if (!region) return;
+  op.hedge_region = std::move(*region);
+  op.hedge_due = now + mh.threshold;
+  arm_deadline_timer(self, st.deadlines.add(2 * op_id + 1, *op.hedge_due));
+}
+
+// The hedge is not needed (the primary already left its region, or there
+// is no slot): forget its time.
+void rule_out_hedge(retry_state& st, uint64_t op_id, operation& op) {
+  op.hedge_region.reset();
+  if (op.hedge_due) {
+    st.deadlines.remove(2 * op_id + 1, *op.hedge_due);
+    op.hedge_due.reset();
+  }
+}
+
+// The hedge's time came: one attempt in the hedge region, if the primary is
+// still out in its first region and a budget slot is free.
+void start_hedge(self_ptr self, uint64_t op_id) {
+  auto& st = self->state;
+  auto i = st.ops.find(op_id);
+  if (i == st.ops.end()) return;
+  auto& op = i->second;
+  op.hedge_due.reset();
+  if (!op.hedge_region || op.hedge || !st.snap.table()) return;
+  // A primary waiting out a throttle is not slow: the account is busy, and
+  // its throughput is the same in every region.
+  bool throttled =
+      !op.in_flight && op.last_failure && op.last_failure->status == 429;
+  if (op.primary || throttled ||
+      !same_region(op.loop->region(), op.primary_region)) {
+    rule_out_hedge(st, op_id, op);
+    return;
+  }
+  if (!st.hedge_slots.try_acquire()) {
+    ++st.stats.metadata_hedges_refused;
+    rule_out_hedge(st, op_id, op);
+    return;
+  }
+  auto lc = op.loop->config();
+  lc.excluded_regions = arm_exclusions(
+      excluded_for(st, op.req), {op.primary_region, *op.hedge_region}, 1);
+  lc.attempt_cap = 1;
+  hedge_arm arm;
+  arm.holds_slot = true;
+  arm.loop.emplace(std::move(lc), st.cfg.ladders);
+  auto plan = arm.loop->next_attempt(*st.snap.table(), self->clock().now());
+  if (!plan) {
+    st.hedge_slots.release();
+    rule_out_hedge(st, op_id, op);
+    return;
+  }
+  arm.region = plan->region;
+  arm.in_flight = true;
+  arm.http_id = send_request(self, op_id, op.req, *plan, true);
+  op.hedge = std::move(arm);
+  ++st.stats.metadata_hedges_started;
+  st.stats.metadata_hedge_slots = st.hedge_slots.in_use();
+}
+
 void attempt(self_ptr self, uint64_t op_id) {
   auto& st = self->state;
   auto i = st.ops.find(op_id);
@@ -159,6 +377,13 @@ void attempt(self_ptr self, uint64_t op_id) {
   auto& op = i->second;
   if (!st.snap.table()) {
     st.waiting_for_snapshot.push_back(op_id);
+    return;
+  }
+  // The primary left its region while the hedge is out: the hedge's answer
+  // will be taken whatever it is, unless its region fails too; only then
+  // does the primary go on.
+  if (op.primary && op.hedge && op.hedge->in_flight) {
+    op.attempt_deferred = true;
     return;
   }
   auto plan = op.loop->next_attempt(*st.snap.table(), self->clock().now());
@@ -170,23 +395,11 @@ void attempt(self_ptr self, uint64_t op_id) {
              make_error(errc::attempts_exhausted, plan.error().what));
     return;
   }
-  transport::request req;
-  req.method = op.req.method;
-  req.endpoint = plan->endpoint;
-  req.target = op.req.path;
-  req.headers = op.req.headers;
-  req.body = op.req.body;
-  req.rid_based = op.req.rid_based;
-  req.timeout = plan->timeout;
-  auto http_id = st.next_id++;
-  st.http_to_op.emplace(http_id, op_id);
   op.in_flight = true;
-  ++st.stats.attempts;
+  op.climbing = false;
+  op.http_id = send_request(self, op_id, op.req, *plan, false);
   if (plan->number > 1) ++st.stats.retries;
-  auto hdl = caf::actor_cast<caf::actor>(self);
-  st.with.http->send(std::move(req), [hdl, http_id](transport::outcome o) {
-    caf::anon_send(hdl, retry_http_done{http_id, std::move(o)});
-  });
+  if (plan->number == 1) plan_hedge(self, op_id, op);
 }
 
 // Applies a pushed snapshot unless it is no newer than the one held (see
@@ -220,16 +433,53 @@ void mark(self_ptr self, const std::string& endpoint, bool read, bool write) {
   mark_region(self, endpoint, read, write);
 }
 
+void clear_session(self_ptr self, const loop_effects& fx,
+                   const std::string& collection_name) {
+  auto& st = self->state;
+  if (fx.clear_session && st.with.session_sink && !collection_name.empty()) {
+    ++st.stats.session_clears;
+    caf::anon_send(st.with.session_sink, clear_session_atom_v, collection_name);
+  }
+}
+
 void carry_out(self_ptr self, uint64_t op_id, const loop_effects& fx) {
+  auto& op = self->state.ops.at(op_id);
+  if (fx.marks()) mark(self, fx.mark_endpoint, fx.mark_read, fx.mark_write);
+  clear_session(self, fx, op.req.collection_name);
+}
+
+// An account refresh that no attempt waits for (the decision's operation
+// ended, or the decision was a hedge's): it runs all the same.
+void refresh_detached(self_ptr self, bool force) {
+  auto& st = self->state;
+  ++st.stats.refreshes;
+  if (!st.with.endpoints) return;
+  self->request(st.with.endpoints, caf::infinite, refresh_atom_v, force)
+      .then([](const database_account&) {}, [](const caf::error&) {});
+}
+
+metadata_outcome metadata_outcome_of(const transport::outcome& o) {
+  auto fault = o.error == transport::failure::none ? transport_fault::none
+               : o.error == transport::failure::timeout
+                   ? transport_fault::timeout
+                   : transport_fault::connection;
+  return classify_metadata_outcome(fault, o.status, o.substatus);
+}
+
+// Ends the operation with the hedge's answer.
+void take_hedge(self_ptr self, uint64_t op_id, transport::outcome o) {
   auto& st = self->state;
   auto& op = st.ops.at(op_id);
-  if (fx.marks()) mark(self, fx.mark_endpoint, fx.mark_read, fx.mark_write);
-  if (fx.clear_session && st.with.session_sink &&
-      !op.req.collection_name.empty()) {
-    ++st.stats.session_clears;
-    caf::anon_send(st.with.session_sink, clear_session_atom_v,
-                   op.req.collection_name);
+  ++st.stats.metadata_hedges_won;
+  if (o.success()) {
+    finish(self, op_id, std::move(o));
+    return;
   }
+  op.last_failure = std::move(o);
+  op.last_region = op.hedge->region;
+  finish(self, op_id,
+         failure_error(op, "the definitive answer of the hedge to " +
+                               op.hedge->region));
 }
 
 // Waits for the account refresh the decision asked for, then schedules the
@@ -255,15 +505,76 @@ void refresh_then_attempt(self_ptr self, uint64_t op_id, bool force,
             [=](const caf::error&) { go_on(); });
 }
 
+void late_effects(self_ptr self, const loop_effects& fx,
+                  const std::string& collection_name) {
+  if (fx.marks()) mark(self, fx.mark_endpoint, fx.mark_read, fx.mark_write);
+  clear_session(self, fx, collection_name);
+  if (fx.refresh_account) refresh_detached(self, fx.force_refresh);
+}
+
+// An attempt of an ended operation answered: dropped, but a failure still
+// marks its region.
+void on_late(self_ptr self, uint64_t op_id, uint64_t http_id,
+             const transport::outcome& o) {
+  auto& st = self->state;
+  ++st.stats.late_completions;
+  auto l = st.late.find(http_id);
+  if (l == st.late.end()) return;
+  auto late = std::move(l->second);
+  st.late.erase(l);
+  settle_late(self, op_id, std::move(late), o);
+}
+
+// The hedge answered while its operation runs. Its failure's effects run;
+// `metadata_hedge_wins` decides whether its answer is the operation's.
+void on_hedge_outcome(self_ptr self, uint64_t op_id, transport::outcome& o) {
+  auto& st = self->state;
+  auto& op = st.ops.at(op_id);
+  auto& arm = *op.hedge;
+  arm.in_flight = false;
+  release_slot(st, op);
+  if (!o.success() && st.snap.table()) {
+    auto step = arm.loop->on_result(attempt_result_of(o), *st.snap.table(),
+                                    self->clock().now(), true);
+    carry_out(self, op_id, step.effects);
+    if (step.effects.refresh_account)
+      refresh_detached(self, step.effects.force_refresh);
+  }
+  auto outcome = metadata_outcome_of(o);
+  if (outcome != metadata_outcome::regional_failure &&
+      metadata_hedge_wins(op.primary, outcome)) {
+    take_hedge(self, op_id, std::move(o));
+    return;
+  }
+  // A definitive error while the primary is out waits for the primary.
+  if (outcome == metadata_outcome::definitive_error) op.hedge_held = o;
+  // The hedge's region failed too (or its answer waits): the primary goes
+  // on, or ends with what it had.
+  if (op.primary_gave_up) {
+    finish(self, op_id, failure_error(op, *op.primary_gave_up));
+    return;
+  }
+  if (op.attempt_deferred) {
+    op.attempt_deferred = false;
+    schedule_attempt(self, op_id, std::chrono::milliseconds{0});
+  }
+}
+
 void on_outcome(self_ptr self, uint64_t http_id, transport::outcome& o) {
   auto& st = self->state;
   auto h = st.http_to_op.find(http_id);
   if (h == st.http_to_op.end()) return;
-  auto op_id = h->second;
+  auto route = h->second;
+  auto op_id = route.op;
   st.http_to_op.erase(h);
   auto i = st.ops.find(op_id);
   if (i == st.ops.end()) {
-    ++st.stats.late_completions; // the deadline tripped first
+    // The deadline tripped first, or the other arm of a hedge won.
+    on_late(self, op_id, http_id, o);
+    return;
+  }
+  if (route.hedge) {
+    on_hedge_outcome(self, op_id, o);
     return;
   }
   auto& op = i->second;
@@ -276,7 +587,26 @@ void on_outcome(self_ptr self, uint64_t http_id, transport::outcome& o) {
   op.last_region = op.loop->region();
   auto step = op.loop->on_result(attempt_result_of(o), *st.snap.table(),
                                  self->clock().now(), false);
+  op.climbing = step.ladder_climb;
   carry_out(self, op_id, step.effects);
+  // The primary failed for its region's sake and leaves it (a climb of the
+  // ladder stays on the same endpoint and is not leaving).
+  bool regional = !step.ladder_climb &&
+                  metadata_outcome_of(o) == metadata_outcome::regional_failure;
+  if (regional && !op.primary) {
+    op.primary = metadata_outcome::regional_failure;
+    if (!op.hedge) {
+      // Not due yet: the loop's own retry goes to another region instead.
+      rule_out_hedge(st, op_id, op);
+    } else if (op.hedge_held &&
+               metadata_hedge_wins(op.primary,
+                                   metadata_outcome_of(*op.hedge_held))) {
+      if (step.effects.refresh_account)
+        refresh_detached(self, step.effects.force_refresh);
+      take_hedge(self, op_id, std::move(*op.hedge_held));
+      return;
+    }
+  }
   switch (step.next) {
   case loop_next::after_refresh:
     refresh_then_attempt(self, op_id, step.effects.force_refresh, step.delay);
@@ -286,6 +616,10 @@ void on_outcome(self_ptr self, uint64_t http_id, transport::outcome& o) {
     return;
   default: // the loop never asks the metadata path for a metadata refresh
     if (step.policy_refused) ++st.stats.policy_refusals;
+    if (regional && op.hedge && op.hedge->in_flight) {
+      op.primary_gave_up = step.reason; // the hedge may still answer
+      return;
+    }
     finish(self, op_id, failure_error(op, step.reason));
     return;
   }
@@ -318,8 +652,11 @@ void arm_deadline_timer(self_ptr self,
 
 void on_deadline_timer(self_ptr self, caf::actor_clock::time_point due) {
   auto fired = self->state.deadlines.on_timer(due, self->clock().now());
-  for (auto id : fired.expired)
-    on_deadline(self, id);
+  for (auto key : fired.expired)
+    if (key % 2 == 0)
+      on_deadline(self, key / 2);
+    else
+      start_hedge(self, key / 2);
   arm_deadline_timer(self, fired.arm);
 }
 
@@ -411,6 +748,8 @@ void stop(self_ptr self, const caf::exit_msg& msg) {
   for (auto& [id, d] : st.detached)
     d.rp.deliver(err);
   st.ops.clear();
+  st.late.clear();
+  st.http_to_op.clear();
   st.deadlines.clear();
   st.detached.clear();
   update_live(st);
@@ -422,6 +761,7 @@ retry_impl_actor::behavior_type retry_impl(self_ptr self, retry_config cfg,
   auto& st = self->state;
   st.cfg = std::move(cfg);
   st.with = std::move(with);
+  st.hedge_slots = metadata_hedge_budget{st.cfg.metadata_hedge.max_concurrent};
   self->set_down_handler([=](caf::down_msg& dm) { on_down(self, dm); });
   self->set_exit_handler([=](caf::exit_msg& msg) {
     if (msg.reason) stop(self, msg);
@@ -440,7 +780,7 @@ retry_impl_actor::behavior_type retry_impl(self_ptr self, retry_config cfg,
         op.rp = rp;
         op.loop.emplace(make_loop(st, op.req));
         op.deadline = self->clock().now() + st.cfg.hard_deadline;
-        auto arm = st.deadlines.add(id, op.deadline);
+        auto arm = st.deadlines.add(2 * id, op.deadline);
         st.ops.emplace(id, std::move(op));
         ++st.stats.operations;
         update_live(st);
@@ -477,6 +817,7 @@ retry_config retry_config_from(const config::settings& s) {
   c.client.throttle.max_wait = s.retry.throttle_max_wait;
   c.ladders = s.http.ladders;
   c.excluded_regions = s.location.excluded_regions;
+  c.metadata_hedge = s.hedging.metadata;
   return c;
 }
 

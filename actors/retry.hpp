@@ -23,6 +23,17 @@
 // - detach-only (`detach_atom`): hand a document request to the request
 //   router, which retries inside its own pipeline; no outer retry.
 //
+// Metadata hedging (loop mode): a collection or database read, a query plan
+// or the first page of the pkranges feed that its first region has not
+// answered within `metadata_hedge.threshold` is sent once to the next
+// region, if a slot of the actor's metadata hedge budget is free. The first
+// region's definitive answer wins; while it is out only the hedge's success
+// is taken; once it failed for its region's sake the hedge's answer is. The
+// hedge's time sits in the same deadline queue as the hard deadlines. Every
+// attempt's failure still carries out its effects, also one that answers
+// after its operation ended (a hung primary goes on up its ladder until its
+// region is marked).
+//
 // The operation is bounded only by the actor's own hard deadline and, in loop
 // mode, the attempt cap. Nothing a caller does reaches it: a caller gives up
 // by letting its request time out, and the work (with every side effect)
@@ -32,6 +43,7 @@
 
 #include "actors/http_port.hpp"
 #include "actors/policy/client_retry_policy.hpp"
+#include "actors/policy/hedging.hpp"
 #include "actors/policy/timeout_ladder.hpp"
 #include "config/settings.hpp"
 #include "messages/interfaces.hpp"
@@ -57,6 +69,10 @@ struct retry_config {
   /// answers the last underlying failure; this only catches a router that
   /// never answers.
   std::chrono::milliseconds detach_grace = std::chrono::seconds{5};
+  /// Metadata hedging: a collection or database read, a query plan or the
+  /// first pkranges page still unanswered after `threshold` is sent once to
+  /// the next region; `max_concurrent` hedges at most in flight (0: off).
+  metadata_hedge_options metadata_hedge;
 };
 
 /// Builds the slice from validated settings.

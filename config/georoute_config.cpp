@@ -287,7 +287,12 @@ georoute_config::georoute_config() {
       .add<timespan>("step", "between later hedges (500ms)")
       .add<std::string>("mode", "threshold: static or adaptive (static)")
       .add<int64_t>("budget-percent",
-                    "hedges at most this share of reads over 10 s (10)");
+                    "hedges at most this share of reads over 10 s (10)")
+      .add<timespan>("metadata-threshold",
+                     "when a slow metadata request (collection read, query "
+                     "plan, first pkranges page) is hedged (1500ms)")
+      .add<int64_t>("metadata-max-concurrent",
+                    "metadata hedges in flight at once; 0 = off (32)");
 }
 
 void georoute_config::check_section(const caf::settings& section,
@@ -571,6 +576,12 @@ load_result georoute_config::load(std::vector<std::string> args,
   he.budget.share =
       static_cast<double>(rd.integer(hg + ".budget-percent", 10, 0, 100)) /
       100.0;
+  auto& mh = he.metadata;
+  mh.threshold = rd.duration(hg + ".metadata-threshold", mh.threshold,
+                             milliseconds{1}, seconds{3600});
+  mh.max_concurrent = static_cast<uint32_t>(
+      rd.integer(hg + ".metadata-max-concurrent",
+                 static_cast<int64_t>(mh.max_concurrent), 0, 100'000));
   for (const auto& problem : he.validate())
     out.errors.push_back(problem);
 

@@ -86,7 +86,9 @@ std::string render(const settings& s) {
     << (he.mode == hedge_threshold_mode::adaptive ? "adaptive" : "static")
     << "\"\n"
     << "budget-percent=" << static_cast<int64_t>(he.budget.share * 100.0 + 0.5)
-    << "\n";
+    << "\n"
+    << "metadata-threshold=" << format_duration(he.metadata.threshold) << "\n"
+    << "metadata-max-concurrent=" << he.metadata.max_concurrent << "\n";
   return o.str();
 }
 

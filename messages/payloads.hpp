@@ -70,6 +70,9 @@ struct metadata_request {
   bool rid_based = false;
   /// Per-request exclusions, on top of the configured ones.
   std::vector<std::string> excluded_regions;
+  /// The first page of a feed (every non-feed request is one): only the
+  /// first page of the pkranges feed may be hedged to a second region.
+  bool first_page = true;
 };
 
 /// A document-level request for the request router.
@@ -242,6 +245,13 @@ struct retry_stats {
   /// Pushed snapshots not applied because they were no newer than the held
   /// one (a push that raced a local mark).
   uint64_t stale_snapshots = 0;
+  /// Metadata hedges: sent to a second region, taken as the operation's
+  /// answer, and not sent because every budget slot was in use.
+  uint64_t metadata_hedges_started = 0;
+  uint64_t metadata_hedges_won = 0;
+  uint64_t metadata_hedges_refused = 0;
+  /// Budget slots held by metadata hedges right now.
+  uint64_t metadata_hedge_slots = 0;
 };
 
 /// Counters of the request router (the data plane).
@@ -343,7 +353,7 @@ typename Inspector::result_type inspect(Inspector& f, region_mark& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, metadata_request& x) {
   return f(x.method, x.path, x.headers, x.body, x.kind, x.op, x.collection_name,
-           x.policy, x.rid_based, x.excluded_regions);
+           x.policy, x.rid_based, x.excluded_regions, x.first_page);
 }
 
 template <class Inspector>
@@ -409,7 +419,9 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, retry_stats& x) {
   return f(x.operations, x.attempts, x.retries, x.deadline_trips,
            x.policy_refusals, x.marks, x.refreshes, x.session_clears,
-           x.late_completions, x.live, x.stale_snapshots);
+           x.late_completions, x.live, x.stale_snapshots,
+           x.metadata_hedges_started, x.metadata_hedges_won,
+           x.metadata_hedges_refused, x.metadata_hedge_slots);
 }
 
 template <class Inspector>

@@ -199,13 +199,17 @@ TEST_F(PkRangeCache, ColdLoad_LoopsPagesUntil304_BuildsCompleteMap) {
   EXPECT_EQ(fetches->header(0, "a-im"), "Incremental Feed");
   EXPECT_EQ(fetches->header(0, "x-ms-max-item-count"), "-1");
   EXPECT_EQ(fetches->header(0, "if-none-match"), "<absent>");
+  // Only the first page of a load may be hedged by the retry actor.
+  EXPECT_TRUE(req.first_page);
   answer(page({range("0", "", "7F"), range("1", "7F", "FF")}, e1));
   ASSERT_EQ(sent(), 2u);
   EXPECT_EQ(fetches->header(1, "if-none-match"), e1);
+  EXPECT_FALSE(fetches->requests[1].first_page);
   // A second page: 1 split meanwhile; the cold build drops the parent.
   answer(split_page());
   ASSERT_EQ(sent(), 3u);
   EXPECT_EQ(fetches->header(2, "if-none-match"), e2);
+  EXPECT_FALSE(fetches->requests[2].first_page);
   answer(not_modified(e2));
   EXPECT_EQ(sent(), 3u);
   for (auto* h : {&h1, &h2}) {
@@ -229,6 +233,7 @@ TEST_F(PkRangeCache, Refresh_SendsIfNoneMatch_AndMergesSplitChildren) {
   ASSERT_EQ(sent(), 3u);
   EXPECT_EQ(fetches->header(2, "if-none-match"), e1);
   EXPECT_EQ(fetches->header(2, "a-im"), "Incremental Feed");
+  EXPECT_TRUE(fetches->requests[2].first_page); // a refresh's first page
   // Plain lookups during the refresh get the current map at once.
   EXPECT_EQ(cached().map->etag(), e1);
   answer(split_page());

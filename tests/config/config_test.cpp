@@ -476,4 +476,42 @@ TEST(Config, Hedging_BadValues_NameTheKey) {
   }
 }
 
+TEST(Config, MetadataHedging_OnByDefault_KeysParse_AndRender) {
+  auto d = load("");
+  ASSERT_TRUE(d.ok()) << all_errors(d);
+  EXPECT_EQ(d.values.hedging.metadata.threshold,
+            std::chrono::milliseconds{1500});
+  EXPECT_EQ(d.values.hedging.metadata.max_concurrent, 32u);
+  auto r = load("[georoute.hedging]\nmetadata-threshold=2s\n"
+                "metadata-max-concurrent=4\n");
+  ASSERT_TRUE(r.ok()) << all_errors(r);
+  EXPECT_EQ(r.values.hedging.metadata.threshold, std::chrono::seconds{2});
+  EXPECT_EQ(r.values.hedging.metadata.max_concurrent, 4u);
+  // The data-plane switch does not touch metadata hedging.
+  EXPECT_FALSE(r.values.hedging.enabled);
+  auto off = load("[georoute.hedging]\nmetadata-max-concurrent=0\n");
+  ASSERT_TRUE(off.ok()) << all_errors(off);
+  EXPECT_EQ(off.values.hedging.metadata.max_concurrent, 0u);
+  auto dump = render(r.values);
+  EXPECT_NE(dump.find("metadata-threshold=2s\n"), std::string::npos) << dump;
+  EXPECT_NE(dump.find("metadata-max-concurrent=4\n"), std::string::npos)
+      << dump;
+}
+
+TEST(Config, MetadataHedging_BadValues_NameTheKey) {
+  for (auto [ini, key] : std::vector<std::pair<std::string, std::string>>{
+           {"[georoute.hedging]\nmetadata-threshold=0s\n",
+            "georoute.hedging.metadata-threshold"},
+           {"[georoute.hedging]\nmetadata-threshold=2h\n",
+            "georoute.hedging.metadata-threshold"},
+           {"[georoute.hedging]\nmetadata-max-concurrent=-1\n",
+            "georoute.hedging.metadata-max-concurrent"},
+           {"[georoute.hedging]\nmetadata-max-concurrent=100001\n",
+            "georoute.hedging.metadata-max-concurrent"}}) {
+    auto r = load(ini);
+    ASSERT_FALSE(r.ok()) << ini;
+    EXPECT_NE(all_errors(r).find(key), std::string::npos) << all_errors(r);
+  }
+}
+
 } // namespace
