@@ -886,7 +886,9 @@ void on_late_answer(self_ptr self, uint64_t id, uint32_t arm,
         !st.snap.table()->is_unavailable(late.loop.endpoint(), op_kind::read,
                                          now) &&
         !late.loop.pinned_blocked(now)) {
-      if (auto plan = late.loop.next_attempt(*st.snap.table(), now)) {
+      auto plan = late.loop.next_attempt(*st.snap.table(), now);
+      note_transitions(st, nullptr); // a ladder step may start a probe
+      if (plan) {
         wire_target t;
         t.collection_link = late.link;
         t.endpoint = plan->endpoint;
