@@ -10,6 +10,7 @@
 #include "actors/policy/hedging.hpp"
 #include "actors/policy/lru_cache.hpp"
 #include "actors/policy/metadata_rules.hpp"
+#include "actors/policy/partition_breaker.hpp"
 #include "actors/policy/routing_map.hpp"
 #include "actors/policy/session_container.hpp"
 #include "actors/policy/snapshot_holder.hpp"
@@ -146,6 +147,9 @@ struct router_state {
   hedge_budget hedge_allowance;
   region_latencies latencies;
   std::map<std::pair<uint64_t, uint32_t>, late_arm> late;
+  // The per-partition circuit breaker; none when switched off. The attempt
+  // loops hold a pointer to it: it lives as long as the state.
+  std::optional<partition_breaker> breaker;
   uint64_t next_id = 1;
   router_stats stats;
   static inline const char* name = "georoute.router";
@@ -194,6 +198,10 @@ void settle_arms(router_state& st, uint64_t id, data_operation& op) {
   op.diag.hedges = static_cast<uint32_t>(op.arms.size());
 }
 
+void primary_lost(router_state& st, data_operation& op,
+                  const std::string& winner_region, policy_time now);
+void primary_final(router_state& st, data_operation& op, policy_time now);
+
 void finish_ok(self_ptr self, uint64_t id, const transport::outcome& o,
                uint32_t arm = 0) {
   auto& st = self->state;
@@ -206,6 +214,10 @@ void finish_ok(self_ptr self, uint64_t id, const transport::outcome& o,
     op.diag.attempts[rec].winner = true;
     if (arm > 0) ++st.stats.hedges_won;
   }
+  if (arm > 0)
+    primary_lost(st, op, op.arms[arm - 1].region, self->clock().now());
+  else
+    primary_final(st, op, self->clock().now());
   op.diag.total_us = micros(self->clock().now() - op.started);
   op.diag.metadata_refreshes = op.loop ? op.loop->metadata_refreshes() : 0;
   settle_arms(st, id, op);
@@ -256,6 +268,87 @@ std::vector<std::string> excluded_for(const router_state& st,
 
 op_kind op_of(const data_operation& op) {
   return is_write(op.req.op) ? op_kind::write : op_kind::read;
+}
+
+// -- the circuit breaker ------------------------------------------------------
+
+// Moves the breaker's transitions into `op`'s diagnostics (when an
+// operation caused them); the counters in `router_stats` count them all.
+void note_transitions(router_state& st, data_operation* op) {
+  if (!st.breaker) return;
+  for (auto& t : st.breaker->drain_transitions()) {
+    if (op == nullptr) continue;
+    op->diag.breaker_transitions.push_back(
+        t.key.region + " range " + t.key.range_id + ": " + to_string(t.from) +
+        " -> " + to_string(t.to) + " (" + to_string(t.reason) + ")");
+  }
+}
+
+// What the breaker said about an attempt, for its record.
+void note_admission(router_state& st, attempt_record& rec,
+                    const attempt_plan& plan) {
+  rec.breaker_skipped = plan.breaker_skipped;
+  if (!plan.breaker_skipped.empty()) ++st.stats.breaker_skips;
+  switch (plan.admission) {
+  case admission_kind::probe:
+    rec.breaker_admission = "probe";
+    break;
+  case admission_kind::trial:
+    rec.breaker_admission = "trial";
+    break;
+  case admission_kind::fallback:
+    rec.breaker_admission = "fallback";
+    break;
+  default:
+    break;
+  }
+}
+
+// Hands one attempt's outcome to the breaker (the loop holds its ticket).
+void report_to_breaker(router_state& st, data_operation* op, attempt_loop& loop,
+                       const transport::outcome& o, policy_time now) {
+  if (!st.breaker) return;
+  loop.report_outcome(attempt_result_of(o), now);
+  note_transitions(st, op);
+}
+
+// The range the operation's next attempts are for.
+void set_partition(data_operation& op, attempt_loop& loop) {
+  if (op.coll && op.range)
+    loop.set_partition(op.coll->rid, op.range->id);
+  else
+    loop.set_partition({}, {});
+}
+
+// A hedge's final answer ended `op` while its primary was still out: a
+// hedge win against the primary's region.
+void primary_lost(router_state& st, data_operation& op,
+                  const std::string& winner_region, policy_time now) {
+  if (!st.breaker || !op.loop || op.primary_done ||
+      op.waiting != waiting_for::response ||
+      same_region(winner_region, op.loop->region()))
+    return;
+  op.loop->record_hedge_loss(now);
+  note_transitions(st, &op);
+}
+
+// The primary's answer is the operation's result.
+void primary_final(router_state& st, data_operation& op, policy_time now) {
+  if (!st.breaker || !op.loop) return;
+  op.loop->record_final(now);
+  note_transitions(st, &op);
+}
+
+// A routing map replaced `old`: forget the breaker entries of ranges it no
+// longer has (the parents of a split or merge).
+void forget_dropped_ranges(router_state& st, const std::string& rid,
+                           const map_ptr& old, const map_ptr& fresh,
+                           policy_time now) {
+  if (!st.breaker || !old || !fresh || old == fresh) return;
+  for (const auto& r : old->ranges())
+    if (fresh->is_gone(r.id) || fresh->range_by_id(r.id) == nullptr)
+      st.breaker->forget_range(rid, r.id, now);
+  note_transitions(st, nullptr);
 }
 
 void resolve_collection(self_ptr self, uint64_t id, bool force);
@@ -389,6 +482,9 @@ void resolve_range(self_ptr self, uint64_t id, bool refresh) {
             auto& st = self->state;
             auto i = st.ops.find(id);
             if (i == st.ops.end()) return;
+            if (const auto* old = st.maps.get(snap.collection_rid))
+              forget_dropped_ranges(st, snap.collection_rid, *old, snap.map,
+                                    self->clock().now());
             st.maps.put(snap.collection_rid, snap.map);
             i->second.map = snap.map;
             locate(self, id);
@@ -433,6 +529,7 @@ void capture_session(router_state& st, const data_operation& op,
 }
 
 void plan_hedge(self_ptr self, uint64_t id);
+bool end_if_all_answered(self_ptr self, uint64_t id);
 
 void attempt(self_ptr self, uint64_t id) {
   auto& st = self->state;
@@ -450,8 +547,10 @@ void attempt(self_ptr self, uint64_t id) {
     return;
   }
   // The one place where endpoint choice happens: the attempt loop resolves
-  // on the router's snapshot (a per-partition override slots in there).
+  // on the router's snapshot and asks the circuit breaker of the range.
+  set_partition(op, *op.loop);
   auto plan = op.loop->next_attempt(*st.snap.table(), self->clock().now());
+  note_transitions(st, &op);
   if (!plan) {
     finish_failure(self, id, plan.error().what);
     return;
@@ -472,6 +571,7 @@ void attempt(self_ptr self, uint64_t id) {
   rec.region = op.region;
   rec.endpoint = op.endpoint;
   rec.started_us = micros(op.attempt_started - op.started);
+  note_admission(st, rec, *plan);
   op.primary_record = op.diag.attempts.size();
   op.diag.attempts.push_back(std::move(rec));
   auto hdl = caf::actor_cast<caf::actor>(self);
@@ -581,8 +681,15 @@ void plan_hedge(self_ptr self, uint64_t id) {
   auto now = self->clock().now();
   auto excluded = excluded_for(st, op);
   std::vector<std::string> regions{op.region};
-  for (auto& r : hedge_regions(*st.snap.table(), op_kind::read, excluded, now))
-    if (!same_region(r, op.region)) regions.push_back(std::move(r));
+  for (auto& r :
+       hedge_regions(*st.snap.table(), op_kind::read, excluded, now)) {
+    if (same_region(r, op.region)) continue;
+    // A region whose breaker is open for this range gets no hedge.
+    if (st.breaker && op.coll && op.range &&
+        st.breaker->blocked(breaker_key{op.coll->rid, op.range->id, r}, now))
+      continue;
+    regions.push_back(std::move(r));
+  }
   hedge_override over;
   if (op.req.options.hedge >= 0) over.enabled = op.req.options.hedge > 0;
   if (op.req.options.hedge_threshold.count() > 0)
@@ -612,11 +719,22 @@ void send_hedge(self_ptr self, uint64_t id, size_t arm) {
     regions.push_back(r.region);
   lc.excluded_regions = arm_exclusions(excluded_for(st, op), regions, arm);
   lc.attempt_cap = 1;
+  lc.optional_attempt = true;
   if (op.arms.size() < arm) op.arms.resize(arm);
   auto& a = op.arms[arm - 1];
   a.loop.emplace(std::move(lc), st.cfg.ladders);
+  set_partition(op, *a.loop);
   auto plan = a.loop->next_attempt(*st.snap.table(), now);
+  note_transitions(st, &op);
   if (!plan) return;
+  if (plan->skip) {
+    // The arm's region became open for this range after the plan was made:
+    // the arm is not sent, and counts as a non-final answer so that the
+    // next arm may go.
+    ++st.stats.breaker_skips;
+    op.hedge->on_result(arm, arm_outcome::connection_failure(), 0, now);
+    return;
+  }
   a.endpoint = plan->endpoint;
   a.region = plan->region;
   a.started = now;
@@ -632,6 +750,7 @@ void send_hedge(self_ptr self, uint64_t id, size_t arm) {
   rec.endpoint = a.endpoint;
   rec.started_us = micros(now - op.started);
   rec.arm = static_cast<uint32_t>(arm);
+  note_admission(st, rec, *plan);
   a.record = op.diag.attempts.size();
   op.diag.attempts.push_back(std::move(rec));
   ++st.stats.hedges_started;
@@ -662,6 +781,8 @@ void advance_hedge(self_ptr self, uint64_t id) {
     }
     if (auto arm = op.hedge->start_next(now)) send_hedge(self, id, *arm);
   }
+  // A skipped arm (see send_hedge) may have been the last one out.
+  if (op.primary_done && end_if_all_answered(self, id)) return;
   arm_hedge_timer(self, id, op);
 }
 
@@ -708,6 +829,7 @@ void on_hedge_outcome(self_ptr self, uint64_t id, uint32_t arm,
   st.stats.hedge_charge += o.request_charge;
   capture_session(st, op, o);
   auto now = self->clock().now();
+  report_to_breaker(st, &op, *a.loop, o, now);
   auto verdict =
       op.hedge->on_result(arm, arm_outcome_of(o), o.request_charge, now);
   op.last_answer = o;
@@ -719,6 +841,7 @@ void on_hedge_outcome(self_ptr self, uint64_t id, uint32_t arm,
     }
     op.last_failure = o;
     op.last_region = a.region;
+    primary_lost(st, op, a.region, now);
     finish_error(self, id, classify_outcome(o),
                  failure_text(o, a.region, op.loop->attempts() + arm,
                               describe(op), "a final answer of a hedge"));
@@ -751,14 +874,21 @@ void on_late_answer(self_ptr self, uint64_t id, uint32_t arm,
   if (arm > 0) st.stats.hedge_charge += o.request_charge;
   auto& late = i->second;
   auto now = self->clock().now();
+  // The operation is gone, but the breaker still learns what the region did.
+  report_to_breaker(st, nullptr, late.loop, o, now);
   if (!o.success() && st.snap.table()) {
     auto step =
         late.loop.on_result(attempt_result_of(o), *st.snap.table(), now, false);
     // Up the ladder only while nobody has marked the endpoint yet: once it
     // is marked the region is known bad and nothing more goes there.
-    if (step.ladder_climb && !st.snap.table()->is_unavailable(
-                                 late.loop.endpoint(), op_kind::read, now)) {
-      if (auto plan = late.loop.next_attempt(*st.snap.table(), now)) {
+    // Nor once the breaker keeps this range out of the region.
+    if (step.ladder_climb &&
+        !st.snap.table()->is_unavailable(late.loop.endpoint(), op_kind::read,
+                                         now) &&
+        !late.loop.pinned_blocked(now)) {
+      auto plan = late.loop.next_attempt(*st.snap.table(), now);
+      note_transitions(st, nullptr); // a ladder step may start a probe
+      if (plan) {
         wire_target t;
         t.collection_link = late.link;
         t.endpoint = plan->endpoint;
@@ -805,6 +935,7 @@ void on_outcome(self_ptr self, uint64_t id, uint32_t arm,
   auto& rec = op.diag.attempts[op.primary_record];
   record_answer(self, op, rec, o, op.attempt_started);
   capture_session(st, op, o);
+  report_to_breaker(st, &op, *op.loop, o, self->clock().now());
   if (o.success()) {
     // A broken body is the gateway breaking the protocol: an error, never a
     // success the caller cannot parse. Not retried: a write was applied.
@@ -861,6 +992,7 @@ void on_outcome(self_ptr self, uint64_t id, uint32_t arm,
   }
   switch (step.next) {
   case loop_next::fail:
+    primary_final(st, op, self->clock().now());
     finish_failure(self, id, step.reason);
     return;
   case loop_next::fail_budget:
@@ -975,6 +1107,7 @@ caf::result<data_response> start(self_ptr self, data_request& req) {
   lc.attempt_cap = st.cfg.attempt_cap;
   lc.excluded_regions = excluded_for(st, op);
   lc.client = st.cfg.client;
+  lc.breaker = st.breaker ? &*st.breaker : nullptr;
   op.loop.emplace(std::move(lc), st.cfg.ladders);
   op.deadline = op.started + op.budget;
   auto rp = op.rp;
@@ -1061,6 +1194,7 @@ router_impl_actor::behavior_type router_impl(self_ptr self, router_config cfg,
   st.maps = lru_cache<std::string, map_ptr>{st.cfg.collection_capacity};
   st.hedge_allowance = hedge_budget{st.cfg.hedging.budget};
   st.latencies = region_latencies{st.cfg.hedging.adaptive};
+  if (st.cfg.breaker_enabled) st.breaker.emplace(st.cfg.breaker);
   // The raw path's pipeline: linked, it lives and dies with the router and
   // takes re-wiring from us only.
   st.pipeline = spawn_retry(self->system(), st.cfg.pipeline,
@@ -1115,6 +1249,14 @@ router_impl_actor::behavior_type router_impl(self_ptr self, router_config cfg,
         s.live = st.ops.size();
         s.deadlines_tracked = st.deadlines.size();
         s.deadline_timers_pending = st.deadlines.timers_pending();
+        if (st.breaker) {
+          const auto& c = st.breaker->counters();
+          s.breaker_opened = c.opened;
+          s.breaker_probes = c.probes_started;
+          s.breaker_closed = c.closed;
+          s.breaker_reopened = c.reopened;
+          s.breaker_tracked = st.breaker->size();
+        }
         return s;
       },
       [=](rt_http_done& m) { on_outcome(self, m.op, m.arm, m.outcome); },
@@ -1149,6 +1291,8 @@ router_config router_config_from(const config::settings& s) {
   c.collection_capacity = s.collection_cache_size;
   c.max_in_flight = s.max_operations_in_flight;
   c.hedging = s.hedging;
+  c.breaker_enabled = s.circuit_breaker_enabled;
+  c.breaker = s.circuit_breaker;
   return c;
 }
 

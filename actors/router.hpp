@@ -45,10 +45,20 @@
 // - `(route_atom, document_request)` → `transport::outcome`: the raw path
 //   of the query-plan actor (via the retry actor's detach-only mode): the
 //   same attempt loop as the retry actor, in the router's own pipeline.
+// - The per-partition circuit breaker (actors/policy/partition_breaker.hpp)
+//   lives in the router's state. Every attempt of an operation whose range
+//   is known is admitted by it inside `attempt_loop::next_attempt` (a range
+//   whose breaker is open in a region skips that region), and every outcome
+//   (primary, hedge arms, answers after the operation ended) goes back to it
+//   with the admission's ticket. A hedge that wins while the primary is out
+//   counts against the primary's region. Its clock is the `now` of those
+//   calls: no timer of its own. A routing map that drops a range (a split)
+//   makes the router forget that range's entries.
 // - Errors carry the diagnostics (`diagnostics_of`): every attempt with its
 //   region, endpoint, status and retry reason.
 
 #include "actors/policy/hedging.hpp"
+#include "actors/policy/partition_breaker.hpp"
 #include "actors/retry.hpp"
 #include "messages/interfaces.hpp"
 
@@ -79,6 +89,11 @@ struct router_config {
   size_t max_in_flight = 10000;
   /// Cross-region hedging of reads.
   hedging_options hedging;
+  /// The per-partition circuit breaker (reads; writes on multi-write
+  /// accounts), owned by the router; consulted where the attempt loop
+  /// chooses the endpoint.
+  bool breaker_enabled = true;
+  partition_breaker_options breaker;
 };
 
 /// Builds the slice from validated settings.

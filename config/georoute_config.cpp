@@ -15,6 +15,7 @@
 #include <fstream>
 #include <sstream>
 #include <thread>
+#include <utility>
 
 namespace georoute::config {
 
@@ -28,6 +29,33 @@ using string_list = std::vector<std::string>;
 constexpr const char general[] = "georoute";
 constexpr const char http[] = "georoute.http";
 constexpr const char hedging[] = "georoute.hedging";
+constexpr const char breaker[] = "georoute.circuit-breaker";
+
+// The circuit breaker's keys by the option field each sets, so that a
+// problem `partition_breaker_options::validate` names by field is reported
+// under the key the user wrote.
+constexpr std::pair<const char*, const char*> breaker_fields[] = {
+    {"read_failure_threshold", "read-failures"},
+    {"write_failure_threshold", "write-failures"},
+    {"hedge_win_threshold", "hedge-wins"},
+    {"max_open_period", "max-open-period"},
+    {"open_period", "open-period"},
+    {"probe_timeout", "probe-timeout"},
+    {"half_open_steps", "half-open-steps"},
+    {"transition_log_capacity", "transition-log-capacity"},
+    {"capacity", "capacity"},
+};
+
+// "open_period: must be positive" -> "georoute.circuit-breaker.open-period:
+// must be positive".
+std::string breaker_problem(const std::string& what) {
+  for (const auto& [field, key] : breaker_fields) {
+    std::string prefix = std::string{field} + ":";
+    if (what.rfind(prefix, 0) == 0)
+      return std::string{breaker} + "." + key + what.substr(std::strlen(field));
+  }
+  return std::string{breaker} + ": " + what;
+}
 
 // The ladder keys and where their values land.
 struct ladder_key {
@@ -293,6 +321,25 @@ georoute_config::georoute_config() {
                      "plan, first pkranges page) is hedged (1500ms)")
       .add<int64_t>("metadata-max-concurrent",
                     "metadata hedges in flight at once; 0 = off (32)");
+  opt_group{custom_options_, breaker}
+      .add<bool>("enabled",
+                 "per-partition circuit breaker of the data plane (true)")
+      .add<int64_t>("read-failures",
+                    "consecutive failed reads of a range in a region that "
+                    "open its breaker (10)")
+      .add<int64_t>("write-failures",
+                    "the same for writes on multi-write accounts (5)")
+      .add<int64_t>("hedge-wins",
+                    "consecutive hedge wins against a region that open it (5)")
+      .add<timespan>("open-period", "first open period before the probe (5s)")
+      .add<timespan>("max-open-period",
+                     "cap of the open period, doubled per failed probe (300s)")
+      .add<timespan>("probe-timeout",
+                     "a probe unanswered this long has failed (10s)")
+      .add<int64_t>("half-open-steps",
+                    "after a probe, one request in 2^steps returns, doubling "
+                    "per answer (3)")
+      .add<int64_t>("capacity", "(range, region) entries tracked (10000)");
 }
 
 void georoute_config::check_section(const caf::settings& section,
@@ -585,6 +632,30 @@ load_result georoute_config::load(std::vector<std::string> args,
   for (const auto& problem : he.validate())
     out.errors.push_back(problem);
 
+  const std::string cb = breaker;
+  s.circuit_breaker_enabled =
+      rd.boolean(cb + ".enabled", s.circuit_breaker_enabled);
+  auto& bo = s.circuit_breaker;
+  bo.read_failure_threshold = static_cast<uint32_t>(rd.integer(
+      cb + ".read-failures", bo.read_failure_threshold, 1, 1'000'000));
+  bo.write_failure_threshold = static_cast<uint32_t>(rd.integer(
+      cb + ".write-failures", bo.write_failure_threshold, 1, 1'000'000));
+  bo.hedge_win_threshold = static_cast<uint32_t>(
+      rd.integer(cb + ".hedge-wins", bo.hedge_win_threshold, 1, 1'000'000));
+  bo.open_period = rd.duration(cb + ".open-period", bo.open_period,
+                               milliseconds{1}, seconds{86400});
+  bo.max_open_period = rd.duration(cb + ".max-open-period", bo.max_open_period,
+                                   milliseconds{1}, seconds{86400});
+  bo.probe_timeout = rd.duration(cb + ".probe-timeout", bo.probe_timeout,
+                                 milliseconds{1}, seconds{3600});
+  bo.half_open_steps = static_cast<uint32_t>(
+      rd.integer(cb + ".half-open-steps", bo.half_open_steps, 0, 16));
+  bo.capacity = static_cast<size_t>(rd.integer(
+      cb + ".capacity", static_cast<int64_t>(bo.capacity), 1, 10'000'000));
+  // What the single keys cannot see (max-open-period below open-period).
+  if (auto problem = bo.validate())
+    out.errors.push_back(breaker_problem(problem->what));
+
   auto& hp = s.http;
   hp.max_connections_per_endpoint = static_cast<size_t>(rd.integer(
       h + ".max-connections-per-endpoint",
@@ -633,6 +704,8 @@ std::vector<std::string> check_settings(const settings& s) {
                            " = []: a ladder needs at least one step");
   for (const auto& problem : s.hedging.validate())
     out.errors.push_back(problem);
+  if (auto problem = s.circuit_breaker.validate())
+    out.errors.push_back(breaker_problem(problem->what));
   if (s.max_operations_in_flight == 0)
     out.errors.push_back(g + ".max-operations-in-flight = 0: the engine "
                              "would refuse every request; at least 1");

@@ -89,6 +89,17 @@ std::string render(const settings& s) {
     << "\n"
     << "metadata-threshold=" << format_duration(he.metadata.threshold) << "\n"
     << "metadata-max-concurrent=" << he.metadata.max_concurrent << "\n";
+  const auto& cb = s.circuit_breaker;
+  o << "\n[georoute.circuit-breaker]\n"
+    << "enabled=" << (s.circuit_breaker_enabled ? "true" : "false") << "\n"
+    << "read-failures=" << cb.read_failure_threshold << "\n"
+    << "write-failures=" << cb.write_failure_threshold << "\n"
+    << "hedge-wins=" << cb.hedge_win_threshold << "\n"
+    << "open-period=" << format_duration(cb.open_period) << "\n"
+    << "max-open-period=" << format_duration(cb.max_open_period) << "\n"
+    << "probe-timeout=" << format_duration(cb.probe_timeout) << "\n"
+    << "half-open-steps=" << cb.half_open_steps << "\n"
+    << "capacity=" << cb.capacity << "\n";
   return o.str();
 }
 

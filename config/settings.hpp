@@ -8,6 +8,7 @@
 // repeats them with the reason for each.
 
 #include "actors/policy/hedging.hpp"
+#include "actors/policy/partition_breaker.hpp"
 #include "actors/policy/timeout_ladder.hpp"
 
 #include <chrono>
@@ -133,6 +134,12 @@ struct settings {
   /// Cross-region hedging of reads ([georoute.hedging]); the defaults are
   /// documented on `hedging_options`.
   hedging_options hedging;
+  /// The per-partition circuit breaker of the data plane
+  /// ([georoute.circuit-breaker]): on by default; it acts only after a
+  /// range fails 10 consecutive reads (5 multi-write writes) in one region.
+  /// The defaults are documented on `partition_breaker_options`.
+  bool circuit_breaker_enabled = true;
+  partition_breaker_options circuit_breaker;
 };
 
 /// Bounds of the metadata hard deadline.

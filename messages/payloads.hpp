@@ -160,6 +160,13 @@ struct attempt_record {
   uint32_t arm = 0;
   /// Its answer became the operation's.
   bool winner = false;
+  /// Regions this attempt skipped because the circuit breaker of the
+  /// operation's range was open there (in the order they were passed over).
+  std::vector<std::string> breaker_skipped;
+  /// How the circuit breaker let it through: "" (normally, or not
+  /// consulted), "probe" (the one request to a region whose open period
+  /// ended), "trial" (half-open share), "fallback" (every region was open).
+  std::string breaker_admission;
 };
 
 /// What happened to one operation: every attempt in order.
@@ -177,6 +184,9 @@ struct diagnostics {
   /// Arms still in flight when the operation ended: their answers are
   /// dropped, but still mark regions.
   uint32_t abandoned_arms = 0;
+  /// Circuit-breaker transitions this operation's outcomes caused, e.g.
+  /// "West US range 1: closed -> open (read_failures)".
+  std::vector<std::string> breaker_transitions;
 };
 
 /// The answer to a data request.
@@ -291,6 +301,17 @@ struct router_stats {
   uint64_t hedges_refused = 0;
   double hedge_charge = 0;
   uint64_t late_answers = 0;
+  /// The per-partition circuit breaker: (range, region) keys opened from
+  /// closed, probes started, keys closed again after a probe, keys opened
+  /// again from probing or half-open (failed, timed-out or lost probes,
+  /// half-open failures), attempts that skipped at least one region whose
+  /// breaker was open for their range, and keys tracked now.
+  uint64_t breaker_opened = 0;
+  uint64_t breaker_probes = 0;
+  uint64_t breaker_closed = 0;
+  uint64_t breaker_reopened = 0;
+  uint64_t breaker_skips = 0;
+  uint64_t breaker_tracked = 0;
 };
 
 /// Counters of the collection cache. Every request counts once in exactly
@@ -378,14 +399,14 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, attempt_record& x) {
   return f(x.region, x.endpoint, x.status, x.substatus, x.failure,
            x.retry_reason, x.started_us, x.elapsed_us, x.request_charge, x.arm,
-           x.winner);
+           x.winner, x.breaker_skipped, x.breaker_admission);
 }
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, diagnostics& x) {
   return f(x.attempts, x.request_charge, x.total_us, x.collection_rid,
            x.range_id, x.metadata_refreshes, x.hedges, x.hedge_charge,
-           x.abandoned_arms);
+           x.abandoned_arms, x.breaker_transitions);
 }
 
 template <class Inspector>
@@ -431,7 +452,9 @@ typename Inspector::result_type inspect(Inspector& f, router_stats& x) {
            x.decisions_after_budget, x.marks, x.refreshes, x.metadata_refreshes,
            x.live, x.rejected_overloaded, x.deadlines_tracked,
            x.deadline_timers_pending, x.hedges_started, x.hedges_won,
-           x.hedges_refused, x.hedge_charge, x.late_answers);
+           x.hedges_refused, x.hedge_charge, x.late_answers, x.breaker_opened,
+           x.breaker_probes, x.breaker_closed, x.breaker_reopened,
+           x.breaker_skips, x.breaker_tracked);
 }
 
 template <class Inspector>

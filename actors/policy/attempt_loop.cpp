@@ -67,9 +67,96 @@ result<attempt_plan> attempt_loop::next_attempt(const location_table& table,
                   *policy_);
   if (pinned_) in.pinned_endpoint = endpoint_;
   auto where = table.resolve(in, now);
+  attempt_plan plan;
+  out_key_.reset();
+  out_ticket_ = {};
+  out_kind_ = admission_kind::pass;
+  out_reported_ = false;
+  out_hedge_loss_ = false;
+  if (breaker_applies(table) && !where.region.empty()) {
+    auto& breaker = *cfg_.breaker;
+    breaker_key key{collection_rid_, range_id_, where.region};
+    if (where.route == resolve_route::pinned) {
+      // A ladder step stays in its region unless the breaker now keeps this
+      // range out of it: then it starts over where the breaker allows.
+      auto a = breaker.admit(key, now);
+      if (a.allowed()) {
+        plan.breaker_consulted = true;
+        plan.admission = a.kind;
+        out_key_ = std::move(key);
+        out_ticket_ = a.ticket;
+        out_kind_ = a.kind;
+      } else {
+        plan.breaker_skipped.push_back(where.region);
+        pinned_ = false;
+        ladder_step_ = 0;
+        in.pinned_endpoint.clear();
+        where = table.resolve(in, now);
+      }
+    }
+    if (where.route == resolve_route::applicable && !plan.breaker_consulted &&
+        !where.region.empty()) {
+      // The candidates: the applicable endpoints from the policy's pick on,
+      // one per region.
+      auto eps = table.applicable_endpoints(in.op, in.excluded_regions, now);
+      auto picked = normalize_endpoint(where.endpoint);
+      std::size_t start = 0;
+      for (std::size_t i = 0; i < eps.size(); ++i)
+        if (normalize_endpoint(eps[i]) == picked) {
+          start = i;
+          break;
+        }
+      std::vector<std::string> regions;
+      std::vector<std::string> endpoints;
+      for (std::size_t k = 0; k < eps.size(); ++k) {
+        const auto& ep = eps[(start + k) % eps.size()];
+        auto region = table.region_of(ep);
+        if (region.empty()) continue;
+        bool seen = false;
+        for (const auto& r : regions)
+          seen = seen || same_region(r, region);
+        if (seen) continue;
+        regions.push_back(std::move(region));
+        endpoints.push_back(ep);
+      }
+      if (auto c = breaker.choose(collection_rid_, range_id_, regions, now)) {
+        bool fallback = c->admission.kind == admission_kind::fallback;
+        for (std::size_t k = 0; k < c->skipped && k < regions.size(); ++k) {
+          if (fallback && k == c->index) continue; // used anyway
+          bool listed = false;
+          for (const auto& r : plan.breaker_skipped)
+            listed = listed || same_region(r, regions[k]);
+          if (!listed) plan.breaker_skipped.push_back(regions[k]);
+        }
+        if (fallback) {
+          const auto& used = regions[c->index];
+          auto& sk = plan.breaker_skipped;
+          sk.erase(std::remove_if(sk.begin(), sk.end(),
+                                  [&](const std::string& r) {
+                                    return same_region(r, used);
+                                  }),
+                   sk.end());
+        }
+        if (fallback && cfg_.optional_attempt) {
+          plan.skip = true;
+          plan.admission = admission_kind::blocked;
+          plan.breaker_consulted = true;
+          plan.region = regions[c->index];
+          plan.endpoint = endpoints[c->index];
+          return plan;
+        }
+        where.endpoint = endpoints[c->index];
+        where.region = regions[c->index];
+        plan.breaker_consulted = true;
+        plan.admission = c->admission.kind;
+        out_key_ = breaker_key{collection_rid_, range_id_, where.region};
+        out_ticket_ = c->admission.ticket;
+        out_kind_ = c->admission.kind;
+      }
+    }
+  }
   endpoint_ = std::move(where.endpoint);
   region_ = std::move(where.region);
-  attempt_plan plan;
   plan.endpoint = endpoint_;
   plan.region = region_;
   plan.timeout = ladder()[std::min(ladder_step_, ladder().size() - 1)].timeout;
@@ -77,6 +164,58 @@ result<attempt_plan> attempt_loop::next_attempt(const location_table& table,
     plan.hub_header = client->hub_header(cfg_.op == op_kind::read);
   plan.number = ++attempts_;
   return plan;
+}
+
+// -- the circuit breaker -----------------------------------------------------
+
+void attempt_loop::set_partition(std::string collection_rid,
+                                 std::string range_id) {
+  collection_rid_ = std::move(collection_rid);
+  range_id_ = std::move(range_id);
+}
+
+bool attempt_loop::breaker_applies(const location_table& table) const {
+  if (cfg_.breaker == nullptr || collection_rid_.empty() || range_id_.empty())
+    return false;
+  return cfg_.op == op_kind::read ||
+         table.can_support_multiple_write_locations(cfg_.is_document);
+}
+
+breaker_report attempt_loop::report_outcome(const attempt_result& r,
+                                            policy_time now) {
+  breaker_report out;
+  if (!out_key_ || out_reported_ || cfg_.breaker == nullptr) return out;
+  out_reported_ = true;
+  auto kind = !r.transport_failure ? transport_failure_kind::none
+              : r.timed_out        ? transport_failure_kind::timeout
+                                   : transport_failure_kind::connection;
+  out.reported = true;
+  out.probe = out_kind_ == admission_kind::probe;
+  out.signal = breaker_signal_of(r.status, r.substatus, kind, r.request_sent);
+  out.state =
+      cfg_.breaker->record(*out_key_, cfg_.op, out.signal, out_ticket_, now);
+  return out;
+}
+
+bool attempt_loop::record_hedge_loss(policy_time now) {
+  if (!out_key_ || out_reported_ || out_hedge_loss_ || cfg_.breaker == nullptr)
+    return false;
+  out_hedge_loss_ = true;
+  cfg_.breaker->record_hedge_win(*out_key_, out_ticket_, now);
+  return true;
+}
+
+void attempt_loop::record_final(policy_time now) {
+  if (!out_key_ || cfg_.breaker == nullptr) return;
+  cfg_.breaker->record_primary_final(*out_key_, now);
+}
+
+bool attempt_loop::pinned_blocked(policy_time now) const {
+  if (!pinned_ || cfg_.breaker == nullptr || collection_rid_.empty() ||
+      range_id_.empty() || region_.empty())
+    return false;
+  return cfg_.breaker->blocked(breaker_key{collection_rid_, range_id_, region_},
+                               now);
 }
 
 loop_step attempt_loop::on_result(const attempt_result& r,

@@ -34,10 +34,25 @@
 // A spent budget stops every new attempt, but the effects of rule 3 still
 // run: the caller's timeout and the budget never pre-empt a failover
 // decision.
+//
+// The per-partition circuit breaker (partition_breaker.hpp) is consulted in
+// `next_attempt`, the one place an endpoint is chosen, when the loop has a
+// breaker, knows its partition (`set_partition`) and the operation is
+// eligible (reads; writes only where several regions take writes). The
+// retry policy's pick comes first; the breaker then walks the applicable
+// endpoints from that pick on and takes the first region whose breaker for
+// this range lets the request through (a pinned ladder step whose region it
+// blocks is unpinned and walks the same way). When it blocks every region,
+// the pick is used anyway, except for an optional attempt (a hedge arm),
+// which is then not made. The ticket of the admission stays with the loop
+// until the actor reports the attempt's outcome (`report_outcome`), a hedge
+// win against it (`record_hedge_loss`) or its final answer
+// (`record_final`). The loop never reads a clock: time comes in as `now`.
 
 #include "actors/policy/client_retry_policy.hpp"
 #include "actors/policy/location_table.hpp"
 #include "actors/policy/metadata_rules.hpp"
+#include "actors/policy/partition_breaker.hpp"
 #include "actors/policy/result.hpp"
 #include "actors/policy/timeout_ladder.hpp"
 
@@ -98,6 +113,13 @@ struct attempt_loop_config {
   /// Regions excluded for this operation (engine-wide and its own).
   std::vector<std::string> excluded_regions;
   client_retry_options client;
+  /// The per-partition circuit breaker: owned by the caller, it must
+  /// outlive the loop; null: none (metadata, or switched off). Consulted
+  /// only once `set_partition` named the range.
+  partition_breaker* breaker = nullptr;
+  /// An attempt that may be left out (a hedge arm): when the breaker blocks
+  /// every candidate, the plan says `skip` instead of falling back.
+  bool optional_attempt = false;
 };
 
 /// Where and how the next attempt goes.
@@ -108,6 +130,26 @@ struct attempt_plan {
   /// Send the hub-region-only header (a read's last session retry).
   bool hub_header = false;
   uint32_t number = 0; ///< 1 for the first attempt
+  /// The circuit breaker admitted this attempt (`admission` says how);
+  /// false when it was not consulted.
+  bool breaker_consulted = false;
+  admission_kind admission = admission_kind::pass;
+  /// Regions the breaker made this attempt skip, in the order walked.
+  std::vector<std::string> breaker_skipped;
+  /// An optional attempt whose every candidate the breaker blocks: do not
+  /// send it (it is not counted as an attempt).
+  bool skip = false;
+};
+
+/// What reporting an attempt's outcome to the breaker did.
+struct breaker_report {
+  /// The attempt had a ticket and it was handed back (at most once).
+  bool reported = false;
+  breaker_signal signal = breaker_signal::no_signal;
+  /// The key's state afterwards.
+  breaker_state state = breaker_state::closed;
+  /// The attempt was the key's probe.
+  bool probe = false;
 };
 
 /// Side effects of a decision: carried out whatever comes next.
@@ -164,6 +206,34 @@ public:
   loop_step on_result(const attempt_result& r, const location_table& table,
                       policy_time now, bool budget_spent);
 
+  // -- the circuit breaker ----------------------------------------------------
+
+  /// The range the next attempts are for (again after a split or a
+  /// recreated collection). Empty ids: the breaker is not consulted.
+  void set_partition(std::string collection_rid, std::string range_id);
+
+  /// Whether the breaker applies to this operation on `table`: a breaker
+  /// and a partition are set, and it reads, or writes where more than one
+  /// region takes document writes.
+  bool breaker_applies(const location_table& table) const;
+
+  /// Hands the last attempt's outcome to the breaker with its ticket (what
+  /// counts: `breaker_signal_of`). Only the first call per attempt reports.
+  breaker_report report_outcome(const attempt_result& r, policy_time now);
+
+  /// Another arm's final answer won while the last attempt was still out:
+  /// a hedge win against its region. Reports nothing twice; the attempt's
+  /// own outcome, when it comes, is still reported.
+  bool record_hedge_loss(policy_time now);
+
+  /// The last attempt's answer ended the operation (a primary's final
+  /// answer): resets the hedge-win count of its region.
+  void record_final(policy_time now);
+
+  /// Whether the next attempt is a pinned ladder step whose region the
+  /// breaker blocks now (changes nothing).
+  bool pinned_blocked(policy_time now) const;
+
   uint32_t attempts() const { return attempts_; }
   uint32_t metadata_refreshes() const { return metadata_refreshes_; }
   /// The endpoint and region of the last attempt.
@@ -197,6 +267,14 @@ private:
   std::string region_;
   std::optional<attempt_result> last_failure_;
   std::string last_region_;
+  // The breaker: this operation's range, and the last attempt's admission.
+  std::string collection_rid_;
+  std::string range_id_;
+  std::optional<breaker_key> out_key_;
+  breaker_ticket out_ticket_;
+  admission_kind out_kind_ = admission_kind::pass;
+  bool out_reported_ = false;
+  bool out_hedge_loss_ = false;
 };
 
 } // namespace georoute

@@ -515,3 +515,73 @@ TEST(Config, MetadataHedging_BadValues_NameTheKey) {
 }
 
 } // namespace
+
+namespace {
+
+TEST(Config, CircuitBreaker_DefaultsAndKeys) {
+  using std::chrono::milliseconds;
+  auto d = load("");
+  ASSERT_TRUE(d.ok()) << all_errors(d);
+  const auto& bd = d.values.circuit_breaker;
+  EXPECT_TRUE(d.values.circuit_breaker_enabled);
+  EXPECT_EQ(bd.read_failure_threshold, 10u);
+  EXPECT_EQ(bd.write_failure_threshold, 5u);
+  EXPECT_EQ(bd.hedge_win_threshold, 5u);
+  EXPECT_EQ(bd.open_period, milliseconds{5000});
+  EXPECT_EQ(bd.max_open_period, milliseconds{300000});
+  EXPECT_EQ(bd.probe_timeout, milliseconds{10000});
+  EXPECT_EQ(bd.half_open_steps, 3u);
+  EXPECT_EQ(bd.capacity, 10000u);
+  auto r = load("[georoute.circuit-breaker]\nenabled=false\nread-failures=3\n"
+                "write-failures=2\nhedge-wins=4\nopen-period=200ms\n"
+                "max-open-period=2s\nprobe-timeout=1s\nhalf-open-steps=0\n"
+                "capacity=64\n");
+  ASSERT_TRUE(r.ok()) << all_errors(r);
+  const auto& b = r.values.circuit_breaker;
+  EXPECT_FALSE(r.values.circuit_breaker_enabled);
+  EXPECT_EQ(b.read_failure_threshold, 3u);
+  EXPECT_EQ(b.write_failure_threshold, 2u);
+  EXPECT_EQ(b.hedge_win_threshold, 4u);
+  EXPECT_EQ(b.open_period, milliseconds{200});
+  EXPECT_EQ(b.max_open_period, milliseconds{2000});
+  EXPECT_EQ(b.probe_timeout, milliseconds{1000});
+  EXPECT_EQ(b.half_open_steps, 0u);
+  EXPECT_EQ(b.capacity, 64u);
+}
+
+TEST(Config, CircuitBreaker_BadValues_NameTheKey) {
+  const std::string sec = "[georoute.circuit-breaker]\n";
+  for (auto [ini, key] : std::vector<std::pair<std::string, std::string>>{
+           {sec + "read-failures=0\n",
+            "georoute.circuit-breaker.read-failures"},
+           {sec + "write-failures=-1\n",
+            "georoute.circuit-breaker.write-failures"},
+           {sec + "hedge-wins=0\n", "georoute.circuit-breaker.hedge-wins"},
+           {sec + "open-period=0s\n", "georoute.circuit-breaker.open-period"},
+           {sec + "open-period=10s\nmax-open-period=5s\n",
+            "georoute.circuit-breaker.max-open-period"},
+           {sec + "probe-timeout=2h\n",
+            "georoute.circuit-breaker.probe-timeout"},
+           {sec + "half-open-steps=17\n",
+            "georoute.circuit-breaker.half-open-steps"},
+           {sec + "capacity=0\n", "georoute.circuit-breaker.capacity"}}) {
+    auto r = load(ini);
+    ASSERT_FALSE(r.ok()) << ini;
+    EXPECT_NE(all_errors(r).find(key), std::string::npos) << all_errors(r);
+  }
+}
+
+TEST(Config, CircuitBreaker_CheckSettings_NamesTheKey) {
+  auto d = load("");
+  ASSERT_TRUE(d.ok()) << all_errors(d);
+  auto s = d.values;
+  s.account_endpoint = "https://acct.documents.azure.com:443/";
+  s.circuit_breaker.max_open_period = std::chrono::milliseconds{1};
+  auto problems = check_settings(s);
+  ASSERT_EQ(problems.size(), 1u);
+  EXPECT_NE(problems[0].find("georoute.circuit-breaker.max-open-period"),
+            std::string::npos)
+      << problems[0];
+}
+
+} // namespace
