@@ -673,7 +673,7 @@ void plan_hedge(self_ptr self, uint64_t id) {
   auto& st = self->state;
   auto& op = st.ops.at(id);
   if (!hedgeable(op) || !st.snap.table()) return;
-  // The cheap check first: with hedging off (the default) a read pays no
+  // The cheap check first: with hedging off a read pays no
   // region list.
   bool on = op.req.options.hedge >= 0 ? op.req.options.hedge > 0
                                       : st.cfg.hedging.enabled;
@@ -765,6 +765,21 @@ void send_hedge(self_ptr self, uint64_t id, size_t arm) {
 
 // Starts the arms that are due (by their time, or at once after a non-final
 // answer), within the hedge budget, then re-arms the timer.
+// Whether the read's primary region is already known to be losing its
+// range: the breaker is not closed there, or hedges beat it since its last
+// final answer. The budget guards against hedging on a slow-everywhere day;
+// here the hedge is what keeps the read alive until the breaker opens (after
+// `hedge-wins` of them), so it does not wait for the budget.
+bool primary_losing(const router_state& st, const data_operation& op,
+                    policy_time now) {
+  if (!st.breaker || !op.coll || !op.range || !op.loop ||
+      op.loop->region().empty())
+    return false;
+  auto v = st.breaker->view(
+      breaker_key{op.coll->rid, op.range->id, op.loop->region()}, now);
+  return v.state != breaker_state::closed || v.hedge_wins > 0;
+}
+
 void advance_hedge(self_ptr self, uint64_t id) {
   auto& st = self->state;
   auto i = st.ops.find(id);
@@ -774,7 +789,10 @@ void advance_hedge(self_ptr self, uint64_t id) {
   if (op.budget_spent) op.hedge->stop();
   for (auto next = op.hedge->next_start(); next && next->at <= now;
        next = op.hedge->next_start()) {
-    if (!st.hedge_allowance.try_take(now)) {
+    // Only the first hedge (arm 1) leans on the primary's evidence.
+    if (next->arm == 1 && primary_losing(st, op, now)) {
+      ++st.stats.hedges_on_evidence;
+    } else if (!st.hedge_allowance.try_take(now)) {
       ++st.stats.hedges_refused;
       op.hedge->stop();
       break;

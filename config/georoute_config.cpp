@@ -308,7 +308,7 @@ georoute_config::georoute_config() {
     grp.add<string_list>(caf::string_view{lk.name, std::strlen(lk.name)},
                          "timeout ladder, e.g. [\"5s/0s\", \"10s/1s\"]");
   opt_group{custom_options_, hedging}
-      .add<bool>("enabled", "hedge reads to the next region (false)")
+      .add<bool>("enabled", "hedge reads to the next region (true)")
       .add<timespan>("threshold",
                      "when the first hedge starts; 0s = min(1s, first "
                      "read-ladder timeout / 2) (0s)")

@@ -299,6 +299,10 @@ struct router_stats {
   uint64_t hedges_started = 0;
   uint64_t hedges_won = 0;
   uint64_t hedges_refused = 0;
+  /// First hedges sent outside the budget because the primary's region was
+  /// already losing that range (its breaker not closed, or hedges beat it
+  /// since its last final answer); bounded by the breaker's hedge-wins.
+  uint64_t hedges_on_evidence = 0;
   double hedge_charge = 0;
   uint64_t late_answers = 0;
   /// The per-partition circuit breaker: (range, region) keys opened from
@@ -452,7 +456,8 @@ typename Inspector::result_type inspect(Inspector& f, router_stats& x) {
            x.decisions_after_budget, x.marks, x.refreshes, x.metadata_refreshes,
            x.live, x.rejected_overloaded, x.deadlines_tracked,
            x.deadline_timers_pending, x.hedges_started, x.hedges_won,
-           x.hedges_refused, x.hedge_charge, x.late_answers, x.breaker_opened,
+           x.hedges_refused, x.hedges_on_evidence, x.hedge_charge,
+           x.late_answers, x.breaker_opened,
            x.breaker_probes, x.breaker_closed, x.breaker_reopened,
            x.breaker_skips, x.breaker_tracked);
 }

@@ -180,11 +180,13 @@ struct metadata_hedge_options {
 
 /// Engine-wide hedging options. Every default is documented on its field.
 struct hedging_options {
-  /// Hedge eligible data-plane operations. Off by default for now: the
-  /// drill's scenarios at the library's defaults, which decide the default,
-  /// are not written yet; on, a hung or slow region costs a read one
-  /// threshold instead of its ladder, and the budget caps the cost.
-  bool enabled = false;
+  /// Hedge eligible data-plane operations. On by default: with it (and the
+  /// partition breaker) a hung, slow, flapping region or one hung range
+  /// costs the affected site's reads one threshold at most, where without
+  /// it they waited out the ladder or their caller's deadline (the drill's
+  /// G scenarios, at the library's defaults); when nothing is slow nothing
+  /// is hedged, and the budget caps the cost of a slow-everywhere day.
+  bool enabled = true;
   /// Hedge writes: only with this, on a multi-write account, and when the
   /// write's retries are safe.
   bool hedge_writes = false;

@@ -426,7 +426,7 @@ namespace {
 TEST(Config, Hedging_DefaultsAndKeys) {
   auto d = load("");
   ASSERT_TRUE(d.ok()) << all_errors(d);
-  EXPECT_FALSE(d.values.hedging.enabled);
+  EXPECT_TRUE(d.values.hedging.enabled);
   EXPECT_FALSE(d.values.hedging.threshold);
   EXPECT_EQ(d.values.hedging.step, std::chrono::milliseconds{500});
   EXPECT_EQ(d.values.hedging.mode,
@@ -445,10 +445,12 @@ TEST(Config, Hedging_DefaultsAndKeys) {
 // CAF takes a boolean only as a bare flag; --key=true and --key=false work
 // too, on the command line over the file, and other values are named.
 TEST(Config, BooleanFlags_TakeTrueAndFalseOnTheCommandLine) {
-  auto on = load("", {"--georoute.hedging.enabled=true"});
+  auto on = load("[georoute.hedging]\nenabled=false\n",
+                 {"--georoute.hedging.enabled=true"});
   ASSERT_TRUE(on.ok()) << all_errors(on);
   EXPECT_TRUE(on.values.hedging.enabled);
-  auto bare = load("", {"--georoute.hedging.enabled"});
+  auto bare = load("[georoute.hedging]\nenabled=false\n",
+                   {"--georoute.hedging.enabled"});
   ASSERT_TRUE(bare.ok()) << all_errors(bare);
   EXPECT_TRUE(bare.values.hedging.enabled);
   auto off = load("[georoute.hedging]\nenabled=true\n",
@@ -482,7 +484,7 @@ TEST(Config, MetadataHedging_OnByDefault_KeysParse_AndRender) {
   EXPECT_EQ(d.values.hedging.metadata.threshold,
             std::chrono::milliseconds{1500});
   EXPECT_EQ(d.values.hedging.metadata.max_concurrent, 32u);
-  auto r = load("[georoute.hedging]\nmetadata-threshold=2s\n"
+  auto r = load("[georoute.hedging]\nenabled=false\nmetadata-threshold=2s\n"
                 "metadata-max-concurrent=4\n");
   ASSERT_TRUE(r.ok()) << all_errors(r);
   EXPECT_EQ(r.values.hedging.metadata.threshold, std::chrono::seconds{2});

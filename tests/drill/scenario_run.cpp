@@ -325,6 +325,28 @@ void scenario_run::sample_backend() {
               count - before;
       }
     last = std::move(now);
+    // The breakers' transitions in this second, and how far each range got.
+    engine_sample e;
+    e.t_ms = t_ms;
+    for (auto& s : sites_)
+      if (auto st = ask<router_stats>(*sys_, s.router(), 1s, stats_atom_v)) {
+        e.breaker_opened += st->breaker_opened;
+        e.breaker_probes += st->breaker_probes;
+        e.breaker_closed += st->breaker_closed;
+      }
+    for (const auto& [key, tally] : emu_->control().counters_by_range()) {
+      uint64_t n = tally.held;
+      for (const auto& [status, count] : tally.by_status)
+        n += count;
+      e.reached[key] = n;
+    }
+    const engine_sample* prev =
+        engine_samples_.empty() ? nullptr : &engine_samples_.back();
+    if (prev && e.breaker_opened > prev->breaker_opened)
+      b.callers["breaker_opened"] = e.breaker_opened - prev->breaker_opened;
+    if (prev && e.breaker_closed > prev->breaker_closed)
+      b.callers["breaker_closed"] = e.breaker_closed - prev->breaker_closed;
+    engine_samples_.push_back(std::move(e));
     backend_buckets_.push_back(std::move(b));
     if (auto mb = resident_mib()) rss_.emplace_back(t_ms, *mb);
   };
@@ -416,6 +438,11 @@ void scenario_run::finish() {
       total.hedges_refused += st->hedges_refused;
       total.hedge_charge += st->hedge_charge;
       total.late_answers += st->late_answers;
+      total.breaker_opened += st->breaker_opened;
+      total.breaker_probes += st->breaker_probes;
+      total.breaker_closed += st->breaker_closed;
+      total.breaker_reopened += st->breaker_reopened;
+      total.breaker_skips += st->breaker_skips;
       if (st->live > 0 ||
           st->failover_decisions != st->failover_decisions_completed)
         quiet = false;

@@ -12,6 +12,7 @@
 #include "tests/emulator/emulator.hpp"
 
 #include <atomic>
+#include <map>
 #include <caf/actor_system.hpp>
 #include <caf/actor_system_config.hpp>
 #include <functional>
@@ -86,6 +87,17 @@ public:
   const router_stats& routers() const { return router_totals_; }
   /// Resident memory of the process, once a second: (ms, MiB).
   const std::vector<std::pair<int64_t, double>>& rss() const { return rss_; }
+  /// Once a second, for the grey scenarios: the routers' breaker counters
+  /// summed over the sites, and the requests that reached each (region,
+  /// collection, range) of the emulator so far (answered or held).
+  struct engine_sample {
+    int64_t t_ms = 0;
+    uint64_t breaker_opened = 0, breaker_probes = 0, breaker_closed = 0;
+    std::map<emulator::range_key, uint64_t> reached;
+  };
+  const std::vector<engine_sample>& engine_samples() const {
+    return engine_samples_;
+  }
   /// The caller deadline in force.
   std::chrono::milliseconds deadline() const { return deadline_; }
   const config::settings& engine_settings() const { return base_; }
@@ -125,6 +137,7 @@ private:
   std::atomic<bool> sampling_{false};
   std::vector<timeline_bucket> backend_buckets_;
   std::vector<std::pair<int64_t, double>> rss_;
+  std::vector<engine_sample> engine_samples_;
   uint64_t fetches_at_start_ = 0;
   std::vector<op_record> ops_;
   folded_ops folded_;

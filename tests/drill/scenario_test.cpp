@@ -70,7 +70,13 @@ drill_report run_one(const std::string& id) {
 
 class Scenario : public ::testing::TestWithParam<std::string> {};
 
+// The grey scenarios (G*) judge latency at the library's defaults (a read's
+// p99 within the hedge threshold + 200 ms), 45 s each: they run alone, as
+// ctest `drill.grey`, so that no other test starves them of the 2 cores.
+// The copies gtest discovery lists skip unless GEOROUTE_GREY_TEST is set.
 TEST_P(Scenario, PassesEveryCriterion) {
+  if (GetParam()[0] == 'G' && std::getenv("GEOROUTE_GREY_TEST") == nullptr)
+    GTEST_SKIP() << "runs as drill.grey, alone";
   auto report = run_one(GetParam());
   ASSERT_EQ(report.scenarios.size(), 1u);
   const auto& s = report.scenarios.front();
@@ -86,15 +92,7 @@ TEST_P(Scenario, PassesEveryCriterion) {
   EXPECT_TRUE(problems.empty()) << problems.front();
 }
 
-// WIP: the grey scenarios (G*) wait for the partition breaker.
-std::vector<std::string> tested_ids() {
-  std::vector<std::string> ids;
-  for (auto& id : scenario_ids())
-    if (id[0] != 'G') ids.push_back(id);
-  return ids;
-}
-
-INSTANTIATE_TEST_SUITE_P(Drill, Scenario, ::testing::ValuesIn(tested_ids()),
+INSTANTIATE_TEST_SUITE_P(Drill, Scenario, ::testing::ValuesIn(scenario_ids()),
                          [](const auto& info) { return info.param; });
 
 // The soak of issue 11, one minute: random faults from the whole menu.

@@ -492,12 +492,85 @@ void grey_criteria(scenario_run& run, scenario_report& out, int site,
            "), hedging " + (h.enabled ? "on" : "off"));
 }
 
+// The breaker's part of a grey scenario: it opened (when `must_open`), it
+// closed only through probes, and (`range` set) while it was open nothing but
+// probes reached that range in `region`.
+void breaker_criteria(scenario_run& run, const std::string& region,
+                      int64_t from, int64_t to, bool must_open,
+                      const std::string& range = {}) {
+  const auto& rs = run.routers();
+  std::string counts = std::to_string(rs.breaker_opened) + " opened, " +
+                       std::to_string(rs.breaker_probes) + " probes, " +
+                       std::to_string(rs.breaker_closed) + " closed, " +
+                       std::to_string(rs.breaker_reopened) + " reopened, " +
+                       std::to_string(rs.breaker_skips) + " skips";
+  if (must_open)
+    run.require("the partition breaker opened for the grey region", counts,
+                rs.breaker_opened > 0);
+  run.require("the breaker closed only after a probe (closes <= probes)",
+              counts, rs.breaker_closed <= rs.breaker_probes);
+  if (range.empty()) return;
+  // Requests that reached the range in the region, against probes sent
+  // meanwhile, from one attempt timeout after it opened to the fault's end.
+  // Requests admitted before it opened may wait that long in the client's
+  // connection pool behind the held ones, and only then go out.
+  const auto& samples = run.engine_samples();
+  const auto& ladder = run.engine_settings().http.ladders.partition_failover;
+  int64_t settle = (ladder.empty() ? 0 : ladder.front().timeout.count()) + 1000;
+  emulator::range_key key{region, "dbs/d/colls/c", range};
+  std::optional<int64_t> opened_at;
+  const scenario_run::engine_sample* open = nullptr;
+  const scenario_run::engine_sample* last = nullptr;
+  for (size_t i = 1; i < samples.size(); ++i) {
+    if (samples[i].t_ms < from || samples[i].t_ms > to) continue;
+    if (!opened_at &&
+        samples[i].breaker_opened > samples[i - 1].breaker_opened)
+      opened_at = samples[i].t_ms;
+    if (!opened_at || samples[i].t_ms < *opened_at + settle) continue;
+    if (!open)
+      open = &samples[i];
+    else
+      last = &samples[i];
+  }
+  auto reached = [&](const scenario_run::engine_sample* s) -> uint64_t {
+    auto it = s->reached.find(key);
+    return it == s->reached.end() ? 0 : it->second;
+  };
+  uint64_t arrivals = 0, probes = 0;
+  if (open && last) {
+    arrivals = reached(last) - reached(open);
+    probes = last->breaker_probes - open->breaker_probes;
+    // Per second, for the reader: requests that reached it / probes.
+    std::string series;
+    for (auto* s = open + 1; s <= last; ++s)
+      if (reached(s) != reached(s - 1) ||
+          s->breaker_probes != (s - 1)->breaker_probes)
+        series += " +" + secs(s->t_ms - from) + " " +
+                  std::to_string(reached(s) - reached(s - 1)) + "/" +
+                  std::to_string(s->breaker_probes - (s - 1)->breaker_probes);
+    run.note("range " + range + " in " + region +
+             " while open, requests/probes per second:" +
+             (series.empty() ? std::string{" none"} : series));
+  }
+  run.require("while open (from one attempt timeout after it opened), "
+              "nothing but probes reached range " +
+                  range + " in " + region,
+              open && last ? std::to_string(arrivals) + " requests, " +
+                                 std::to_string(probes) + " probes (+" +
+                                 secs(open->t_ms - from) + " .. +" +
+                                 secs(last->t_ms - from) + ")"
+                           : "the breaker never opened during the fault",
+              open && last && arrivals <= probes);
+}
+
 // The common script: the workload, `apply` at 5 s on the second region,
 // `lift` 30 s later, the rest of the run, then the criteria.
 void grey_script(scenario_run& run, scenario_report& out,
                  const std::string& label,
                  const std::function<void(const std::string&)>& apply,
-                 const std::function<void(const std::string&)>& lift) {
+                 const std::function<void(const std::string&)>& lift,
+                 const std::function<void(const std::string&, int64_t,
+                                          int64_t)>& check = {}) {
   world_options w;
   w.multi_write = true;
   if (!run.setup(w)) return;
@@ -513,6 +586,7 @@ void grey_script(scenario_run& run, scenario_report& out,
   run.finish();
   grey_criteria(run, out, 1, from, to);
   allow_ambiguous_writes_during(run, out, {{from, to}});
+  if (check) check(region, from, to);
 }
 
 void g1_hang(scenario_run& run, scenario_report& out) {
@@ -523,6 +597,9 @@ void g1_hang(scenario_run& run, scenario_report& out) {
       },
       [&](const std::string& r) {
         run.emu().set_region_state(r, region_state::online);
+      },
+      [&](const std::string& r, int64_t from, int64_t to) {
+        breaker_criteria(run, r, from, to, true);
       });
 }
 
@@ -530,7 +607,10 @@ void g2_slow(scenario_run& run, scenario_report& out) {
   grey_script(
       run, out, "turns slow (+3 s per response)",
       [&](const std::string& r) { run.emu().set_latency(r, 3000ms, 0ms); },
-      [&](const std::string& r) { run.emu().set_latency(r, 0ms, 0ms); });
+      [&](const std::string& r) { run.emu().set_latency(r, 0ms, 0ms); },
+      [&](const std::string& r, int64_t from, int64_t to) {
+        breaker_criteria(run, r, from, to, true);
+      });
 }
 
 void g3_range(scenario_run& run, scenario_report& out) {
@@ -545,7 +625,10 @@ void g3_range(scenario_run& run, scenario_report& out) {
         f.action = emulator::fault_action::hang;
         rule = run.emu().control().add_fault(f);
       },
-      [&](const std::string&) { run.emu().control().remove_fault(rule); });
+      [&](const std::string&) { run.emu().control().remove_fault(rule); },
+      [&](const std::string& r, int64_t from, int64_t to) {
+        breaker_criteria(run, r, from, to, true, "0");
+      });
 }
 
 void g4_flap(scenario_run& run, scenario_report& out) {
@@ -558,7 +641,10 @@ void g4_flap(scenario_run& run, scenario_report& out) {
         f.up_for = 3000ms;
         run.emu().start_flap(r, f);
       },
-      [&](const std::string& r) { run.emu().stop_flap(r); });
+      [&](const std::string& r) { run.emu().stop_flap(r); },
+      [&](const std::string& r, int64_t from, int64_t to) {
+        breaker_criteria(run, r, from, to, false);
+      });
 }
 
 struct scenario_def {
@@ -612,18 +698,18 @@ const std::vector<scenario_def>& scenarios() {
       {"G1", "a region hangs for 30 s (library defaults)",
        "Multi-write; the second region accepts connections and answers "
        "nothing for 30 s, with the library's own ladders and hedging.",
-       g1_hang, false, true},
+       g1_hang, true, true},
       {"G2", "a region turns slow, +3 s per response, for 30 s (library "
              "defaults)",
        "Multi-write; every answer of the second region comes 3 s late.",
-       g2_slow, false, true},
+       g2_slow, true, true},
       {"G3", "one range hangs in one region for 30 s (library defaults)",
        "Multi-write; requests for range 0 in the second region are held, "
        "the rest of the region serves.",
-       g3_range, false, true},
+       g3_range, true, true},
       {"G4", "a region flaps for 30 s (library defaults)",
        "Multi-write; the second region hangs 2 s, serves 3 s, and again.",
-       g4_flap, false, true},
+       g4_flap, true, true},
       {"KILL", "every engine actor killed in turn under load",
        "The supervisor restarts each actor of one site's engine while the "
        "workload runs (issue 11: faults inside the process). Not in the "

@@ -561,7 +561,7 @@ TEST(MetadataHedge, Winner_Table) {
 
 TEST(HedgingOptions, Defaults_DocumentedValues) {
   const hedging_options o;
-  EXPECT_FALSE(o.enabled);
+  EXPECT_TRUE(o.enabled);
   EXPECT_FALSE(o.hedge_writes);
   EXPECT_EQ(o.threshold, std::nullopt);
   EXPECT_EQ(o.step, 500ms);
