@@ -373,3 +373,25 @@ TEST(AttemptLoopBreaker, CrossRegionRetry_WalksOnFromTheBreakersChoice) {
 }
 
 } // namespace
+
+// Ported from the .NET SDK's "failures from two regions move the partition to
+// the third": East US trips for range 1, then West US (now its first choice)
+// trips too; range 1 goes to North Europe, naming both skipped regions, while
+// range 2 still reads from East US. Timeouts that may have been sent count
+// like 503s (the SDK's "service response delay" case).
+TEST(AttemptLoopBreaker, TwoRegionsTrip_RangeMovesToTheThird) {
+  auto t = fixture();
+  partition_breaker b;
+  trip_east(b, t, t0);
+  for (int i = 0; i < 10; ++i) {
+    operation op{b, t, t0 + 1s};
+    ASSERT_EQ(op.plan.region, "West US") << "read " << i + 1;
+    op.report(transport(true, true), t0 + 1s);
+  }
+  EXPECT_EQ(b.view(key("West US"), t0 + 1s).state, breaker_state::open);
+  operation third{b, t, t0 + 2s};
+  EXPECT_EQ(third.plan.region, "North Europe");
+  EXPECT_EQ(third.plan.breaker_skipped, (strings{"East US", "West US"}));
+  operation other{b, t, t0 + 2s, "2"};
+  EXPECT_EQ(other.plan.region, "East US");
+}
