@@ -765,11 +765,13 @@ void send_hedge(self_ptr self, uint64_t id, size_t arm) {
 
 // Starts the arms that are due (by their time, or at once after a non-final
 // answer), within the hedge budget, then re-arms the timer.
-// Whether the read's primary region is already known to be losing its
-// range: the breaker is not closed there, or hedges beat it since its last
-// final answer. The budget guards against hedging on a slow-everywhere day;
-// here the hedge is what keeps the read alive until the breaker opens (after
-// `hedge-wins` of them), so it does not wait for the budget.
+// Whether the read's primary went to a region the breaker has since taken
+// out of its range (not closed there any more). The budget guards against
+// hedging on a slow-everywhere day; such a read was sent before the breaker
+// knew, and its hedge is what keeps it alive, so it does not wait for the
+// budget. Bounded: new reads of the range skip the region. (Counting mere
+// hedge wins as evidence, too, let an overloaded machine, where everything is
+// slow and every arm wins somewhere, hedge past the budget.)
 bool primary_losing(const router_state& st, const data_operation& op,
                     policy_time now) {
   if (!st.breaker || !op.coll || !op.range || !op.loop ||
@@ -777,7 +779,7 @@ bool primary_losing(const router_state& st, const data_operation& op,
     return false;
   auto v = st.breaker->view(
       breaker_key{op.coll->rid, op.range->id, op.loop->region()}, now);
-  return v.state != breaker_state::closed || v.hedge_wins > 0;
+  return v.state != breaker_state::closed;
 }
 
 void advance_hedge(self_ptr self, uint64_t id) {

@@ -86,6 +86,12 @@ metadata_request pkranges_page(bool first) {
   return r;
 }
 
+retry_config on() {
+  retry_config c;
+  c.metadata_hedge.max_concurrent = 32;
+  return c;
+}
+
 class RetryHedge : public actor_test {
 protected:
   std::shared_ptr<locations_log> locs = std::make_shared<locations_log>();
@@ -94,7 +100,9 @@ protected:
   endpoint_manager_actor endpoints;
   retry_actor retry;
 
-  void start(retry_config cfg = {}) {
+  // Metadata hedging is off by default; these tests turn it on (32 slots)
+  // unless they set their own budget.
+  void start(retry_config cfg = on()) {
     location_table_options lo;
     lo.default_endpoint = global_ep;
     lo.preferred_regions = {"West US", "East US", "North Europe"};
@@ -220,7 +228,7 @@ TEST_F(RetryHedge, HungPrimary_HedgeWinsAtThreshold_LateTimeoutStillMarks) {
 // marks West. A longer threshold puts the hedge in that pause.
 TEST_F(RetryHedge,
        HedgeWinsDuringTheLadderPause_AbandonedPrimaryStillMarksWest) {
-  retry_config cfg;
+  retry_config cfg = on();
   cfg.metadata_hedge.threshold = 6500ms;
   start(cfg);
   auto h =
