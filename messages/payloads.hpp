@@ -457,9 +457,8 @@ typename Inspector::result_type inspect(Inspector& f, router_stats& x) {
            x.live, x.rejected_overloaded, x.deadlines_tracked,
            x.deadline_timers_pending, x.hedges_started, x.hedges_won,
            x.hedges_refused, x.hedges_on_evidence, x.hedge_charge,
-           x.late_answers, x.breaker_opened,
-           x.breaker_probes, x.breaker_closed, x.breaker_reopened,
-           x.breaker_skips, x.breaker_tracked);
+           x.late_answers, x.breaker_opened, x.breaker_probes, x.breaker_closed,
+           x.breaker_reopened, x.breaker_skips, x.breaker_tracked);
 }
 
 template <class Inspector>

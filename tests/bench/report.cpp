@@ -140,8 +140,9 @@ void report::summarize() {
   for (const auto& f : failover) {
     if (f.client != "georoute" || f.scenario != "region-hang") continue;
     auto threshold = static_cast<double>(
-        static_hedge_threshold(config::settings{}.hedging,
-                               config::settings{}.http.ladders.partition_failover)
+        static_hedge_threshold(
+            config::settings{}.hedging,
+            config::settings{}.http.ladders.partition_failover)
             .count());
     bool met = f.skipped.empty() && f.failed == 0 &&
                f.max_latency_after_failover_ms >= 0 &&
@@ -150,10 +151,9 @@ void report::summarize() {
         {"region hang at the library's defaults: after the first hedge no "
          "read slower than the threshold + 100 ms (" +
              fmt("%.0f", threshold + 100) + " ms), none failed",
-         f.skipped.empty()
-             ? fmt("%.0f ms", f.max_latency_after_failover_ms) + ", " +
-                   std::to_string(f.failed) + " failed"
-             : f.skipped,
+         f.skipped.empty() ? fmt("%.0f ms", f.max_latency_after_failover_ms) +
+                                 ", " + std::to_string(f.failed) + " failed"
+                           : f.skipped,
          f.skipped.empty() ? (met ? "reached" : "missed") : "not measured"});
   }
   for (const auto& c : cold) {
@@ -360,26 +360,25 @@ bool write_json(const report& r, const std::string& file) {
          {"emulator_cpu_seconds_per_1k", s.emulator_cpu_seconds_per_1k},
          {"skipped", s.skipped}});
   for (const auto& q : r.ratios)
-    j["ratios"].push_back(
-        {{"in_flight", q.in_flight},
-         {"georoute_over_raw", q.georoute_over_raw},
-         {"georoute_over_peer", q.georoute_over_peer},
-         {"cpu_us_over_raw", q.cpu_us_over_raw},
-         {"peer_cpu_over_georoute", q.peer_cpu_over_georoute},
-         {"hedging_on_over_off", q.hedging_on_over_off}});
+    j["ratios"].push_back({{"in_flight", q.in_flight},
+                           {"georoute_over_raw", q.georoute_over_raw},
+                           {"georoute_over_peer", q.georoute_over_peer},
+                           {"cpu_us_over_raw", q.cpu_us_over_raw},
+                           {"peer_cpu_over_georoute", q.peer_cpu_over_georoute},
+                           {"hedging_on_over_off", q.hedging_on_over_off}});
   for (const auto& f : r.failover)
-    j["failover"].push_back({{"scenario", f.scenario},
-                             {"client", f.client},
-                             {"fault_seconds", f.fault_seconds},
-                             {"failover_ms", f.failover_ms},
-                             {"failed", f.failed},
-                             {"ok", f.ok},
-                             {"max_latency_ms", f.max_latency_ms},
-                             {"max_latency_after_failover_ms",
-                              f.max_latency_after_failover_ms},
-                             {"slow", f.slow},
-                             {"skipped", f.skipped},
-                             {"note", f.note}});
+    j["failover"].push_back(
+        {{"scenario", f.scenario},
+         {"client", f.client},
+         {"fault_seconds", f.fault_seconds},
+         {"failover_ms", f.failover_ms},
+         {"failed", f.failed},
+         {"ok", f.ok},
+         {"max_latency_ms", f.max_latency_ms},
+         {"max_latency_after_failover_ms", f.max_latency_after_failover_ms},
+         {"slow", f.slow},
+         {"skipped", f.skipped},
+         {"note", f.note}});
   for (const auto& c : r.cold)
     j["cold_start"].push_back(
         {{"client", c.client},

@@ -91,8 +91,7 @@ void exclude_timed_out_writes(
         });
       },
       "writes that timed out in flight", "timed-out writes", "timed out",
-      "started outside",
-      requirement);
+      "started outside", requirement);
 }
 
 } // namespace
@@ -134,8 +133,7 @@ void allow_writes_cut_at(scenario_run& run, scenario_report& out,
         });
       },
       "writes whose connection the fault cut after they were sent",
-      "cut writes", "cut",
-      "not in flight at the cut",
+      "cut writes", "cut", "not in flight at the cut",
       "writes cut after they were sent were all in flight when a region "
       "dropped its connections (+-0.5 s)");
 }

@@ -342,14 +342,15 @@ void chart::build_rows(const drill_report& r) {
     rows_.push_back(std::move(rw));
   };
   auto success = [](const outcome& o) { return o.key == outcomes[0].key; };
-  callers_row("successes per second", "no success at all", success,
-              outcomes);
-  callers_row("user-visible failures and caller timeouts per second",
-              "no failure, no timeout",
-              [&](const outcome& o) { return !success(o); }, outcomes);
+  callers_row("successes per second", "no success at all", success, outcomes);
+  callers_row(
+      "user-visible failures and caller timeouts per second",
+      "no failure, no timeout", [&](const outcome& o) { return !success(o); },
+      outcomes);
   if (has_hedges())
-    callers_row("hedged operations and breaker transitions per second",
-                "none", [](const outcome&) { return true; }, hedge_outcomes);
+    callers_row(
+        "hedged operations and breaker transitions per second", "none",
+        [](const outcome&) { return true; }, hedge_outcomes);
 }
 
 void chart::build_markers() {

@@ -12,10 +12,10 @@
 #include "tests/emulator/emulator.hpp"
 
 #include <atomic>
-#include <map>
 #include <caf/actor_system.hpp>
 #include <caf/actor_system_config.hpp>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>

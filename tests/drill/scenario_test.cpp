@@ -102,7 +102,7 @@ TEST(DrillSoak, OneMinute_PassesEveryCriterion) {
   set_load(o);
   o.seed = 7;
   auto report = run_drill(o, drill_settings(), library_settings(),
-                   [](const std::string&, bool) {});
+                          [](const std::string&, bool) {});
   ASSERT_EQ(report.scenarios.size(), 1u);
   const auto& s = report.scenarios.front();
   SCOPED_TRACE(render_table(report));
@@ -128,7 +128,7 @@ TEST(DrillSoak, UnderCpuHog_MemoryNoLossAndVerificationHold) {
   o.seed = 977;
   o.cpu_hog = 4;
   auto report = run_drill(o, drill_settings(), library_settings(),
-                   [](const std::string&, bool) {});
+                          [](const std::string&, bool) {});
   ASSERT_EQ(report.scenarios.size(), 1u);
   const auto& s = report.scenarios.front();
   SCOPED_TRACE(render_table(report));

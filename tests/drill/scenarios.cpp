@@ -449,20 +449,19 @@ void grey_criteria(scenario_run& run, scenario_report& out, int site,
               outside > 0 && hedged_outside * 100 < outside);
   // The budget: a share of the operations over a sliding window, and a few
   // per window whatever the share. Per site (each engine has its own).
-  auto windows = static_cast<uint64_t>(
-      (out.duration_ms + h.budget.window.count() - 1) /
-      std::max<int64_t>(1, h.budget.window.count()));
+  auto windows =
+      static_cast<uint64_t>((out.duration_ms + h.budget.window.count() - 1) /
+                            std::max<int64_t>(1, h.budget.window.count()));
   bool within = true;
   std::string per;
   for (const auto& [site_i, ps] : per_site) {
-    auto bound = static_cast<uint64_t>(h.budget.share *
-                                       static_cast<double>(ps.second)) +
-                 h.budget.min_allowance * (windows + 1);
+    auto bound =
+        static_cast<uint64_t>(h.budget.share * static_cast<double>(ps.second)) +
+        h.budget.min_allowance * (windows + 1);
     within = within && ps.first <= bound;
     per += (per.empty() ? "" : ", ") + std::string{"site "} +
            std::to_string(site_i) + " " + std::to_string(ps.first) + " of " +
-           std::to_string(ps.second) + " (bound " + std::to_string(bound) +
-           ")";
+           std::to_string(ps.second) + " (bound " + std::to_string(bound) + ")";
   }
   run.require("hedges within the budget (" +
                   std::to_string(static_cast<int>(h.budget.share * 100)) +
@@ -480,10 +479,10 @@ void grey_criteria(scenario_run& run, scenario_report& out, int site,
       if (op.result == op_result::timeout) ++timeouts;
     }
   const auto& rs = run.routers();
-  run.note("site " + std::to_string(site) + " writes while grey: " +
-           std::to_string(writes) + ", caller timeouts " +
-           std::to_string(timeouts) + "; hedges started " +
-           std::to_string(rs.hedges_started) + ", won " +
+  run.note("site " + std::to_string(site) +
+           " writes while grey: " + std::to_string(writes) +
+           ", caller timeouts " + std::to_string(timeouts) +
+           "; hedges started " + std::to_string(rs.hedges_started) + ", won " +
            std::to_string(rs.hedges_won) + ", refused by the budget " +
            std::to_string(rs.hedges_refused) + "; threshold " +
            std::to_string(threshold) + " ms (" +
@@ -523,8 +522,7 @@ void breaker_criteria(scenario_run& run, const std::string& region,
   const scenario_run::engine_sample* last = nullptr;
   for (size_t i = 1; i < samples.size(); ++i) {
     if (samples[i].t_ms < from || samples[i].t_ms > to) continue;
-    if (!opened_at &&
-        samples[i].breaker_opened > samples[i - 1].breaker_opened)
+    if (!opened_at && samples[i].breaker_opened > samples[i - 1].breaker_opened)
       opened_at = samples[i].t_ms;
     if (!opened_at || samples[i].t_ms < *opened_at + settle) continue;
     if (!open)
@@ -699,8 +697,9 @@ const std::vector<scenario_def>& scenarios() {
        "Multi-write; the second region accepts connections and answers "
        "nothing for 30 s, with the library's own ladders and hedging.",
        g1_hang, true, true},
-      {"G2", "a region turns slow, +3 s per response, for 30 s (library "
-             "defaults)",
+      {"G2",
+       "a region turns slow, +3 s per response, for 30 s (library "
+       "defaults)",
        "Multi-write; every answer of the second region comes 3 s late.",
        g2_slow, true, true},
       {"G3", "one range hangs in one region for 30 s (library defaults)",
