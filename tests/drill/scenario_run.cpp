@@ -160,6 +160,8 @@ scenario_run::~scenario_run() {
   if (sampler_.joinable()) sampler_.join();
   for (auto& c : callers_)
     caf::anon_send_exit(c, caf::exit_reason::kill);
+  for (auto& w : watchers_)
+    caf::anon_send_exit(w, caf::exit_reason::kill);
   for (auto& s : sites_)
     s.stop();
   sites_.clear();
@@ -490,6 +492,9 @@ void scenario_run::finish() {
 // Stops every engine and checks that nothing is left: no actor running in
 // the system, no connection open at the emulator.
 void scenario_run::teardown() {
+  for (auto& w : watchers_)
+    caf::anon_send_exit(w, caf::exit_reason::user_shutdown);
+  watchers_.clear();
   for (auto& s : sites_)
     s.stop();
   // The emulator notices a closed socket on its io threads, which an
@@ -653,6 +658,64 @@ void scenario_run::common_criteria() {
     if (op.result == op_result::success && op.region == "(global)") ++global;
   require("no operation served by the region-agnostic account endpoint",
           std::to_string(global), global == 0);
+}
+
+void scenario_run::watch_locations() {
+  for (size_t i = table_logs_.size(); i < sites_.size(); ++i) {
+    auto log = std::make_shared<table_log>();
+    table_logs_.push_back(log);
+    auto cache = sites_[i].locations();
+    auto keep = [log](const location_snapshot& s) {
+      std::lock_guard<std::mutex> guard{log->mtx};
+      log->tables.emplace_back(std::chrono::steady_clock::now(), s.table);
+    };
+    watchers_.push_back(sys_->spawn(
+        [cache, keep](caf::event_based_actor* self) -> caf::behavior {
+          self->monitor(cache);
+          self->set_down_handler([self](caf::down_msg&) { self->quit(); });
+          self->request(cache, caf::infinite, subscribe_atom_v,
+                        caf::actor_cast<caf::actor>(self))
+              .then([keep](location_snapshot& s) { keep(s); });
+          return {[self, cache, keep](snapshot_atom, location_snapshot& s) {
+            if (self->current_sender() == cache.address()) keep(s);
+          }};
+        }));
+  }
+}
+
+bool scenario_run::was_marked(int site, const std::string& endpoint, op_kind op,
+                              int64_t at_us,
+                              std::chrono::milliseconds grace) const {
+  if (!rec_ || site < 0 || static_cast<size_t>(site) >= table_logs_.size())
+    return false;
+  const auto& log = *table_logs_[static_cast<size_t>(site)];
+  auto at = rec_->start() + std::chrono::microseconds{at_us};
+  std::shared_ptr<const location_table> table;
+  {
+    std::lock_guard<std::mutex> guard{log.mtx};
+    for (const auto& [when, t] : log.tables) {
+      if (when + grace > at) break;
+      table = t;
+    }
+  }
+  return table && table->is_unavailable(endpoint, op, at);
+}
+
+std::optional<int64_t> scenario_run::first_marked(int site,
+                                                  const std::string& endpoint,
+                                                  op_kind op,
+                                                  int64_t from_ms) const {
+  if (!rec_ || site < 0 || static_cast<size_t>(site) >= table_logs_.size())
+    return std::nullopt;
+  const auto& log = *table_logs_[static_cast<size_t>(site)];
+  std::lock_guard<std::mutex> guard{log.mtx};
+  for (const auto& [when, t] : log.tables) {
+    auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                  when - rec_->start())
+                  .count();
+    if (ms >= from_ms && t && t->is_unavailable(endpoint, op, when)) return ms;
+  }
+  return std::nullopt;
 }
 
 void scenario_run::failover_after(

@@ -6,6 +6,7 @@
 // (scenarios.cpp) are scripts over this.
 
 #include "actors/engine.hpp"
+#include "actors/policy/location_table.hpp"
 #include "tests/drill/drill.hpp"
 #include "tests/drill/readback.hpp"
 #include "tests/drill/workload.hpp"
@@ -17,6 +18,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
@@ -102,6 +104,20 @@ public:
   std::chrono::milliseconds deadline() const { return deadline_; }
   const config::settings& engine_settings() const { return base_; }
 
+  /// Follows every site's location cache from now on: each table it
+  /// publishes, kept with the instant it arrived. Call after `setup`.
+  void watch_locations();
+  /// Whether site `site`'s engine had `endpoint` marked unavailable for
+  /// `op` at `at_us` (since the start), by the last table it published at
+  /// least `grace` earlier (a request sent within `grace` of a new table
+  /// may still have been routed by the one before). False when unwatched.
+  bool was_marked(int site, const std::string& endpoint, op_kind op,
+                  int64_t at_us, std::chrono::milliseconds grace) const;
+  /// The first instant (ms since the start, after `from_ms`) at which a
+  /// table of site `site` marked `endpoint` for `op`.
+  std::optional<int64_t> first_marked(int site, const std::string& endpoint,
+                                      op_kind op, int64_t from_ms) const;
+
   /// Fills failover_ms / failover_at_ms: the first success after `fault_ms`
   /// of an operation matching `affected`, served by a region other than
   /// `from` (and not by the account endpoint).
@@ -133,6 +149,14 @@ private:
   std::shared_ptr<seed_set> seeds_;
   std::shared_ptr<recorder> rec_;
   std::vector<caf::actor> callers_;
+  struct table_log {
+    mutable std::mutex mtx;
+    std::vector<std::pair<std::chrono::steady_clock::time_point,
+                          std::shared_ptr<const location_table>>>
+        tables;
+  };
+  std::vector<std::shared_ptr<table_log>> table_logs_; // by site
+  std::vector<caf::actor> watchers_;
   std::thread sampler_;
   std::atomic<bool> sampling_{false};
   std::vector<timeline_bucket> backend_buckets_;

@@ -279,6 +279,7 @@ void s6(scenario_run& run, scenario_report& out) {
   w.deadline = std::chrono::milliseconds{std::max<int64_t>(silence / 3, 50)};
   if (!run.setup(w)) return;
   auto dead = run.regions()[0];
+  run.watch_locations();
   run.start_workload();
   run.wait_until(0.2);
   run.fault(dead + " hangs", dead,
@@ -309,45 +310,45 @@ void s6(scenario_run& run, scenario_report& out) {
           " of " + std::to_string(rs.failover_decisions),
       rs.failover_decisions > 0 &&
           rs.failover_decisions == rs.failover_decisions_completed);
-  // Between the first mark and its expiry nothing goes to the dead region:
-  // no attempt there, and no caller timeout (a timeout here means a request
-  // waited for it).
-  // The window opens once the dead region's own site has moved (its first
-  // success elsewhere) and the engine's shortest failover path has run out
-  // (a hedge can succeed elsewhere before anything marks the region), and
-  // closes before the mark, placed no later than that, expires.
-  auto moved = std::max(out.failover_at_ms.value_or(fault_ms + silence),
-                        fault_ms + silence);
-  auto from = moved + 250;
-  auto to = moved + ms_of(s.location.unavailable_region_expiry) - 500;
-  to = std::min<int64_t>(to, out.duration_ms - run.deadline().count());
-  uint64_t in_window = 0, touched = 0;
+  // While a site's engine has the dead region marked, its requests do not
+  // go there: each request is judged by the table its engine had when it
+  // was sent (50 ms of grace for a table on its way), so the check follows
+  // the engine's own marks and their expiry, however slow the machine.
+  // A timed-out operation's attempts are unknown: one of the dead region's
+  // own site (which prefers it) counts as having waited for it.
+  auto endpoint = run.emu().endpoint(dead);
+  auto marked_at = run.first_marked(0, endpoint, op_kind::read, fault_ms);
+  uint64_t judged = 0, touched = 0;
   std::string first_touch;
   for (const auto& op : run.ops()) {
-    auto start = op.start_us / 1000;
-    if (start < from || start > to) continue;
-    ++in_window;
-    // A timed-out operation's attempts are unknown: one of the dead
-    // region's own site (which prefers it) counts as having waited for it.
+    auto kind = op.type == op_type::write ? op_kind::write : op_kind::read;
+    if (op.start_us / 1000 < fault_ms ||
+        !run.was_marked(op.site, endpoint, kind, op.start_us,
+                        std::chrono::milliseconds{50}))
+      continue;
+    ++judged;
     if ((op.result == op_result::timeout && op.site == 0) ||
         std::find(op.attempted.begin(), op.attempted.end(), dead) !=
             op.attempted.end()) {
       if (touched++ == 0) {
         first_touch = std::string{"first: a "} + to_string(op.type) +
                       " of site " + std::to_string(op.site) + " started +" +
-                      secs(start - fault_ms) + ", " + to_string(op.result);
+                      secs(op.start_us / 1000 - fault_ms) + ", " +
+                      to_string(op.result);
         for (const auto& a : op.attempted)
           first_touch += ", " + a;
       }
     }
   }
-  run.require("after the region is marked, later requests avoid " + dead +
-                  " (requests started +" + secs(from - fault_ms) + " .. +" +
-                  secs(to - fault_ms) + ")",
-              std::to_string(touched) + " of " + std::to_string(in_window) +
-                  " touched it" +
+  run.require("while an engine has " + dead +
+                  " marked, its requests avoid it (site 0 marked it for "
+                  "reads " +
+                  (marked_at ? "+" + secs(*marked_at - fault_ms) : "never") +
+                  " after the fault)",
+              std::to_string(touched) + " of " + std::to_string(judged) +
+                  " requests sent while marked touched it" +
                   (first_touch.empty() ? "" : " (" + first_touch + ")"),
-              in_window > 0 && touched == 0);
+              marked_at && judged > 0 && touched == 0);
   allow_ambiguous_writes(run, out, {fault_ms});
 }
 
