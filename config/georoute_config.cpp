@@ -320,7 +320,7 @@ georoute_config::georoute_config() {
                      "when a slow metadata request (collection read, query "
                      "plan, first pkranges page) is hedged (1500ms)")
       .add<int64_t>("metadata-max-concurrent",
-                    "metadata hedges in flight at once; 0 = off (0)");
+                    "metadata hedges in flight at once; 0 = off (32)");
   opt_group{custom_options_, breaker}
       .add<bool>("enabled",
                  "per-partition circuit breaker of the data plane (true)")

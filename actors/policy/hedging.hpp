@@ -175,10 +175,8 @@ struct metadata_hedge_options {
   /// Metadata hedges in flight at once across the engine; 0 disables
   /// metadata hedging. 32 (the Rust driver's value) bounds the
   /// amplification of a brownout, when every cold lookup would hedge.
-  /// Off (0) by default for now: with it on, the overload soak under ctest
-  /// left emulator connections open after the engines stopped (4 runs of 4;
-  /// 0 of 1 with it off); set 32 to use it.
-  uint32_t max_concurrent = 0;
+  /// 0 turns metadata hedging off.
+  uint32_t max_concurrent = 32;
 };
 
 /// Engine-wide hedging options. Every default is documented on its field.

@@ -483,7 +483,7 @@ TEST(Config, MetadataHedging_OnByDefault_KeysParse_AndRender) {
   ASSERT_TRUE(d.ok()) << all_errors(d);
   EXPECT_EQ(d.values.hedging.metadata.threshold,
             std::chrono::milliseconds{1500});
-  EXPECT_EQ(d.values.hedging.metadata.max_concurrent, 0u);
+  EXPECT_EQ(d.values.hedging.metadata.max_concurrent, 32u);
   auto r = load("[georoute.hedging]\nenabled=false\nmetadata-threshold=2s\n"
                 "metadata-max-concurrent=4\n");
   ASSERT_TRUE(r.ok()) << all_errors(r);

@@ -35,7 +35,7 @@ TEST_F(MetadataHedging, HungRegion_HedgeAnswersAfterThreshold_RegionMarked) {
   // One long rung: without the hedge the read would wait 2 s for West.
   settings.http.ladders.hot_path = {{2s, 0ms}};
   settings.hedging.metadata.threshold = 200ms;
-  settings.hedging.metadata.max_concurrent = 32; // off by default
+  settings.hedging.metadata.max_concurrent = 32;
   start_actors();
   ASSERT_TRUE(emu->set_region_state("West US", emulator::region_state::hang));
   emu->control().reset_counters();

@@ -576,7 +576,7 @@ TEST(HedgingOptions, Defaults_DocumentedValues) {
   EXPECT_EQ(o.budget.bucket, 1s);
   EXPECT_EQ(o.budget.min_allowance, 3u);
   EXPECT_EQ(o.metadata.threshold, 1500ms);
-  EXPECT_EQ(o.metadata.max_concurrent, 0u);
+  EXPECT_EQ(o.metadata.max_concurrent, 32u);
   EXPECT_TRUE(o.validate().empty());
 }
 
