@@ -191,7 +191,14 @@ breaker_report attempt_loop::report_outcome(const attempt_result& r,
                                    : transport_failure_kind::connection;
   out.reported = true;
   out.probe = out_kind_ == admission_kind::probe;
-  out.signal = breaker_signal_of(r.status, r.substatus, kind, r.request_sent);
+  // A 429/3092 (the region is out of resources) on a write that consults
+  // the breaker (a multi-write write) is a 503 for the retry policy, so it
+  // is one for the breaker too: counted, not an answer that resets.
+  int status = r.status;
+  if (kind == transport_failure_kind::none && cfg_.op == op_kind::write &&
+      r.status == 429 && r.substatus == 3092)
+    status = 503;
+  out.signal = breaker_signal_of(status, r.substatus, kind, r.request_sent);
   out.state =
       cfg_.breaker->record(*out_key_, cfg_.op, out.signal, out_ticket_, now);
   return out;

@@ -218,7 +218,8 @@ public:
   bool breaker_applies(const location_table& table) const;
 
   /// Hands the last attempt's outcome to the breaker with its ticket (what
-  /// counts: `breaker_signal_of`). Only the first call per attempt reports.
+  /// counts: `breaker_signal_of`; a write's 429/3092 counts as a 503, as
+  /// the retry policy treats it). Only the first call per attempt reports.
   breaker_report report_outcome(const attempt_result& r, policy_time now);
 
   /// Another arm's final answer won while the last attempt was still out:

@@ -121,8 +121,8 @@ enum class breaker_signal : uint8_t {
 /// timing out is the same grey failure for the range; 501 and 505 are final
 /// answers another region cannot change. A 429/3092 on a multi-write write
 /// is a 503 for the SDKs' retry paths: a caller that wants it counted maps
-/// it to 503 first. `may_have_sent` is ignored when an HTTP response
-/// arrived (it was sent).
+/// it to 503 first (`attempt_loop::report_outcome` does). `may_have_sent` is
+/// ignored when an HTTP response arrived (it was sent).
 bool breaker_counts(int status, int substatus, transport_failure_kind kind,
                     bool may_have_sent);
 
