@@ -648,11 +648,27 @@ arm_outcome arm_outcome_of(const transport::outcome& o) {
   return arm_outcome::http(o.status, o.substatus);
 }
 
-bool hedgeable(const data_operation& op) {
-  // Reads only: point reads and queries on one partition or one range
-  // (every range page of a cross-partition query). Writes are not hedged:
-  // a write's second copy could apply it twice.
-  return op.req.op == data_op::read || op.req.op == data_op::query;
+// Whether a second copy of a write, sent to another region while the first
+// is still out, leaves the document as one copy would. An upsert and a
+// replace without if-match do: both copies carry the same body, and the
+// multi-write account keeps one of them (last writer wins). A create would
+// answer 409, a remove 404 and a conditional write 412 to the echo of its
+// own first copy, an answer that cannot be told from the data's: those are
+// never hedged.
+bool write_copy_safe(const data_request& r) {
+  return (r.op == data_op::upsert || r.op == data_op::replace) &&
+         r.options.if_match.empty() && r.options.if_none_match.empty();
+}
+
+// Reads are hedged whenever hedging is on: point reads and queries on one
+// partition or one range (every range page of a cross-partition query).
+// Writes only when also opted in (`georoute.hedging.writes`, or the
+// request's `hedge = 1`); `hedge_eligibility` then asks for a multi-write
+// account and a write whose second copy is safe.
+bool hedgeable(const router_state& st, const data_operation& op) {
+  if (op.req.op == data_op::read || op.req.op == data_op::query) return true;
+  return op.req.options.hedge > 0 ||
+         (op.req.options.hedge < 0 && st.cfg.hedging.hedge_writes);
 }
 
 void arm_hedge_timer(self_ptr self, uint64_t id, data_operation& op) {
@@ -672,7 +688,7 @@ void arm_hedge_timer(self_ptr self, uint64_t id, data_operation& op) {
 void plan_hedge(self_ptr self, uint64_t id) {
   auto& st = self->state;
   auto& op = st.ops.at(id);
-  if (!hedgeable(op) || !st.snap.table()) return;
+  if (!hedgeable(st, op) || !st.snap.table()) return;
   // The cheap check first: with hedging off a read pays no
   // region list.
   bool on = op.req.options.hedge >= 0 ? op.req.options.hedge > 0
@@ -680,9 +696,9 @@ void plan_hedge(self_ptr self, uint64_t id) {
   if (!on) return;
   auto now = self->clock().now();
   auto excluded = excluded_for(st, op);
+  auto kind = op_of(op);
   std::vector<std::string> regions{op.region};
-  for (auto& r :
-       hedge_regions(*st.snap.table(), op_kind::read, excluded, now)) {
+  for (auto& r : hedge_regions(*st.snap.table(), kind, excluded, now)) {
     if (same_region(r, op.region)) continue;
     // A region whose breaker is open for this range gets no hedge.
     if (st.breaker && op.coll && op.range &&
@@ -691,11 +707,19 @@ void plan_hedge(self_ptr self, uint64_t id) {
     regions.push_back(std::move(r));
   }
   hedge_override over;
-  if (op.req.options.hedge >= 0) over.enabled = op.req.options.hedge > 0;
+  if (op.req.options.hedge >= 0) {
+    over.enabled = op.req.options.hedge > 0;
+    if (kind == op_kind::write) over.hedge_writes = op.req.options.hedge > 0;
+  }
   if (op.req.options.hedge_threshold.count() > 0)
     over.threshold = op.req.options.hedge_threshold;
   hedge_request hr;
-  hr.op = op_kind::read;
+  hr.op = kind;
+  if (kind == op_kind::write) {
+    hr.multi_write_account =
+        st.snap.table()->can_support_multiple_write_locations(true);
+    hr.write_retries_safe = write_copy_safe(op.req);
+  }
   hr.region_count = op.region.empty() ? 1 : regions.size();
   hr.request = over;
   if (hedge_eligibility(st.cfg.hedging, hr) != hedge_skip::none) return;
@@ -903,8 +927,8 @@ void on_late_answer(self_ptr self, uint64_t id, uint32_t arm,
     // is marked the region is known bad and nothing more goes there.
     // Nor once the breaker keeps this range out of the region.
     if (step.ladder_climb &&
-        !st.snap.table()->is_unavailable(late.loop.endpoint(), op_kind::read,
-                                         now) &&
+        !st.snap.table()->is_unavailable(late.loop.endpoint(),
+                                         late.loop.config().op, now) &&
         !late.loop.pinned_blocked(now)) {
       auto plan = late.loop.next_attempt(*st.snap.table(), now);
       note_transitions(st, nullptr); // a ladder step may start a probe

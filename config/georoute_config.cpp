@@ -309,6 +309,8 @@ georoute_config::georoute_config() {
                          "timeout ladder, e.g. [\"5s/0s\", \"10s/1s\"]");
   opt_group{custom_options_, hedging}
       .add<bool>("enabled", "hedge reads to the next region (true)")
+      .add<bool>("writes", "also hedge upserts and unconditional replaces on a "
+                           "multi-write account (false)")
       .add<timespan>("threshold",
                      "when the first hedge starts; 0s = min(1s, first "
                      "read-ladder timeout / 2) (0s)")
@@ -611,6 +613,7 @@ load_result georoute_config::load(std::vector<std::string> args,
   const std::string hg = hedging;
   auto& he = s.hedging;
   he.enabled = rd.boolean(hg + ".enabled", he.enabled);
+  he.hedge_writes = rd.boolean(hg + ".writes", he.hedge_writes);
   auto threshold = rd.duration(hg + ".threshold", milliseconds{0},
                                milliseconds{0}, seconds{3600});
   if (threshold.count() > 0) he.threshold = threshold;

@@ -77,6 +77,7 @@ std::string render(const settings& s) {
   const auto& he = s.hedging;
   o << "\n[georoute.hedging]\n"
     << "enabled=" << (he.enabled ? "true" : "false") << "\n"
+    << "writes=" << (he.hedge_writes ? "true" : "false") << "\n"
     << "threshold="
     << format_duration(he.threshold ? *he.threshold
                                     : std::chrono::milliseconds{0})

@@ -121,8 +121,10 @@ struct request_options {
   /// flight finishes, and a failover it triggered completes). 0: the
   /// configured `georoute.operation-budget`.
   std::chrono::milliseconds budget{0};
-  /// Cross-region hedging of this read: -1 the engine's setting
-  /// (`georoute.hedging.enabled`), 0 off, 1 on.
+  /// Cross-region hedging: -1 the engine's settings
+  /// (`georoute.hedging.enabled`, and for writes `georoute.hedging.writes`),
+  /// 0 off, 1 on. On a write, 1 opts it in; it is still hedged only on a
+  /// multi-write account, and only an upsert or a replace without if-match.
   int8_t hedge = -1;
   /// When the first hedge starts; 0: the engine's threshold.
   std::chrono::milliseconds hedge_threshold{0};

@@ -500,6 +500,22 @@ TEST(Config, MetadataHedging_OnByDefault_KeysParse_AndRender) {
       << dump;
 }
 
+TEST(Config, HedgedWrites_OffByDefault_KeyParses_AndRenders) {
+  auto d = load("");
+  ASSERT_TRUE(d.ok()) << all_errors(d);
+  EXPECT_FALSE(d.values.hedging.hedge_writes);
+  auto r = load("[georoute.hedging]\nwrites=true\n");
+  ASSERT_TRUE(r.ok()) << all_errors(r);
+  EXPECT_TRUE(r.values.hedging.hedge_writes);
+  EXPECT_TRUE(r.values.hedging.enabled);
+  auto dump = render(r.values);
+  EXPECT_NE(dump.find("writes=true\n"), std::string::npos) << dump;
+  auto bad = load("[georoute.hedging]\nwrites=\"sometimes\"\n");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(all_errors(bad).find("georoute.hedging.writes"), std::string::npos)
+      << all_errors(bad);
+}
+
 TEST(Config, MetadataHedging_BadValues_NameTheKey) {
   for (auto [ini, key] : std::vector<std::pair<std::string, std::string>>{
            {"[georoute.hedging]\nmetadata-threshold=0s\n",

@@ -106,6 +106,90 @@ TEST_F(Hedging, Writes_NeverHedged) {
   EXPECT_EQ(stats().hedges_started, 0u);
 }
 
+TEST_F(Hedging, SingleWriteAccount_OptedInUpsert_NotHedged) {
+  tweak = [](config::settings& s) { s.hedging.hedge_writes = true; };
+  restart();
+  ASSERT_TRUE(route(point(data_op::create, "doc1")));
+  ASSERT_TRUE(emu->set_region_state("West US", emulator::region_state::hang));
+  auto req = point(data_op::upsert, "doc1");
+  req.options.hedge = 1;
+  auto r = route(req);
+  ASSERT_FALSE(r); // the one write region hung
+  EXPECT_EQ(stats().hedges_started, 0u);
+}
+
+// Writes on a multi-write account: hedged only when opted in (in the
+// settings or by the request), and only those whose second copy cannot
+// change what the first did.
+class HedgedWrites : public Hedging {
+protected:
+  void SetUp() override {
+    emu_options.engine.multi_write = true;
+    Hedging::SetUp();
+  }
+};
+
+TEST_F(HedgedWrites, OptedInSettings_PrimaryHangs_UpsertAnsweredByNextRegion) {
+  tweak = [](config::settings& s) { s.hedging.hedge_writes = true; };
+  restart();
+  ASSERT_TRUE(route(point(data_op::create, "doc1")));
+  ASSERT_TRUE(emu->set_region_state("West US", emulator::region_state::hang));
+  auto r = route(point(data_op::upsert, "doc1"));
+  ASSERT_TRUE(r) << sys->render(r.error());
+  EXPECT_EQ(arms_of(r->diag),
+            (std::vector<std::string>{"arm 0 West US -",
+                                      "arm 1 East US 200 winner"}));
+  EXPECT_EQ(r->diag.hedges, 1u);
+  EXPECT_GT(r->hedge_charge, 0.0);
+  auto s = stats();
+  EXPECT_EQ(s.hedges_started, 1u);
+  EXPECT_EQ(s.hedges_won, 1u);
+  // An unconditional replace is as safe as an upsert.
+  auto replaced = route(point(data_op::replace, "doc1"));
+  ASSERT_TRUE(replaced) << sys->render(replaced.error());
+  EXPECT_EQ(replaced->diag.attempts.back().region, "East US");
+}
+
+TEST_F(HedgedWrites, RequestOptsIn_UpsertHedged_OthersNot) {
+  ASSERT_TRUE(route(point(data_op::create, "doc1")));
+  ASSERT_TRUE(emu->set_region_state("West US", emulator::region_state::hang));
+  auto opted = point(data_op::upsert, "doc1");
+  opted.options.hedge = 1;
+  auto r = route(opted);
+  ASSERT_TRUE(r) << sys->render(r.error());
+  EXPECT_EQ(r->diag.hedges, 1u);
+  EXPECT_EQ(r->diag.attempts.back().region, "East US");
+  // Not opted in (the default): the upsert is not hedged.
+  auto plain = route(point(data_op::upsert, "doc1"));
+  if (plain) {
+    EXPECT_EQ(plain->diag.hedges, 0u);
+  }
+  EXPECT_EQ(stats().hedges_started, 1u);
+}
+
+TEST_F(HedgedWrites, OptedIn_CreateRemoveAndConditionalWrites_NeverHedged) {
+  tweak = [](config::settings& s) { s.hedging.hedge_writes = true; };
+  auto conditional = point(data_op::replace, "doc1");
+  conditional.options.if_match = "\"some-etag\"";
+  auto conditional_upsert = point(data_op::upsert, "doc1");
+  conditional_upsert.options.if_match = "\"some-etag\"";
+  for (auto req :
+       {point(data_op::create, "doc2"), point(data_op::remove, "doc1"),
+        conditional, conditional_upsert}) {
+    SCOPED_TRACE("data_op " + std::to_string(static_cast<int>(req.op)) +
+                 (req.options.if_match.empty() ? "" : " if-match"));
+    // A fresh engine each: West not yet marked, so each write meets the
+    // hang itself.
+    restart();
+    ASSERT_TRUE(route(point(data_op::create, "doc1")));
+    ASSERT_TRUE(emu->set_region_state("West US", emulator::region_state::hang));
+    req.options.hedge = 1;
+    auto r = route(req);
+    ASSERT_FALSE(r) << "West hung, and the write was not hedged elsewhere";
+    EXPECT_EQ(stats().hedges_started, 0u);
+  }
+}
+
 TEST_F(Hedging, BudgetRefuses_NoHedge) {
   tweak = [](config::settings& s) {
     s.hedging.budget.share = 0;
