@@ -5,6 +5,7 @@
 // outcome is reported.
 
 #include "actors/policy/attempt_loop.hpp"
+#include "tests/policy/attempt_results.hpp"
 #include "tests/policy/location_fixture.hpp"
 
 #include <gtest/gtest.h>
@@ -15,26 +16,13 @@ using namespace std::chrono_literals;
 
 namespace {
 
+using namespace georoute::test;
+
 const std::string rid = "aaaaAAAAAAA=";
 const timeout_ladders ladders{};
 
-attempt_result status(int s, int sub = 0) {
-  attempt_result r;
-  r.status = s;
-  r.substatus = sub;
-  return r;
-}
-
 attempt_result ok() {
-  return status(200);
-}
-
-attempt_result transport(bool timed_out, bool sent) {
-  attempt_result r;
-  r.transport_failure = true;
-  r.timed_out = timed_out;
-  r.request_sent = sent;
-  return r;
+  return http_answer(200);
 }
 
 attempt_loop_config data_plane(op_kind op, partition_breaker* b) {
@@ -80,7 +68,7 @@ void trip_east(partition_breaker& b, const location_table& t, policy_time at,
   for (int i = 0; i < 10; ++i) {
     operation op{b, t, at, range};
     ASSERT_EQ(op.plan.region, "East US") << "read " << i + 1;
-    op.report(status(503), at);
+    op.report(http_answer(503), at);
   }
   ASSERT_EQ(b.view(key("East US", range), at).state, breaker_state::open);
 }
@@ -94,7 +82,7 @@ TEST(AttemptLoopBreaker, TenReadFailures_RangeSkipsRegion_OtherRangesStay) {
     EXPECT_TRUE(op.plan.breaker_consulted);
     EXPECT_EQ(op.plan.admission, admission_kind::pass);
     EXPECT_TRUE(op.plan.breaker_skipped.empty());
-    auto rep = op.report(status(503), t0);
+    auto rep = op.report(http_answer(503), t0);
     EXPECT_TRUE(rep.reported);
     EXPECT_EQ(rep.signal, breaker_signal::failure);
     EXPECT_EQ(rep.state, breaker_state::closed);
@@ -102,7 +90,7 @@ TEST(AttemptLoopBreaker, TenReadFailures_RangeSkipsRegion_OtherRangesStay) {
   // The tenth consecutive failure opens.
   operation tenth{b, t, t0};
   ASSERT_EQ(tenth.plan.region, "East US");
-  EXPECT_EQ(tenth.report(status(503), t0).state, breaker_state::open);
+  EXPECT_EQ(tenth.report(http_answer(503), t0).state, breaker_state::open);
   // Range 1 skips East; range 2 and East's other regions are untouched.
   operation next{b, t, t0 + 1s};
   EXPECT_EQ(next.plan.region, "West US");
@@ -121,12 +109,13 @@ TEST(AttemptLoopBreaker, AnAnswerInBetween_ResetsTheCount) {
   auto t = fixture();
   partition_breaker b;
   for (int i = 0; i < 9; ++i)
-    operation{b, t, t0}.report(status(503), t0);
+    operation{b, t, t0}.report(http_answer(503), t0);
   operation answered{b, t, t0};
   // A 404 is an answer: the region works for this range.
-  EXPECT_EQ(answered.report(status(404), t0).signal, breaker_signal::answered);
+  EXPECT_EQ(answered.report(http_answer(404), t0).signal,
+            breaker_signal::answered);
   for (int i = 0; i < 9; ++i)
-    operation{b, t, t0}.report(status(503), t0);
+    operation{b, t, t0}.report(http_answer(503), t0);
   EXPECT_EQ(operation(b, t, t0).plan.region, "East US");
 }
 
@@ -172,13 +161,13 @@ TEST(AttemptLoopBreaker, ProbeFails_OpenPeriodDoubles) {
   trip_east(b, t, t0);
   operation probe{b, t, t0 + 5s};
   ASSERT_EQ(probe.plan.admission, admission_kind::probe);
-  EXPECT_EQ(probe.report(status(503), t0 + 5s).state, breaker_state::open);
+  EXPECT_EQ(probe.report(http_answer(503), t0 + 5s).state, breaker_state::open);
   EXPECT_EQ(b.view(key("East US"), t0 + 5s).open_period, 10s);
   EXPECT_EQ(operation(b, t, t0 + 14999ms).plan.region, "West US");
   operation second{b, t, t0 + 15s};
   EXPECT_EQ(second.plan.region, "East US");
   EXPECT_EQ(second.plan.admission, admission_kind::probe);
-  second.report(transport(true, true), t0 + 15s); // timed out, sent
+  second.report(no_answer(true, true), t0 + 15s); // timed out, sent
   EXPECT_EQ(b.view(key("East US"), t0 + 15s).open_period, 20s);
   EXPECT_EQ(b.counters().reopened, 2u);
 }
@@ -191,13 +180,13 @@ TEST(AttemptLoopBreaker, NotSentConnectionFailure_DoesNotCount) {
     operation op{b, t, t0};
     ASSERT_EQ(op.plan.region, "East US");
     bool timed_out = i % 2 == 1;
-    EXPECT_EQ(op.report(transport(timed_out, false), t0).signal,
+    EXPECT_EQ(op.report(no_answer(timed_out, false), t0).signal,
               breaker_signal::no_signal);
   }
   EXPECT_FALSE(b.view(key("East US"), t0).tracked);
   // Sent and then lost: these count.
   for (int i = 0; i < 10; ++i)
-    operation{b, t, t0}.report(transport(i % 2 == 1, true), t0);
+    operation{b, t, t0}.report(no_answer(i % 2 == 1, true), t0);
   EXPECT_EQ(operation(b, t, t0).plan.region, "West US");
 }
 
@@ -207,7 +196,7 @@ TEST(AttemptLoopBreaker, ProbeNotSent_StaysOpen_PeriodUnchanged) {
   trip_east(b, t, t0);
   operation probe{b, t, t0 + 5s};
   ASSERT_EQ(probe.plan.admission, admission_kind::probe);
-  probe.report(transport(false, false), t0 + 5s);
+  probe.report(no_answer(false, false), t0 + 5s);
   auto v = b.view(key("East US"), t0 + 5s);
   EXPECT_EQ(v.state, breaker_state::open);
   EXPECT_EQ(v.open_period, 5s);
@@ -220,7 +209,7 @@ TEST(AttemptLoopBreaker, WritesOnSingleWriteAccount_NotConsulted) {
     operation op{b, t, t0, "1", op_kind::write};
     EXPECT_EQ(op.plan.endpoint, east); // the hub
     EXPECT_FALSE(op.plan.breaker_consulted);
-    EXPECT_FALSE(op.report(status(503), t0).reported);
+    EXPECT_FALSE(op.report(http_answer(503), t0).reported);
   }
   EXPECT_EQ(b.size(), 0u);
   // Even with East tripped for reads, the write goes to the hub.
@@ -237,7 +226,7 @@ TEST(AttemptLoopBreaker, WritesOnMultiWriteAccount_FiveFailuresOpen) {
     operation op{b, t, t0, "1", op_kind::write};
     ASSERT_EQ(op.plan.region, "East US") << "write " << i + 1;
     EXPECT_TRUE(op.plan.breaker_consulted);
-    op.report(status(503), t0);
+    op.report(http_answer(503), t0);
   }
   operation w{b, t, t0, "1", op_kind::write};
   EXPECT_EQ(w.plan.region, "West US");
@@ -285,14 +274,14 @@ TEST(AttemptLoopBreaker, PinnedLadderStep_RegionOpensMeanwhile_Unpinned) {
   partition_breaker b;
   operation op{b, t, t0};
   ASSERT_EQ(op.plan.region, "East US");
-  auto r = transport(true, true);
+  auto r = no_answer(true, true);
   op.report(r, t0);
   auto step = op.loop.on_result(r, t, t0, false);
   ASSERT_TRUE(step.ladder_climb);
   EXPECT_FALSE(op.loop.pinned_blocked(t0));
   // Other reads of the range open East before the ladder step goes.
   for (int i = 0; i < 9; ++i)
-    operation{b, t, t0}.report(status(503), t0);
+    operation{b, t, t0}.report(http_answer(503), t0);
   EXPECT_TRUE(op.loop.pinned_blocked(t0));
   auto next = op.loop.next_attempt(t, t0);
   ASSERT_TRUE(next);
@@ -305,7 +294,7 @@ TEST(AttemptLoopBreaker, PinnedLadderStep_Closed_StaysPinned) {
   auto t = fixture();
   partition_breaker b;
   operation op{b, t, t0};
-  auto r = transport(true, true);
+  auto r = no_answer(true, true);
   op.report(r, t0);
   ASSERT_TRUE(op.loop.on_result(r, t, t0, false).ladder_climb);
   auto next = op.loop.next_attempt(t, t0);
@@ -353,7 +342,7 @@ TEST(AttemptLoopBreaker, NoPartitionOrNoBreaker_NotConsulted) {
   auto q = no_breaker.next_attempt(t, t0);
   ASSERT_TRUE(q);
   EXPECT_EQ(q->region, "East US");
-  EXPECT_FALSE(no_breaker.report_outcome(status(503), t0).reported);
+  EXPECT_FALSE(no_breaker.report_outcome(http_answer(503), t0).reported);
 }
 
 TEST(AttemptLoopBreaker, CrossRegionRetry_WalksOnFromTheBreakersChoice) {
@@ -364,8 +353,8 @@ TEST(AttemptLoopBreaker, CrossRegionRetry_WalksOnFromTheBreakersChoice) {
   // goes on to North Europe, not back to East.
   operation op{b, t, t0};
   ASSERT_EQ(op.plan.region, "West US");
-  op.report(status(503), t0);
-  auto step = op.loop.on_result(status(503), t, t0, false);
+  op.report(http_answer(503), t0);
+  auto step = op.loop.on_result(http_answer(503), t, t0, false);
   ASSERT_EQ(step.next, loop_next::attempt);
   auto next = op.loop.next_attempt(t, t0);
   ASSERT_TRUE(next);
@@ -386,7 +375,7 @@ TEST(AttemptLoopBreaker, TwoRegionsTrip_RangeMovesToTheThird) {
   for (int i = 0; i < 10; ++i) {
     operation op{b, t, t0 + 1s};
     ASSERT_EQ(op.plan.region, "West US") << "read " << i + 1;
-    op.report(transport(true, true), t0 + 1s);
+    op.report(no_answer(true, true), t0 + 1s);
   }
   EXPECT_EQ(b.view(key("West US"), t0 + 1s).state, breaker_state::open);
   operation third{b, t, t0 + 2s};

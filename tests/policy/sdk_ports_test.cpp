@@ -10,6 +10,7 @@
 #include "actors/policy/hedge_plan.hpp"
 #include "actors/policy/hedging.hpp"
 #include "actors/policy/partition_breaker.hpp"
+#include "tests/policy/attempt_results.hpp"
 #include "tests/policy/location_fixture.hpp"
 
 #include <gtest/gtest.h>
@@ -18,6 +19,8 @@
 #include <vector>
 
 namespace {
+
+using namespace georoute::test;
 
 using namespace georoute;
 using namespace georoute::location_fixture;
@@ -43,21 +46,6 @@ const char* name_of(hedge_class x) {
 
 const std::string rid = "aaaaAAAAAAA=";
 const timeout_ladders ladders{};
-
-attempt_result http(int status, int substatus = 0) {
-  attempt_result r;
-  r.status = status;
-  r.substatus = substatus;
-  return r;
-}
-
-attempt_result lost(bool timed_out, bool sent) {
-  attempt_result r;
-  r.transport_failure = true;
-  r.timed_out = timed_out;
-  r.request_sent = sent;
-  return r;
-}
 
 /// Where an operation runs, for the breaker tables.
 enum class ctx { read, multi_write_write, single_write_write };
@@ -126,35 +114,38 @@ const std::vector<status_row>& status_rows() {
   static const std::vector<status_row> rows = {
       // The region failed the request: counted for reads and multi-write
       // writes alike.
-      {"503", http(503), true, true, false, false},
-      {"503/20003 gateway read timeout", http(503, 20003), true, true, false,
+      {"503", http_answer(503), true, true, false, false},
+      {"503/20003 gateway read timeout", http_answer(503, 20003), true, true,
+       false, false},
+      {"500", http_answer(500), true, true, false, false},
+      {"502", http_answer(502), true, true, false, false},
+      {"504", http_answer(504), true, true, false, false},
+      {"408", http_answer(408), true, true, false, false},
+      {"timeout after sending", no_answer(true, true), true, true, false,
        false},
-      {"500", http(500), true, true, false, false},
-      {"502", http(502), true, true, false, false},
-      {"504", http(504), true, true, false, false},
-      {"408", http(408), true, true, false, false},
-      {"timeout after sending", lost(true, true), true, true, false, false},
-      {"connection lost after sending", lost(false, true), true, true, false,
-       false},
+      {"connection lost after sending", no_answer(false, true), true, true,
+       false, false},
       // Nothing reached the region: no count, no reset.
-      {"connect timeout, not sent", lost(true, false), false, false, false,
+      {"connect timeout, not sent", no_answer(true, false), false, false, false,
        false},
-      {"refused, not sent", lost(false, false), false, false, false, false},
+      {"refused, not sent", no_answer(false, false), false, false, false,
+       false},
       // 429/3092 (the region ran out of resources) is a 503 for a
       // multi-write write in every SDK; for a read it is a throttle.
-      {"429/3092", http(429, 3092), false, true, true, false},
+      {"429/3092", http_answer(429, 3092), false, true, true, false},
       // Answers: the region works for this range.
-      {"408/21013 write barrier", http(408, 21013), false, false, true, true},
-      {"429", http(429), false, false, true, true},
-      {"429/3200", http(429, 3200), false, false, true, true},
-      {"449", http(449), false, false, true, true},
-      {"404/1002", http(404, 1002), false, false, true, true},
-      {"404/0", http(404), false, false, true, true},
-      {"409", http(409), false, false, true, true},
-      {"412", http(412), false, false, true, true},
-      {"410/1022", http(410, 1022), false, false, true, true},
-      {"403/3", http(403, 3), false, false, true, true},
-      {"200", http(200), false, false, true, true},
+      {"408/21013 write barrier", http_answer(408, 21013), false, false, true,
+       true},
+      {"429", http_answer(429), false, false, true, true},
+      {"429/3200", http_answer(429, 3200), false, false, true, true},
+      {"449", http_answer(449), false, false, true, true},
+      {"404/1002", http_answer(404, 1002), false, false, true, true},
+      {"404/0", http_answer(404), false, false, true, true},
+      {"409", http_answer(409), false, false, true, true},
+      {"412", http_answer(412), false, false, true, true},
+      {"410/1022", http_answer(410, 1022), false, false, true, true},
+      {"403/3", http_answer(403, 3), false, false, true, true},
+      {"200", http_answer(200), false, false, true, true},
   };
   return rows;
 }
@@ -206,14 +197,14 @@ TEST(SdkBreaker, StatusTable_OutcomeBetweenFailures_ResetsOnlyIfAnAnswer) {
           c == ctx::read ? row.resets_read_count : row.resets_write_count;
       const bool counts = c == ctx::read ? row.read_counts : row.write_counts;
       for (int i = 0; i + 1 < n; ++i)
-        run_one(b, t, c, http(503), t0);
+        run_one(b, t, c, http_answer(503), t0);
       run_one(b, t, c, row.outcome, t0);
       if (counts) {
         // The outcome itself was the n-th failure.
         EXPECT_STREQ(to_string(b.view(east_key(), t0).state), "open");
         continue;
       }
-      run_one(b, t, c, http(503), t0);
+      run_one(b, t, c, http_answer(503), t0);
       EXPECT_STREQ(to_string(b.view(east_key(), t0).state),
                    resets ? "closed" : "open");
     }
