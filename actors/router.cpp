@@ -14,6 +14,7 @@
 #include "actors/policy/routing_map.hpp"
 #include "actors/policy/session_container.hpp"
 #include "actors/policy/snapshot_holder.hpp"
+#include "actors/policy/write_copy.hpp"
 #include "actors/query_executor.hpp"
 #include "actors/router_wire.hpp"
 #include "messages/error.hpp"
@@ -648,16 +649,15 @@ arm_outcome arm_outcome_of(const transport::outcome& o) {
   return arm_outcome::http(o.status, o.substatus);
 }
 
-// Whether a second copy of a write, sent to another region while the first
-// is still out, leaves the document as one copy would. An upsert and a
-// replace without if-match do: both copies carry the same body, and the
-// multi-write account keeps one of them (last writer wins). A create would
-// answer 409, a remove 404 and a conditional write 412 to the echo of its
-// own first copy, an answer that cannot be told from the data's: those are
-// never hedged.
+// The pure rule (`write_copy_safe`) on a request; reads and queries are not
+// writes and are never asked.
 bool write_copy_safe(const data_request& r) {
-  return (r.op == data_op::upsert || r.op == data_op::replace) &&
-         r.options.if_match.empty() && r.options.if_none_match.empty();
+  auto op = r.op == data_op::upsert    ? write_op::upsert
+            : r.op == data_op::replace ? write_op::replace
+            : r.op == data_op::remove  ? write_op::remove
+                                       : write_op::create;
+  return write_copy_safe(op, !r.options.if_match.empty() ||
+                                 !r.options.if_none_match.empty());
 }
 
 // Reads are hedged whenever hedging is on: point reads and queries on one

@@ -175,7 +175,7 @@ struct metadata_hedge_options {
   /// Metadata hedges in flight at once across the engine; 0 disables
   /// metadata hedging. 32 (the Rust driver's value) bounds the
   /// amplification of a brownout, when every cold lookup would hedge.
-  /// 0 turns metadata hedging off.
+  /// Set by `georoute.hedging.metadata-max-concurrent`.
   uint32_t max_concurrent = 32;
 };
 

@@ -3,6 +3,7 @@
 // adaptive), the metadata hedge's rules and the options.
 
 #include "actors/policy/hedging.hpp"
+#include "actors/policy/write_copy.hpp"
 #include "location_fixture.hpp"
 
 #include <cmath>
@@ -646,6 +647,33 @@ TEST(HedgingOptions, Validate_EachField_NamesIt) {
     }
     ASSERT_EQ(problems.size(), 1u);
     EXPECT_EQ(problems[0].rfind(r.field, 0), 0u) << problems[0];
+  }
+}
+
+} // namespace
+
+namespace {
+
+// Which writes may be hedged: only those whose second copy cannot be told
+// apart from the first (an upsert or a replace without a precondition).
+TEST(WriteCopy, Safe_Table) {
+  using georoute::write_op;
+  struct row {
+    write_op op;
+    bool conditional;
+    bool safe;
+  };
+  for (auto r : std::vector<row>{{write_op::upsert, false, true},
+                                 {write_op::replace, false, true},
+                                 {write_op::upsert, true, false},
+                                 {write_op::replace, true, false},
+                                 {write_op::create, false, false},
+                                 {write_op::create, true, false},
+                                 {write_op::remove, false, false},
+                                 {write_op::remove, true, false}}) {
+    SCOPED_TRACE(std::to_string(static_cast<int>(r.op)) +
+                 (r.conditional ? " conditional" : ""));
+    EXPECT_EQ(georoute::write_copy_safe(r.op, r.conditional), r.safe);
   }
 }
 
