@@ -4,7 +4,9 @@
 #include "actors/policy/attempt_loop.hpp"
 #include "actors/policy/deadline_queue.hpp"
 #include "actors/policy/hedge_budget.hpp"
+#include "actors/policy/hedged_operation.hpp"
 #include "actors/policy/hedging.hpp"
+#include "actors/policy/metadata_hedge.hpp"
 #include "actors/policy/metadata_rules.hpp"
 #include "actors/policy/snapshot_holder.hpp"
 #include "messages/error.hpp"
@@ -54,16 +56,6 @@ using retry_impl_actor = retry_actor::extend<
     caf::reacts_to<engine_wiring>, caf::reacts_to<retry_attempt>,
     caf::reacts_to<retry_deadline>, caf::reacts_to<retry_http_done>>;
 
-// The one hedge of a metadata operation: a single attempt in a second
-// region, with a loop of its own (attempt cap 1) whose failures still mark.
-struct hedge_arm {
-  std::optional<attempt_loop> loop;
-  std::string region;
-  uint64_t http_id = 0;
-  bool in_flight = false;
-  bool holds_slot = false; // a slot of the metadata hedge budget
-};
-
 // One loop-mode operation.
 struct operation {
   metadata_request req;
@@ -76,24 +68,14 @@ struct operation {
   std::optional<transport::outcome> last_failure;
   std::string last_region;
   caf::actor_clock::time_point deadline; // the hard deadline
-  // Metadata hedging. The primary is the operation's own loop; its first
-  // region is where the first attempt went.
-  std::string primary_region;
-  // The region a hedge would go to; reset once the hedge is ruled out.
-  std::optional<std::string> hedge_region;
+  // Metadata hedging: the decisions are the pure metadata_hedge's
+  // (metadata_hedge.hpp); the actor keeps what the wire needs.
+  std::optional<metadata_hedge> hedge;
+  uint64_t hedge_http_id = 0; // of the hedge's attempt
   // When the hedge is due (held in the deadline queue under 2 * id + 1).
   std::optional<caf::actor_clock::time_point> hedge_due;
-  std::optional<hedge_arm> hedge; // started
-  // Set once an attempt of the primary failed for a reason of its region
-  // (and the loop moved on rather than climbing its ladder in place).
-  std::optional<metadata_outcome> primary;
   // A definitive error of the hedge, kept until the primary decides.
   std::optional<transport::outcome> hedge_held;
-  // The primary's next attempt waits for the hedge's answer (it would only
-  // go where the hedge already is).
-  bool attempt_deferred = false;
-  // The primary's loop gave up (this reason) while the hedge was out.
-  std::optional<std::string> primary_gave_up;
   // The primary's last attempt timed out and its next ladder step waits.
   bool climbing = false;
 };
@@ -155,13 +137,8 @@ caf::error failure_error(const operation& op, const std::string& why) {
                                  op.req.method + " " + op.req.path, why));
 }
 
-void release_slot(retry_state& st, operation& op) {
-  if (op.hedge && op.hedge->holds_slot) {
-    op.hedge->holds_slot = false;
-    st.hedge_slots.release();
-  }
-  st.stats.metadata_hedge_slots = st.hedge_slots.in_use();
-}
+// Keeps the hedge's place in the deadline queue equal to its due time.
+void sync_hedge_due(self_ptr self, uint64_t op_id, operation& op);
 
 void mark(self_ptr self, const std::string& endpoint, bool read, bool write);
 void clear_session(self_ptr self, const loop_effects& fx,
@@ -188,14 +165,19 @@ bool climb_late(self_ptr self, uint64_t op_id, late_attempt& late) {
   return true;
 }
 
-// An abandoned attempt answered: its failure's effects run, or it climbs.
+// An abandoned attempt answered: its failure's effects run, or it climbs
+// (`settle_late_attempt`, the rule the router's abandoned arms follow too).
 void settle_late(self_ptr self, uint64_t op_id, late_attempt late,
                  const transport::outcome& o) {
   auto& st = self->state;
-  if (o.success() || !st.snap.table()) return;
-  auto step = late.loop.on_result(attempt_result_of(o), *st.snap.table(),
-                                  self->clock().now(), false);
-  if (step.ladder_climb && climb_late(self, op_id, late)) return;
+  if (!st.snap.table()) return;
+  auto step = settle_late_attempt(late.loop, attempt_result_of(o),
+                                  *st.snap.table(), self->clock().now());
+  if (step.resend) {
+    auto http_id = send_request(self, op_id, late.req, *step.resend, false);
+    st.late.emplace(http_id, std::move(late));
+    return;
+  }
   late_effects(self, step.effects, late.req.collection_name);
 }
 
@@ -215,18 +197,20 @@ void finish(self_ptr self, uint64_t op_id,
   // a failure still marks. A primary between two steps of its ladder sends
   // the next one all the same, so that a hung region is found out. (As in
   // the router, an operation that was not hedged drops what comes late.)
-  if (op.hedge) {
+  if (op.hedge && op.hedge->started()) {
     if (!op.in_flight && op.climbing && op.loop) {
       late_attempt late{std::move(*op.loop), op.req};
       climb_late(self, op_id, late);
     }
     if (op.in_flight && op.loop)
       st.late.emplace(op.http_id, late_attempt{std::move(*op.loop), op.req});
-    if (op.hedge->in_flight && op.hedge->loop)
-      st.late.emplace(op.hedge->http_id,
-                      late_attempt{std::move(*op.hedge->loop), op.req});
   }
-  release_slot(st, op);
+  if (op.hedge) {
+    if (auto loop = op.hedge->abandon(st.hedge_slots))
+      st.late.emplace(op.hedge_http_id,
+                      late_attempt{std::move(*loop), op.req});
+    st.stats.metadata_hedge_slots = st.hedge_slots.in_use();
+  }
   st.ops.erase(i);
   st.awaiting_refresh.erase(op_id);
   update_live(st);
@@ -297,77 +281,47 @@ uint64_t send_request(self_ptr self, uint64_t op_id, const metadata_request& r,
 // hedge's time goes into the deadline queue, not a timer of its own.
 void plan_hedge(self_ptr self, uint64_t op_id, operation& op) {
   auto& st = self->state;
-  const auto& mh = st.cfg.metadata_hedge;
-  op.primary_region = op.loop->region();
   // The cheap check first: most kinds are never hedged.
-  if (op.primary_region.empty() ||
-      !metadata_hedge_applies(mh, op.req.kind, op.req.first_page, 2))
+  if (!metadata_hedge_applies(st.cfg.metadata_hedge, op.req.kind,
+                              op.req.first_page, 2))
     return;
-  auto now = self->clock().now();
-  auto regions =
-      hedge_regions(*st.snap.table(), op.req.op, excluded_for(st, op.req), now);
-  if (!metadata_hedge_applies(mh, op.req.kind, op.req.first_page,
-                              regions.size()))
-    return;
-  auto region = metadata_hedge_region(regions, op.primary_region);
-  if (!region) return;
-  op.hedge_region = std::move(*region);
-  op.hedge_due = now + mh.threshold;
-  arm_deadline_timer(self, st.deadlines.add(2 * op_id + 1, *op.hedge_due));
+  metadata_hedge_ask ask;
+  ask.kind = op.req.kind;
+  ask.op = op.req.op;
+  ask.first_page = op.req.first_page;
+  ask.excluded = excluded_for(st, op.req);
+  op.hedge = metadata_hedge::plan(st.cfg.metadata_hedge, std::move(ask),
+                                  *op.loop, *st.snap.table(),
+                                  self->clock().now());
+  sync_hedge_due(self, op_id, op);
 }
 
-// The hedge is not needed (the primary already left its region, or there
-// is no slot): forget its time.
-void rule_out_hedge(retry_state& st, uint64_t op_id, operation& op) {
-  op.hedge_region.reset();
-  if (op.hedge_due) {
-    st.deadlines.remove(2 * op_id + 1, *op.hedge_due);
-    op.hedge_due.reset();
-  }
+void sync_hedge_due(self_ptr self, uint64_t op_id, operation& op) {
+  auto& st = self->state;
+  auto due = op.hedge ? op.hedge->due() : std::nullopt;
+  if (op.hedge_due == due) return;
+  if (op.hedge_due) st.deadlines.remove(2 * op_id + 1, *op.hedge_due);
+  op.hedge_due = due;
+  if (due) arm_deadline_timer(self, st.deadlines.add(2 * op_id + 1, *due));
 }
 
-// The hedge's time came: one attempt in the hedge region, if the primary is
-// still out in its first region and a budget slot is free.
+// The hedge's time came: one attempt in the hedge region, if the hedge
+// still applies and a budget slot is free (`metadata_hedge::start`).
 void start_hedge(self_ptr self, uint64_t op_id) {
   auto& st = self->state;
   auto i = st.ops.find(op_id);
   if (i == st.ops.end()) return;
   auto& op = i->second;
-  op.hedge_due.reset();
-  if (!op.hedge_region || op.hedge || !st.snap.table()) return;
-  // A primary waiting out a throttle is not slow: the account is busy, and
-  // its throughput is the same in every region.
-  bool throttled =
-      !op.in_flight && op.last_failure && op.last_failure->status == 429;
-  if (op.primary || throttled ||
-      !same_region(op.loop->region(), op.primary_region)) {
-    rule_out_hedge(st, op_id, op);
-    return;
-  }
-  if (!st.hedge_slots.try_acquire()) {
-    ++st.stats.metadata_hedges_refused;
-    rule_out_hedge(st, op_id, op);
-    return;
-  }
-  auto lc = op.loop->config();
-  lc.excluded_regions = arm_exclusions(
-      excluded_for(st, op.req), {op.primary_region, *op.hedge_region}, 1);
-  lc.attempt_cap = 1;
-  hedge_arm arm;
-  arm.holds_slot = true;
-  arm.loop.emplace(std::move(lc), st.cfg.ladders);
-  auto plan = arm.loop->next_attempt(*st.snap.table(), self->clock().now());
-  if (!plan) {
-    st.hedge_slots.release();
-    rule_out_hedge(st, op_id, op);
-    return;
-  }
-  arm.region = plan->region;
-  arm.in_flight = true;
-  arm.http_id = send_request(self, op_id, op.req, *plan, true);
-  op.hedge = std::move(arm);
-  ++st.stats.metadata_hedges_started;
+  op.hedge_due.reset(); // the queue already dropped it
+  if (!op.hedge || !st.snap.table()) return;
+  auto s = op.hedge->start(*op.loop, op.in_flight, st.hedge_slots,
+                           st.cfg.ladders, *st.snap.table(),
+                           self->clock().now());
+  if (s.refused) ++st.stats.metadata_hedges_refused;
   st.stats.metadata_hedge_slots = st.hedge_slots.in_use();
+  if (!s.send) return;
+  op.hedge_http_id = send_request(self, op_id, op.req, *s.send, true);
+  ++st.stats.metadata_hedges_started;
 }
 
 void attempt(self_ptr self, uint64_t op_id) {
@@ -382,10 +336,7 @@ void attempt(self_ptr self, uint64_t op_id) {
   // The primary left its region while the hedge is out: the hedge's answer
   // will be taken whatever it is, unless its region fails too; only then
   // does the primary go on.
-  if (op.primary && op.hedge && op.hedge->in_flight) {
-    op.attempt_deferred = true;
-    return;
-  }
+  if (op.hedge && op.hedge->defer_primary()) return;
   auto plan = op.loop->next_attempt(*st.snap.table(), self->clock().now());
   if (!plan) {
     if (op.last_failure)
@@ -458,14 +409,6 @@ void refresh_detached(self_ptr self, bool force) {
       .then([](const database_account&) {}, [](const caf::error&) {});
 }
 
-metadata_outcome metadata_outcome_of(const transport::outcome& o) {
-  auto fault = o.error == transport::failure::none ? transport_fault::none
-               : o.error == transport::failure::timeout
-                   ? transport_fault::timeout
-                   : transport_fault::connection;
-  return classify_metadata_outcome(fault, o.status, o.substatus);
-}
-
 // Ends the operation with the hedge's answer.
 void take_hedge(self_ptr self, uint64_t op_id, transport::outcome o) {
   auto& st = self->state;
@@ -476,10 +419,10 @@ void take_hedge(self_ptr self, uint64_t op_id, transport::outcome o) {
     return;
   }
   op.last_failure = std::move(o);
-  op.last_region = op.hedge->region;
+  op.last_region = op.hedge->hedge_region();
   finish(self, op_id,
          failure_error(op, "the definitive answer of the hedge to " +
-                               op.hedge->region));
+                               op.hedge->hedge_region()));
 }
 
 // Waits for the account refresh the decision asked for, then schedules the
@@ -530,33 +473,28 @@ void on_late(self_ptr self, uint64_t op_id, uint64_t http_id,
 void on_hedge_outcome(self_ptr self, uint64_t op_id, transport::outcome& o) {
   auto& st = self->state;
   auto& op = st.ops.at(op_id);
-  auto& arm = *op.hedge;
-  arm.in_flight = false;
-  release_slot(st, op);
-  if (!o.success() && st.snap.table()) {
-    auto step = arm.loop->on_result(attempt_result_of(o), *st.snap.table(),
-                                    self->clock().now(), true);
-    carry_out(self, op_id, step.effects);
-    if (step.effects.refresh_account)
-      refresh_detached(self, step.effects.force_refresh);
-  }
-  auto outcome = metadata_outcome_of(o);
-  if (outcome != metadata_outcome::regional_failure &&
-      metadata_hedge_wins(op.primary, outcome)) {
+  if (!st.snap.table()) return;
+  auto answer = op.hedge->on_hedge_result(attempt_result_of(o), st.hedge_slots,
+                                          *st.snap.table(),
+                                          self->clock().now());
+  st.stats.metadata_hedge_slots = st.hedge_slots.in_use();
+  carry_out(self, op_id, answer.effects);
+  if (answer.effects.refresh_account)
+    refresh_detached(self, answer.effects.force_refresh);
+  if (answer.hold) op.hedge_held = o;
+  using next = metadata_hedge_answer::next;
+  switch (answer.then) {
+  case next::take:
     take_hedge(self, op_id, std::move(o));
     return;
-  }
-  // A definitive error while the primary is out waits for the primary.
-  if (outcome == metadata_outcome::definitive_error) op.hedge_held = o;
-  // The hedge's region failed too (or its answer waits): the primary goes
-  // on, or ends with what it had.
-  if (op.primary_gave_up) {
-    finish(self, op_id, failure_error(op, *op.primary_gave_up));
+  case next::end_primary:
+    finish(self, op_id, failure_error(op, *op.hedge->primary_gave_up()));
     return;
-  }
-  if (op.attempt_deferred) {
-    op.attempt_deferred = false;
+  case next::resume_primary:
     schedule_attempt(self, op_id, std::chrono::milliseconds{0});
+    return;
+  case next::nothing:
+    return;
   }
 }
 
@@ -589,18 +527,11 @@ void on_outcome(self_ptr self, uint64_t http_id, transport::outcome& o) {
                                  self->clock().now(), false);
   op.climbing = step.ladder_climb;
   carry_out(self, op_id, step.effects);
-  // The primary failed for its region's sake and leaves it (a climb of the
-  // ladder stays on the same endpoint and is not leaving).
-  bool regional = !step.ladder_climb &&
-                  metadata_outcome_of(o) == metadata_outcome::regional_failure;
-  if (regional && !op.primary) {
-    op.primary = metadata_outcome::regional_failure;
-    if (!op.hedge) {
-      // Not due yet: the loop's own retry goes to another region instead.
-      rule_out_hedge(st, op_id, op);
-    } else if (op.hedge_held &&
-               metadata_hedge_wins(op.primary,
-                                   metadata_outcome_of(*op.hedge_held))) {
+  metadata_primary_step hs;
+  if (op.hedge) {
+    hs = op.hedge->on_primary_failure(attempt_result_of(o), step);
+    sync_hedge_due(self, op_id, op); // a hedge not yet due may be ruled out
+    if (hs.take_held && op.hedge_held) {
       if (step.effects.refresh_account)
         refresh_detached(self, step.effects.force_refresh);
       take_hedge(self, op_id, std::move(*op.hedge_held));
@@ -616,10 +547,7 @@ void on_outcome(self_ptr self, uint64_t http_id, transport::outcome& o) {
     return;
   default: // the loop never asks the metadata path for a metadata refresh
     if (step.policy_refused) ++st.stats.policy_refusals;
-    if (regional && op.hedge && op.hedge->in_flight) {
-      op.primary_gave_up = step.reason; // the hedge may still answer
-      return;
-    }
+    if (hs.wait_for_hedge) return; // the hedge may still answer
     finish(self, op_id, failure_error(op, step.reason));
     return;
   }

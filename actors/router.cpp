@@ -6,7 +6,7 @@
 #include "actors/policy/deadline_queue.hpp"
 #include "actors/policy/epk.hpp"
 #include "actors/policy/hedge_budget.hpp"
-#include "actors/policy/hedge_plan.hpp"
+#include "actors/policy/hedged_operation.hpp"
 #include "actors/policy/hedging.hpp"
 #include "actors/policy/lru_cache.hpp"
 #include "actors/policy/metadata_rules.hpp"
@@ -101,21 +101,16 @@ struct data_operation {
   diagnostics diag;
   clock_type::time_point attempt_started;
   size_t primary_record = 0; // diag.attempts index of arm 0's attempt
-  // Hedging (reads). Arm 0 is the loop above, with its retries; arm i >= 1
-  // makes one attempt in region i of the plan, confined there by its
-  // exclusions. The first final answer of any arm is the operation's.
-  struct hedge_arm {
-    std::optional<attempt_loop> loop;
-    std::string endpoint;
-    std::string region;
+  // Hedging. Arm 0 is the loop above, with its retries; the hedge (pure,
+  // hedged_operation.hpp) owns arms i >= 1 and decides when each goes and
+  // what its answer means. The router keeps what the wire needs of them.
+  struct arm_wire {
     clock_type::time_point started;
     size_t record = 0; // diag.attempts index
-    bool in_flight = false;
   };
-  std::optional<hedge_plan> hedge;
-  std::vector<hedge_arm> arms;                     // arms[i - 1] is arm i
+  std::optional<hedged_operation> hedge;
+  std::vector<arm_wire> arms;                      // arms[i - 1] is arm i
   std::optional<clock_type::time_point> hedge_due; // in `deadlines`
-  bool primary_done = false; // arm 0 gave up; the hedges may still win
   std::optional<transport::outcome> last_answer; // of any arm, for the end
   std::string last_answer_region;
 };
@@ -189,18 +184,14 @@ void settle_arms(router_state& st, uint64_t id, data_operation& op) {
                     late_arm{std::move(*op.loop), op.req, op.link, token});
     ++op.diag.abandoned_arms;
   }
-  for (size_t k = 0; k < op.arms.size(); ++k) {
-    auto& a = op.arms[k];
-    if (!a.in_flight || !a.loop) continue;
-    st.late.emplace(std::make_pair(id, static_cast<uint32_t>(k + 1)),
-                    late_arm{std::move(*a.loop), op.req, op.link, token});
+  for (auto& [arm, loop] : op.hedge->abandon()) {
+    st.late.emplace(std::make_pair(id, static_cast<uint32_t>(arm)),
+                    late_arm{std::move(loop), op.req, op.link, token});
     ++op.diag.abandoned_arms;
   }
-  op.diag.hedges = static_cast<uint32_t>(op.arms.size());
+  op.diag.hedges = static_cast<uint32_t>(op.hedge->hedges_sent());
 }
 
-void primary_lost(router_state& st, data_operation& op,
-                  const std::string& winner_region, policy_time now);
 void primary_final(router_state& st, data_operation& op, policy_time now);
 
 void finish_ok(self_ptr self, uint64_t id, const transport::outcome& o,
@@ -210,15 +201,13 @@ void finish_ok(self_ptr self, uint64_t id, const transport::outcome& o,
   if (i == st.ops.end()) return;
   auto& op = i->second;
   auto r = to_response(o);
-  if (op.hedge && !op.arms.empty()) {
+  if (op.hedge && op.hedge->hedges_sent() > 0) {
     auto rec = arm == 0 ? op.primary_record : op.arms[arm - 1].record;
     op.diag.attempts[rec].winner = true;
     if (arm > 0) ++st.stats.hedges_won;
   }
-  if (arm > 0)
-    primary_lost(st, op, op.arms[arm - 1].region, self->clock().now());
-  else
-    primary_final(st, op, self->clock().now());
+  // (A hedge's win against arm 0 was recorded when its answer came.)
+  if (arm == 0) primary_final(st, op, self->clock().now());
   op.diag.total_us = micros(self->clock().now() - op.started);
   op.diag.metadata_refreshes = op.loop ? op.loop->metadata_refreshes() : 0;
   settle_arms(st, id, op);
@@ -254,7 +243,9 @@ void finish_failure(self_ptr self, uint64_t id, const std::string& why) {
     return;
   }
   const auto& o = *op.last_failure;
-  auto attempts = op.loop->attempts() + static_cast<uint32_t>(op.arms.size());
+  auto attempts =
+      op.loop->attempts() +
+      static_cast<uint32_t>(op.hedge ? op.hedge->hedges_sent() : 0);
   finish_error(self, id, classify_outcome(o),
                failure_text(o, op.last_region, attempts, describe(op), why));
 }
@@ -319,18 +310,6 @@ void set_partition(data_operation& op, attempt_loop& loop) {
     loop.set_partition(op.coll->rid, op.range->id);
   else
     loop.set_partition({}, {});
-}
-
-// A hedge's final answer ended `op` while its primary was still out: a
-// hedge win against the primary's region.
-void primary_lost(router_state& st, data_operation& op,
-                  const std::string& winner_region, policy_time now) {
-  if (!st.breaker || !op.loop || op.primary_done ||
-      op.waiting != waiting_for::response ||
-      same_region(winner_region, op.loop->region()))
-    return;
-  op.loop->record_hedge_loss(now);
-  note_transitions(st, &op);
 }
 
 // The primary's answer is the operation's result.
@@ -530,7 +509,6 @@ void capture_session(router_state& st, const data_operation& op,
 }
 
 void plan_hedge(self_ptr self, uint64_t id);
-bool end_if_all_answered(self_ptr self, uint64_t id);
 
 void attempt(self_ptr self, uint64_t id) {
   auto& st = self->state;
@@ -639,14 +617,24 @@ void carry_out(self_ptr self, uint64_t id, const loop_step& s) {
 }
 
 // -- hedging ----------------------------------------------------------------
+//
+// The decisions live in the pure hedged_operation (hedged_operation.hpp):
+// whether an operation is hedged and where to, when each arm goes, what an
+// arm's answer means, what an abandoned arm does with its answer. The
+// handlers below carry its steps out: the wire, diagnostics, counters,
+// marks and the hedge's place in the deadline queue.
 
 void arm_budget_tick(self_ptr self, std::optional<clock_type::time_point> at);
 
-arm_outcome arm_outcome_of(const transport::outcome& o) {
-  if (o.error == transport::failure::timeout) return arm_outcome::timed_out();
-  if (o.error != transport::failure::none)
-    return arm_outcome::connection_failure();
-  return arm_outcome::http(o.status, o.substatus);
+// What the operations of the router share, for the hedge.
+hedge_env env_of(router_state& st) {
+  hedge_env env;
+  env.options = &st.cfg.hedging;
+  env.budget = &st.hedge_allowance;
+  env.latencies = &st.latencies;
+  env.ladders = &st.cfg.ladders;
+  env.breaker = st.breaker ? &*st.breaker : nullptr;
+  return env;
 }
 
 // The pure rule (`write_copy_safe`) on a request; reads and queries are not
@@ -660,185 +648,111 @@ bool write_copy_safe(const data_request& r) {
                                  !r.options.if_none_match.empty());
 }
 
-// Reads are hedged whenever hedging is on: point reads and queries on one
-// partition or one range (every range page of a cross-partition query).
-// Writes only when also opted in (`georoute.hedging.writes`, or the
-// request's `hedge = 1`); `hedge_eligibility` then asks for a multi-write
-// account and a write whose second copy is safe.
-bool hedgeable(const router_state& st, const data_operation& op) {
-  if (op.req.op == data_op::read || op.req.op == data_op::query) return true;
-  return op.req.options.hedge > 0 ||
-         (op.req.options.hedge < 0 && st.cfg.hedging.hedge_writes);
-}
-
-void arm_hedge_timer(self_ptr self, uint64_t id, data_operation& op) {
+// Puts the hedge's next wake-up into the deadline queue (key 2 * id + 1).
+void arm_hedge_timer(self_ptr self, uint64_t id, data_operation& op,
+                     std::optional<policy_time> at) {
   auto& st = self->state;
+  if (op.hedge_due == at) return;
   if (op.hedge_due) {
     st.deadlines.remove(2 * id + 1, *op.hedge_due);
     op.hedge_due.reset();
   }
-  auto next = op.hedge->next_start();
-  if (!next) return;
-  op.hedge_due = next->at;
-  arm_budget_tick(self, st.deadlines.add(2 * id + 1, next->at));
+  if (!at) return;
+  op.hedge_due = *at;
+  arm_budget_tick(self, st.deadlines.add(2 * id + 1, *at));
 }
 
-// Decides at the first attempt whether the read is hedged, and to which
-// regions: arm 0's region first, then the request's applicable regions.
-void plan_hedge(self_ptr self, uint64_t id) {
+// Sends one arm (>= 1) the hedge started.
+void send_arm(self_ptr self, uint64_t id, data_operation& op,
+              const arm_send& s) {
   auto& st = self->state;
-  auto& op = st.ops.at(id);
-  if (!hedgeable(st, op) || !st.snap.table()) return;
-  // The cheap check first: with hedging off a read pays no
-  // region list.
-  bool on = op.req.options.hedge >= 0 ? op.req.options.hedge > 0
-                                      : st.cfg.hedging.enabled;
-  if (!on) return;
   auto now = self->clock().now();
-  auto excluded = excluded_for(st, op);
-  auto kind = op_of(op);
-  std::vector<std::string> regions{op.region};
-  for (auto& r : hedge_regions(*st.snap.table(), kind, excluded, now)) {
-    if (same_region(r, op.region)) continue;
-    // A region whose breaker is open for this range gets no hedge.
-    if (st.breaker && op.coll && op.range &&
-        st.breaker->blocked(breaker_key{op.coll->rid, op.range->id, r}, now))
-      continue;
-    regions.push_back(std::move(r));
-  }
-  hedge_override over;
-  if (op.req.options.hedge >= 0) {
-    over.enabled = op.req.options.hedge > 0;
-    if (kind == op_kind::write) over.hedge_writes = op.req.options.hedge > 0;
-  }
-  if (op.req.options.hedge_threshold.count() > 0)
-    over.threshold = op.req.options.hedge_threshold;
-  hedge_request hr;
-  hr.op = kind;
-  if (kind == op_kind::write) {
-    hr.multi_write_account =
-        st.snap.table()->can_support_multiple_write_locations(true);
-    hr.write_retries_safe = write_copy_safe(op.req);
-  }
-  hr.region_count = op.region.empty() ? 1 : regions.size();
-  hr.request = over;
-  if (hedge_eligibility(st.cfg.hedging, hr) != hedge_skip::none) return;
-  st.hedge_allowance.record_operation(now);
-  std::optional<std::chrono::microseconds> p99;
-  if (st.cfg.hedging.mode == hedge_threshold_mode::adaptive)
-    p99 = st.latencies.percentile(op.region);
-  auto timing = choose_hedge_timing(st.cfg.hedging, over,
-                                    st.cfg.ladders.partition_failover, p99);
-  op.hedge.emplace(std::move(regions), timing, op.attempt_started);
-  arm_hedge_timer(self, id, op);
-}
-
-void send_hedge(self_ptr self, uint64_t id, size_t arm) {
-  auto& st = self->state;
-  auto& op = st.ops.at(id);
-  auto now = self->clock().now();
-  attempt_loop_config lc = op.loop->config();
-  std::vector<std::string> regions;
-  for (const auto& r : op.hedge->arms())
-    regions.push_back(r.region);
-  lc.excluded_regions = arm_exclusions(excluded_for(st, op), regions, arm);
-  lc.attempt_cap = 1;
-  lc.optional_attempt = true;
-  if (op.arms.size() < arm) op.arms.resize(arm);
-  auto& a = op.arms[arm - 1];
-  a.loop.emplace(std::move(lc), st.cfg.ladders);
-  set_partition(op, *a.loop);
-  auto plan = a.loop->next_attempt(*st.snap.table(), now);
-  note_transitions(st, &op);
-  if (!plan) return;
-  if (plan->skip) {
-    // The arm's region became open for this range after the plan was made:
-    // the arm is not sent, and counts as a non-final answer so that the
-    // next arm may go.
-    ++st.stats.breaker_skips;
-    op.hedge->on_result(arm, arm_outcome::connection_failure(), 0, now);
-    return;
-  }
-  a.endpoint = plan->endpoint;
-  a.region = plan->region;
-  a.started = now;
-  a.in_flight = true;
+  if (op.arms.size() < s.arm) op.arms.resize(s.arm);
+  auto& w = op.arms[s.arm - 1];
+  w.started = now;
   wire_target t;
   t.collection_link = op.link;
-  t.endpoint = a.endpoint;
+  t.endpoint = s.plan.endpoint;
   t.session_token = session_token_for(st, op);
-  t.hub_header = plan->hub_header;
-  t.timeout = plan->timeout;
+  t.hub_header = s.plan.hub_header;
+  t.timeout = s.plan.timeout;
   attempt_record rec;
-  rec.region = a.region;
-  rec.endpoint = a.endpoint;
+  rec.region = s.plan.region;
+  rec.endpoint = s.plan.endpoint;
   rec.started_us = micros(now - op.started);
-  rec.arm = static_cast<uint32_t>(arm);
-  note_admission(st, rec, *plan);
-  a.record = op.diag.attempts.size();
+  rec.arm = static_cast<uint32_t>(s.arm);
+  note_admission(st, rec, s.plan);
+  w.record = op.diag.attempts.size();
   op.diag.attempts.push_back(std::move(rec));
   ++st.stats.hedges_started;
   ++st.stats.attempts;
   auto hdl = caf::actor_cast<caf::actor>(self);
-  auto arm32 = static_cast<uint32_t>(arm);
+  auto arm32 = static_cast<uint32_t>(s.arm);
   st.with.http->send(
       to_wire(op.req, t), [hdl, id, arm32](transport::outcome o) {
         caf::anon_send(hdl, rt_http_done{id, arm32, std::move(o)});
       });
 }
 
-// Starts the arms that are due (by their time, or at once after a non-final
-// answer), within the hedge budget, then re-arms the timer.
-// Whether the read's primary went to a region the breaker has since taken
-// out of its range (not closed there any more). The budget guards against
-// hedging on a slow-everywhere day; such a read was sent before the breaker
-// knew, and its hedge is what keeps it alive, so it does not wait for the
-// budget. Bounded: new reads of the range skip the region. (Counting mere
-// hedge wins as evidence, too, let an overloaded machine, where everything is
-// slow and every arm wins somewhere, hedge past the budget.)
-bool primary_losing(const router_state& st, const data_operation& op,
-                    policy_time now) {
-  if (!st.breaker || !op.coll || !op.range || !op.loop ||
-      op.loop->region().empty())
-    return false;
-  auto v = st.breaker->view(
-      breaker_key{op.coll->rid, op.range->id, op.loop->region()}, now);
-  return v.state != breaker_state::closed;
-}
-
-void advance_hedge(self_ptr self, uint64_t id) {
-  auto& st = self->state;
-  auto i = st.ops.find(id);
-  if (i == st.ops.end() || !i->second.hedge) return;
-  auto& op = i->second;
-  auto now = self->clock().now();
-  if (op.budget_spent) op.hedge->stop();
-  for (auto next = op.hedge->next_start(); next && next->at <= now;
-       next = op.hedge->next_start()) {
-    // Only the first hedge (arm 1) leans on the primary's evidence.
-    if (next->arm == 1 && primary_losing(st, op, now)) {
-      ++st.stats.hedges_on_evidence;
-    } else if (!st.hedge_allowance.try_take(now)) {
-      ++st.stats.hedges_refused;
-      op.hedge->stop();
-      break;
-    }
-    if (auto arm = op.hedge->start_next(now)) send_hedge(self, id, *arm);
-  }
-  // A skipped arm (see send_hedge) may have been the last one out.
-  if (op.primary_done && end_if_all_answered(self, id)) return;
-  arm_hedge_timer(self, id, op);
-}
-
 // Every arm answered and none was final: the last answer is the result.
-bool end_if_all_answered(self_ptr self, uint64_t id) {
+void end_all_answered(self_ptr self, uint64_t id) {
   auto& op = self->state.ops.at(id);
-  if (!op.hedge || !op.hedge->finished()) return false;
   // A success is always final, so the last answer is a failure.
   finish_failure(self, id,
                  "no region gave a final answer (" +
-                     std::to_string(op.hedge->started()) + " hedged arms)");
+                     std::to_string(op.hedge->arms().started()) +
+                     " hedged arms)");
+}
+
+// Carries out a hedge step: counts, sends the arms it started, ends the
+// operation when every arm answered, or sets the next wake-up. Returns
+// false when the operation ended.
+bool carry_out_hedge(self_ptr self, uint64_t id, const hedge_step& step) {
+  auto& st = self->state;
+  auto& op = st.ops.at(id);
+  note_transitions(st, &op); // an arm's admission may start a probe
+  st.stats.hedges_on_evidence += step.on_evidence;
+  st.stats.hedges_refused += step.refused;
+  st.stats.breaker_skips += step.skipped;
+  for (const auto& s : step.sends)
+    send_arm(self, id, op, s);
+  if (step.all_answered) {
+    end_all_answered(self, id);
+    return false;
+  }
+  arm_hedge_timer(self, id, op, step.wake_at);
   return true;
+}
+
+// Decides at the first attempt whether the operation is hedged, and to
+// which regions.
+void plan_hedge(self_ptr self, uint64_t id) {
+  auto& st = self->state;
+  auto& op = st.ops.at(id);
+  if (!st.snap.table()) return;
+  hedge_ask ask;
+  ask.op = op_of(op);
+  ask.hedge = op.req.options.hedge;
+  // The cheap check first: an operation that is not hedged pays nothing
+  // more (no exclusion list, no region list).
+  if (!hedge_wanted(st.cfg.hedging, ask.op, ask.hedge)) return;
+  ask.threshold = op.req.options.hedge_threshold;
+  if (ask.op == op_kind::write) ask.write_copy_safe = write_copy_safe(op.req);
+  ask.excluded = excluded_for(st, op);
+  op.hedge = hedged_operation::plan(env_of(st), ask, *op.loop,
+                                    *st.snap.table(), op.attempt_started);
+  if (op.hedge) arm_hedge_timer(self, id, op, op.hedge->wake_at());
+}
+
+// The hedge's time came (or an event may have made an arm due).
+void advance_hedge(self_ptr self, uint64_t id) {
+  auto& st = self->state;
+  auto i = st.ops.find(id);
+  if (i == st.ops.end() || !i->second.hedge || !st.snap.table()) return;
+  auto& op = i->second;
+  auto step = op.hedge->advance(env_of(st), *op.loop, *st.snap.table(),
+                                self->clock().now(), op.budget_spent);
+  carry_out_hedge(self, id, step);
 }
 
 void record_answer(self_ptr self, data_operation& op, attempt_record& rec,
@@ -865,50 +779,51 @@ void on_hedge_outcome(self_ptr self, uint64_t id, uint32_t arm,
                       transport::outcome& o) {
   auto& st = self->state;
   auto& op = st.ops.at(id);
-  auto& a = op.arms[arm - 1];
-  a.in_flight = false;
-  auto& rec = op.diag.attempts[a.record];
-  record_answer(self, op, rec, o, a.started);
+  auto& rec = op.diag.attempts[op.arms[arm - 1].record];
+  record_answer(self, op, rec, o, op.arms[arm - 1].started);
   op.diag.hedge_charge += o.request_charge;
   st.stats.hedge_charge += o.request_charge;
   capture_session(st, op, o);
   auto now = self->clock().now();
-  report_to_breaker(st, &op, *a.loop, o, now);
-  auto verdict =
-      op.hedge->on_result(arm, arm_outcome_of(o), o.request_charge, now);
+  const auto& region = op.hedge->arm_region(arm);
+  auto answer = op.hedge->on_arm_result(
+      arm, attempt_result_of(o), o.request_charge, env_of(st), *op.loop,
+      op.waiting == waiting_for::response, *st.snap.table(), now,
+      op.budget_spent);
+  note_transitions(st, &op);
   op.last_answer = o;
-  op.last_answer_region = a.region;
-  if (verdict == hedge_class::final_result) {
+  op.last_answer_region = region;
+  if (answer.ends == arm_answer::end::final_result) {
     if (o.success() && !success_body_problem(op.req.op, o)) {
       finish_ok(self, id, o, arm);
       return;
     }
     op.last_failure = o;
-    op.last_region = a.region;
-    primary_lost(st, op, a.region, now);
+    op.last_region = region;
     finish_error(self, id, classify_outcome(o),
-                 failure_text(o, a.region, op.loop->attempts() + arm,
+                 failure_text(o, region, op.loop->attempts() + arm,
                               describe(op), "a final answer of a hedge"));
     return;
   }
-  // Not final: what the arm saw still marks (no retry: a hedge makes one
-  // attempt), and the next arm may start at once.
-  auto step =
-      a.loop->on_result(attempt_result_of(o), *st.snap.table(), now, true);
-  if (step.effects.marks()) {
+  const auto& fx = answer.effects;
+  if (fx.marks()) {
     ++st.stats.marks;
-    mark_region(self, step.effects.mark_endpoint, step.effects.mark_read,
-                step.effects.mark_write);
+    mark_region(self, fx.mark_endpoint, fx.mark_read, fx.mark_write);
   }
-  if (!op.last_failure || op.primary_done) {
+  if (!op.last_failure || op.hedge->primary_done()) {
     op.last_failure = o;
-    op.last_region = a.region;
+    op.last_region = region;
   }
-  if (end_if_all_answered(self, id)) return;
-  advance_hedge(self, id);
+  if (answer.ends == arm_answer::end::all_answered) {
+    end_all_answered(self, id);
+    return;
+  }
+  carry_out_hedge(self, id, answer.next);
 }
 
-// An arm of an ended operation answered: dropped, but its loop's marks run.
+// An attempt of an ended operation answered: dropped, but what it saw still
+// reaches the breaker and marks, and a timeout may climb its ladder
+// (`settle_late_attempt`).
 void on_late_answer(self_ptr self, uint64_t id, uint32_t arm,
                     transport::outcome& o) {
   auto& st = self->state;
@@ -917,47 +832,38 @@ void on_late_answer(self_ptr self, uint64_t id, uint32_t arm,
   ++st.stats.late_answers;
   if (arm > 0) st.stats.hedge_charge += o.request_charge;
   auto& late = i->second;
-  auto now = self->clock().now();
-  // The operation is gone, but the breaker still learns what the region did.
-  report_to_breaker(st, nullptr, late.loop, o, now);
-  if (!o.success() && st.snap.table()) {
-    auto step =
-        late.loop.on_result(attempt_result_of(o), *st.snap.table(), now, false);
-    // Up the ladder only while nobody has marked the endpoint yet: once it
-    // is marked the region is known bad and nothing more goes there.
-    // Nor once the breaker keeps this range out of the region.
-    if (step.ladder_climb &&
-        !st.snap.table()->is_unavailable(late.loop.endpoint(),
-                                         late.loop.config().op, now) &&
-        !late.loop.pinned_blocked(now)) {
-      auto plan = late.loop.next_attempt(*st.snap.table(), now);
-      note_transitions(st, nullptr); // a ladder step may start a probe
-      if (plan) {
-        wire_target t;
-        t.collection_link = late.link;
-        t.endpoint = plan->endpoint;
-        t.session_token = late.session_token;
-        t.hub_header = plan->hub_header;
-        t.timeout = plan->timeout;
-        auto hdl = caf::actor_cast<caf::actor>(self);
-        st.with.http->send(
-            to_wire(late.req, t), [hdl, id, arm](transport::outcome o) {
-              caf::anon_send(hdl, rt_http_done{id, arm, std::move(o)});
-            });
-        return;
-      }
-    }
-    const auto& fx = step.effects;
-    if (fx.marks()) {
-      ++st.stats.marks;
-      mark_region(self, fx.mark_endpoint, fx.mark_read, fx.mark_write);
-    }
-    if (fx.refresh_account && st.with.endpoints) {
-      ++st.stats.refreshes;
-      self->request(st.with.endpoints, caf::infinite, refresh_atom_v,
-                    fx.force_refresh)
-          .then([](const database_account&) {}, [](const caf::error&) {});
-    }
+  if (!st.snap.table()) {
+    st.late.erase(i);
+    return;
+  }
+  auto step = settle_late_attempt(late.loop, attempt_result_of(o),
+                                  *st.snap.table(), self->clock().now());
+  note_transitions(st, nullptr); // a report or a ladder step may transition
+  if (step.resend) {
+    wire_target t;
+    t.collection_link = late.link;
+    t.endpoint = step.resend->endpoint;
+    t.session_token = late.session_token;
+    t.hub_header = step.resend->hub_header;
+    t.timeout = step.resend->timeout;
+    auto hdl = caf::actor_cast<caf::actor>(self);
+    st.with.http->send(to_wire(late.req, t),
+                       [hdl, id, arm](transport::outcome o) {
+                         caf::anon_send(hdl,
+                                        rt_http_done{id, arm, std::move(o)});
+                       });
+    return;
+  }
+  const auto& fx = step.effects;
+  if (fx.marks()) {
+    ++st.stats.marks;
+    mark_region(self, fx.mark_endpoint, fx.mark_read, fx.mark_write);
+  }
+  if (fx.refresh_account && st.with.endpoints) {
+    ++st.stats.refreshes;
+    self->request(st.with.endpoints, caf::infinite, refresh_atom_v,
+                  fx.force_refresh)
+        .then([](const database_account&) {}, [](const caf::error&) {});
   }
   st.late.erase(i);
 }
@@ -1021,16 +927,15 @@ void on_outcome(self_ptr self, uint64_t id, uint32_t arm,
   carry_out(self, id, step);
   bool gives_up =
       step.next == loop_next::fail || step.next == loop_next::fail_budget;
-  if (gives_up && op.hedge && !op.hedge->finished()) {
+  if (gives_up && op.hedge) {
     // The primary gave up; a hedge may still win, or start at once.
-    auto verdict = op.hedge->on_result(0, arm_outcome_of(o), o.request_charge,
-                                       self->clock().now());
-    if (verdict != hedge_class::final_result) {
-      op.primary_done = true;
+    auto hs = op.hedge->primary_gave_up(
+        attempt_result_of(o), o.request_charge, env_of(st), *op.loop,
+        *st.snap.table(), self->clock().now(), op.budget_spent);
+    if (hs) {
       op.last_answer = o;
       op.last_answer_region = op.region;
-      if (end_if_all_answered(self, id)) return;
-      advance_hedge(self, id);
+      carry_out_hedge(self, id, *hs);
       return;
     }
   }

@@ -235,6 +235,10 @@ public:
   /// breaker blocks now (changes nothing).
   bool pinned_blocked(policy_time now) const;
 
+  /// The range set by `set_partition` (empty: none).
+  const std::string& collection_rid() const { return collection_rid_; }
+  const std::string& range_id() const { return range_id_; }
+
   uint32_t attempts() const { return attempts_; }
   uint32_t metadata_refreshes() const { return metadata_refreshes_; }
   /// The endpoint and region of the last attempt.

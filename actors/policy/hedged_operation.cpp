@@ -1,0 +1,245 @@
+#include "actors/policy/hedged_operation.hpp"
+
+namespace georoute {
+
+arm_outcome arm_outcome_of(const attempt_result& r) {
+  if (r.timed_out) return arm_outcome::timed_out();
+  if (r.transport_failure) return arm_outcome::connection_failure();
+  return arm_outcome::http(r.status, r.substatus);
+}
+
+bool hedge_wanted(const hedging_options& options, op_kind op, int hedge) {
+  bool on = hedge >= 0 ? hedge > 0 : options.enabled;
+  if (!on) return false;
+  return op != op_kind::write || hedge > 0 ||
+         (hedge < 0 && options.hedge_writes);
+}
+
+hedged_operation::hedged_operation(hedge_plan plan, hedge_ask ask)
+    : plan_(std::move(plan)), ask_(std::move(ask)) {
+}
+
+std::optional<hedged_operation>
+hedged_operation::plan(const hedge_env& env, const hedge_ask& ask,
+                       const attempt_loop& primary, const location_table& table,
+                       policy_time first_send) {
+  const auto& opts = *env.options;
+  // The cheap check first: an operation that is not hedged pays no region
+  // list.
+  if (!hedge_wanted(opts, ask.op, ask.hedge)) return std::nullopt;
+  const auto& first = primary.region();
+  std::vector<std::string> regions{first};
+  for (auto& r : hedge_regions(table, ask.op, ask.excluded, first_send)) {
+    if (same_region(r, first)) continue;
+    // A region whose breaker is open for this range gets no hedge.
+    if (env.breaker && !primary.collection_rid().empty() &&
+        !primary.range_id().empty() &&
+        env.breaker->blocked(
+            breaker_key{primary.collection_rid(), primary.range_id(), r},
+            first_send))
+      continue;
+    regions.push_back(std::move(r));
+  }
+  hedge_override over;
+  if (ask.hedge >= 0) {
+    over.enabled = ask.hedge > 0;
+    if (ask.op == op_kind::write) over.hedge_writes = ask.hedge > 0;
+  }
+  if (ask.threshold.count() > 0) over.threshold = ask.threshold;
+  hedge_request hr;
+  hr.op = ask.op;
+  if (ask.op == op_kind::write) {
+    hr.multi_write_account = table.can_support_multiple_write_locations(true);
+    hr.write_retries_safe = ask.write_copy_safe;
+  }
+  hr.region_count = first.empty() ? 1 : regions.size();
+  hr.request = over;
+  if (hedge_eligibility(opts, hr) != hedge_skip::none) return std::nullopt;
+  env.budget->record_operation(first_send);
+  std::optional<std::chrono::microseconds> p99;
+  if (opts.mode == hedge_threshold_mode::adaptive && env.latencies)
+    p99 = env.latencies->percentile(first);
+  auto timing = choose_hedge_timing(opts, over,
+                                    env.ladders->partition_failover, p99);
+  return hedged_operation(hedge_plan(std::move(regions), timing, first_send),
+                          ask);
+}
+
+bool hedged_operation::primary_losing(const hedge_env& env,
+                                      const attempt_loop& primary,
+                                      policy_time now) const {
+  if (!env.breaker || primary.collection_rid().empty() ||
+      primary.range_id().empty() || primary.region().empty())
+    return false;
+  auto v = env.breaker->view(
+      breaker_key{primary.collection_rid(), primary.range_id(),
+                  primary.region()},
+      now);
+  return v.state != breaker_state::closed;
+}
+
+hedge_step hedged_operation::advance(const hedge_env& env,
+                                     const attempt_loop& primary,
+                                     const location_table& table,
+                                     policy_time now, bool budget_spent) {
+  hedge_step out;
+  if (budget_spent) plan_.stop();
+  for (auto next = plan_.next_start(); next && next->at <= now;
+       next = plan_.next_start()) {
+    // Only the first hedge (arm 1) leans on arm 0's evidence. (Counting
+    // mere hedge wins as evidence, too, let an overloaded machine, where
+    // everything is slow and every arm wins somewhere, hedge past the
+    // budget.)
+    if (next->arm == 1 && primary_losing(env, primary, now)) {
+      ++out.on_evidence;
+    } else if (!env.budget->try_take(now)) {
+      ++out.refused;
+      plan_.stop();
+      break;
+    }
+    if (auto arm = plan_.start_next(now))
+      send_arm(env, primary, table, now, *arm, out);
+  }
+  if (plan_.finished()) {
+    auto r = plan_.result_arm();
+    out.all_answered =
+        r && plan_.arms()[*r].verdict != hedge_class::final_result;
+    return out;
+  }
+  if (auto next = plan_.next_start()) out.wake_at = next->at;
+  return out;
+}
+
+void hedged_operation::send_arm(const hedge_env& env,
+                                const attempt_loop& primary,
+                                const location_table& table, policy_time now,
+                                std::size_t arm, hedge_step& out) {
+  std::vector<std::string> regions;
+  regions.reserve(plan_.arm_count());
+  for (const auto& r : plan_.arms())
+    regions.push_back(r.region);
+  attempt_loop_config lc = primary.config();
+  lc.excluded_regions = arm_exclusions(ask_.excluded, regions, arm);
+  lc.attempt_cap = 1;
+  lc.optional_attempt = true;
+  if (arms_.size() < arm) arms_.resize(arm);
+  auto& a = arms_[arm - 1];
+  a.region = regions[arm];
+  a.loop.emplace(std::move(lc), *env.ladders);
+  a.loop->set_partition(primary.collection_rid(), primary.range_id());
+  auto plan = a.loop->next_attempt(table, now);
+  if (!plan || plan->skip) {
+    // Its region became open for this range after the plan was made (or
+    // has no endpoint left): the arm is not sent, and counts as a
+    // non-final answer so that the next arm may go.
+    ++out.skipped;
+    plan_.on_result(arm, arm_outcome::connection_failure(), 0, now);
+    return;
+  }
+  a.region = plan->region;
+  a.in_flight = true;
+  out.sends.push_back(arm_send{arm, std::move(*plan)});
+}
+
+arm_answer hedged_operation::on_arm_result(
+    std::size_t arm, const attempt_result& r, double charge,
+    const hedge_env& env, attempt_loop& primary, bool primary_out,
+    const location_table& table, policy_time now, bool budget_spent) {
+  arm_answer out;
+  auto& a = arms_.at(arm - 1);
+  a.in_flight = false;
+  if (a.loop) a.loop->report_outcome(r, now);
+  auto verdict = plan_.on_result(arm, arm_outcome_of(r), charge, now);
+  if (verdict == hedge_class::final_result) {
+    out.ends = arm_answer::end::final_result;
+    // Arm 0 is still out in another region: a hedge win against it.
+    if (primary_out && !primary_done_ &&
+        !same_region(a.region, primary.region()))
+      out.hedge_win = primary.record_hedge_loss(now);
+    return out;
+  }
+  // Not final: what the arm saw still marks (no retry: an arm makes one
+  // attempt), and the next arm may start at once.
+  if (a.loop) {
+    auto step = a.loop->on_result(r, table, now, true);
+    out.effects.mark_endpoint = step.effects.mark_endpoint;
+    out.effects.mark_read = step.effects.mark_read;
+    out.effects.mark_write = step.effects.mark_write;
+  }
+  if (plan_.finished()) {
+    out.ends = arm_answer::end::all_answered;
+    return out;
+  }
+  out.next = advance(env, primary, table, now, budget_spent);
+  if (out.next.all_answered) out.ends = arm_answer::end::all_answered;
+  return out;
+}
+
+std::optional<hedge_step> hedged_operation::primary_gave_up(
+    const attempt_result& r, double charge, const hedge_env& env,
+    const attempt_loop& primary, const location_table& table,
+    policy_time now, bool budget_spent) {
+  if (plan_.finished()) return std::nullopt;
+  auto verdict = plan_.on_result(0, arm_outcome_of(r), charge, now);
+  if (verdict == hedge_class::final_result) return std::nullopt;
+  primary_done_ = true;
+  if (plan_.finished()) {
+    hedge_step out;
+    out.all_answered = true;
+    return out;
+  }
+  return advance(env, primary, table, now, budget_spent);
+}
+
+std::vector<std::pair<std::size_t, attempt_loop>> hedged_operation::abandon() {
+  std::vector<std::pair<std::size_t, attempt_loop>> out;
+  for (std::size_t k = 0; k < arms_.size(); ++k) {
+    auto& a = arms_[k];
+    if (!a.in_flight || !a.loop) continue;
+    out.emplace_back(k + 1, std::move(*a.loop));
+    a.loop.reset();
+    a.in_flight = false;
+  }
+  return out;
+}
+
+std::optional<policy_time> hedged_operation::wake_at() const {
+  if (auto next = plan_.next_start()) return next->at;
+  return std::nullopt;
+}
+
+bool hedged_operation::in_flight(std::size_t arm) const {
+  return arm >= 1 && arm <= arms_.size() && arms_[arm - 1].in_flight;
+}
+
+const std::string& hedged_operation::arm_region(std::size_t arm) const {
+  return arms_.at(arm - 1).region;
+}
+
+std::size_t hedged_operation::hedges_sent() const {
+  return arms_.size();
+}
+
+late_step settle_late_attempt(attempt_loop& loop, const attempt_result& r,
+                              const location_table& table, policy_time now) {
+  late_step out;
+  // The operation is gone, but the breaker still learns what the region did.
+  loop.report_outcome(r, now);
+  if (r.success()) return out;
+  auto step = loop.on_result(r, table, now, false);
+  // Up the ladder only while nobody has marked the endpoint yet (once it is
+  // marked the region is known bad and nothing more goes there), and not
+  // once the breaker keeps this range out of the region.
+  if (step.ladder_climb &&
+      !table.is_unavailable(loop.endpoint(), loop.config().op, now) &&
+      !loop.pinned_blocked(now)) {
+    if (auto plan = loop.next_attempt(table, now)) {
+      out.resend = std::move(*plan);
+      return out;
+    }
+  }
+  out.effects = step.effects;
+  return out;
+}
+
+} // namespace georoute
