@@ -146,6 +146,9 @@ struct router_state {
   // The per-partition circuit breaker; none when switched off. The attempt
   // loops hold a pointer to it: it lives as long as the state.
   std::optional<partition_breaker> breaker;
+  // Per-partition failover overrides of single-write accounts' writes; the
+  // attempt loops hold a pointer to it, as to the breaker.
+  partition_failover ppaf;
   uint64_t next_id = 1;
   router_stats stats;
   static inline const char* name = "georoute.router";
@@ -324,11 +327,22 @@ void primary_final(router_state& st, data_operation& op, policy_time now) {
 void forget_dropped_ranges(router_state& st, const std::string& rid,
                            const map_ptr& old, const map_ptr& fresh,
                            policy_time now) {
-  if (!st.breaker || !old || !fresh || old == fresh) return;
-  for (const auto& r : old->ranges())
-    if (fresh->is_gone(r.id) || fresh->range_by_id(r.id) == nullptr)
-      st.breaker->forget_range(rid, r.id, now);
+  if (!old || !fresh || old == fresh) return;
+  for (const auto& r : old->ranges()) {
+    if (!fresh->is_gone(r.id) && fresh->range_by_id(r.id) != nullptr) continue;
+    if (st.breaker) st.breaker->forget_range(rid, r.id, now);
+    // A per-partition failover override of a parent: its children find
+    // their own place (a 403/3 moves them again).
+    st.ppaf.forget_range(rid, r.id);
+  }
   note_transitions(st, nullptr);
+}
+
+// A new table: per-partition failover overrides whose region left the
+// account are dropped (the range's writes go to the write region again).
+void forget_departed_regions(router_state& st) {
+  if (st.ppaf.size() > 0 && st.snap.table())
+    st.ppaf.retain_regions(st.snap.table()->available_read_regions());
 }
 
 void resolve_collection(self_ptr self, uint64_t id, bool force);
@@ -1057,6 +1071,7 @@ caf::result<data_response> start(self_ptr self, data_request& req) {
   lc.excluded_regions = excluded_for(st, op);
   lc.client = st.cfg.client;
   lc.breaker = st.breaker ? &*st.breaker : nullptr;
+  lc.ppaf = &st.ppaf;
   op.loop.emplace(std::move(lc), st.cfg.ladders);
   op.deadline = op.started + op.budget;
   auto rp = op.rp;
@@ -1079,6 +1094,7 @@ void subscribe(self_ptr self) {
           [=](location_snapshot& snap) {
             auto& st = self->state;
             if (!st.snap.apply(snap.table, snap.version)) return;
+            forget_departed_regions(st);
             std::vector<uint64_t> waiting;
             for (auto& [id, op] : st.ops)
               if (op.waiting == waiting_for::snapshot) waiting.push_back(id);
@@ -1144,6 +1160,7 @@ router_impl_actor::behavior_type router_impl(self_ptr self, router_config cfg,
   st.hedge_allowance = hedge_budget{st.cfg.hedging.budget};
   st.latencies = region_latencies{st.cfg.hedging.adaptive};
   if (st.cfg.breaker_enabled) st.breaker.emplace(st.cfg.breaker);
+  st.ppaf = partition_failover{st.cfg.ppaf};
   // The raw path's pipeline: linked, it lives and dies with the router and
   // takes re-wiring from us only.
   st.pipeline = spawn_retry(self->system(), st.cfg.pipeline,
@@ -1181,7 +1198,8 @@ router_impl_actor::behavior_type router_impl(self_ptr self, router_config cfg,
         if (!st.with.locations ||
             self->current_sender() != st.with.locations.address())
           return; // only the location cache publishes tables
-        st.snap.apply(snap.table, snap.version);
+        if (st.snap.apply(snap.table, snap.version))
+          forget_departed_regions(st);
       },
       [=](const engine_wiring& w) { rewire(self, w); },
       [=](rt_attempt m) {
@@ -1242,6 +1260,7 @@ router_config router_config_from(const config::settings& s) {
   c.hedging = s.hedging;
   c.breaker_enabled = s.circuit_breaker_enabled;
   c.breaker = s.circuit_breaker;
+  c.ppaf = s.per_partition_failover;
   return c;
 }
 

@@ -59,6 +59,7 @@
 
 #include "actors/policy/hedging.hpp"
 #include "actors/policy/partition_breaker.hpp"
+#include "actors/policy/partition_failover.hpp"
 #include "actors/retry.hpp"
 #include "messages/interfaces.hpp"
 
@@ -94,6 +95,9 @@ struct router_config {
   /// chooses the endpoint.
   bool breaker_enabled = true;
   partition_breaker_options breaker;
+  /// Per-partition automatic failover of single-write accounts' writes
+  /// (followed when the account says so and `ppaf.enabled`).
+  partition_failover_options ppaf;
 };
 
 /// Builds the slice from validated settings.

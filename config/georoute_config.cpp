@@ -30,6 +30,7 @@ constexpr const char general[] = "georoute";
 constexpr const char http[] = "georoute.http";
 constexpr const char hedging[] = "georoute.hedging";
 constexpr const char breaker[] = "georoute.circuit-breaker";
+constexpr const char ppaf[] = "georoute.per-partition-failover";
 
 // The circuit breaker's keys by the option field each sets, so that a
 // problem `partition_breaker_options::validate` names by field is reported
@@ -342,6 +343,14 @@ georoute_config::georoute_config() {
                     "after a probe, one request in 2^steps returns, doubling "
                     "per answer (3)")
       .add<int64_t>("capacity", "(range, region) entries tracked (10000)");
+  opt_group{custom_options_, ppaf}
+      .add<bool>("enabled", "follow the account's per-partition failover of "
+                            "single-write accounts' writes (true)")
+      .add<int64_t>("timeout-threshold",
+                    "client timeouts of one range's writes within the window "
+                    "that move the range to the next region (5)")
+      .add<timespan>("timeout-window", "the window of those timeouts (60s)")
+      .add<int64_t>("max-ranges", "ranges tracked at most (10000)");
 }
 
 void georoute_config::check_section(const caf::settings& section,
@@ -658,6 +667,16 @@ load_result georoute_config::load(std::vector<std::string> args,
   // What the single keys cannot see (max-open-period below open-period).
   if (auto problem = bo.validate())
     out.errors.push_back(breaker_problem(problem->what));
+
+  const std::string pf = ppaf;
+  auto& po = s.per_partition_failover;
+  po.enabled = rd.boolean(pf + ".enabled", po.enabled);
+  po.timeout_threshold = static_cast<uint32_t>(rd.integer(
+      pf + ".timeout-threshold", po.timeout_threshold, 1, 1'000'000));
+  po.timeout_window = rd.duration(pf + ".timeout-window", po.timeout_window,
+                                  milliseconds{1}, seconds{86400});
+  po.max_ranges = static_cast<size_t>(rd.integer(
+      pf + ".max-ranges", static_cast<int64_t>(po.max_ranges), 1, 10'000'000));
 
   auto& hp = s.http;
   hp.max_connections_per_endpoint = static_cast<size_t>(rd.integer(

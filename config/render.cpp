@@ -101,6 +101,12 @@ std::string render(const settings& s) {
     << "probe-timeout=" << format_duration(cb.probe_timeout) << "\n"
     << "half-open-steps=" << cb.half_open_steps << "\n"
     << "capacity=" << cb.capacity << "\n";
+  const auto& pf = s.per_partition_failover;
+  o << "\n[georoute.per-partition-failover]\n"
+    << "enabled=" << (pf.enabled ? "true" : "false") << "\n"
+    << "timeout-threshold=" << pf.timeout_threshold << "\n"
+    << "timeout-window=" << format_duration(pf.timeout_window) << "\n"
+    << "max-ranges=" << pf.max_ranges << "\n";
   return o.str();
 }
 

@@ -8,6 +8,7 @@
 // repeats them with the reason for each.
 
 #include "actors/policy/hedging.hpp"
+#include "actors/policy/partition_failover.hpp"
 #include "actors/policy/partition_breaker.hpp"
 #include "actors/policy/timeout_ladder.hpp"
 
@@ -140,6 +141,10 @@ struct settings {
   /// The defaults are documented on `partition_breaker_options`.
   bool circuit_breaker_enabled = true;
   partition_breaker_options circuit_breaker;
+  /// Per-partition automatic failover of single-write accounts' writes
+  /// ([georoute.per-partition-failover]): followed when the account says so;
+  /// the defaults are documented on `partition_failover_options`.
+  partition_failover_options per_partition_failover;
 };
 
 /// Bounds of the metadata hard deadline.

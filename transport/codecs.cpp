@@ -94,6 +94,19 @@ result<database_account> decode_database_account(std::string_view body) {
           std::string("expected boolean or \"true\"/\"false\", got ") +
               (m->is_string() ? quote(m->get<std::string>()) : m->type_name()));
   }
+  // Explicit values only: absent or null says nothing.
+  if (auto* m =
+          rd.member(root, "", "enablePerPartitionFailoverBehavior", false)) {
+    if (m->is_boolean())
+      acc.per_partition_failover = m->get<bool>();
+    else if (m->is_string() && (*m == "true" || *m == "false"))
+      acc.per_partition_failover = *m == "true";
+    else if (!m->is_null())
+      rd.fail("enablePerPartitionFailoverBehavior",
+              std::string("expected boolean or \"true\"/\"false\", got ") +
+                  (m->is_string() ? quote(m->get<std::string>())
+                                  : m->type_name()));
+  }
   if (auto* p = rd.object(root, "", "userConsistencyPolicy", false)) {
     acc.default_consistency =
         rd.string(*p, "userConsistencyPolicy", "defaultConsistencyLevel", false,
@@ -320,6 +333,8 @@ std::string encode_database_account(const database_account& a) {
   j["writableLocations"] = encode_locations(a.writable);
   j["readableLocations"] = encode_locations(a.readable);
   j["enableMultipleWriteLocations"] = a.enable_multiple_write_locations;
+  if (a.per_partition_failover)
+    j["enablePerPartitionFailoverBehavior"] = *a.per_partition_failover;
   j["userReplicationPolicy"] = {{"asyncReplication", false},
                                 {"minReplicaSetSize", 3},
                                 {"maxReplicasetSize", 4}};

@@ -66,8 +66,25 @@ result<attempt_plan> attempt_loop::next_attempt(const location_table& table,
   in = std::visit([&](const auto& p) { return p.route(std::move(in)); },
                   *policy_);
   if (pinned_) in.pinned_endpoint = endpoint_;
-  auto where = table.resolve(in, now);
   attempt_plan plan;
+  // Per-partition failover: the range's writes go where the service moved
+  // them, and so does a read's hub retry (its hub is that region). The
+  // service decides, so preferences and exclusions do not apply.
+  if (!pinned_ && ppaf_in_play(table)) {
+    auto* client = std::get_if<client_retry_policy>(&*policy_);
+    bool hub_read = cfg_.op == op_kind::read && client != nullptr &&
+                    client->hub_header(true);
+    if (cfg_.op == op_kind::write || hub_read) {
+      if (auto r = cfg_.ppaf->override_for(collection_rid_, range_id_)) {
+        auto ep = table.account_read_endpoint(*r);
+        if (!ep.empty()) {
+          in.pinned_endpoint = std::move(ep);
+          plan.ppaf_region = *r;
+        }
+      }
+    }
+  }
+  auto where = table.resolve(in, now);
   out_key_.reset();
   out_ticket_ = {};
   out_kind_ = admission_kind::pass;
@@ -230,6 +247,9 @@ loop_step attempt_loop::on_result(const attempt_result& r,
                                   bool budget_spent) {
   loop_step step;
   if (r.success()) {
+    if (cfg_.op == op_kind::write && ppaf_in_play(table))
+      cfg_.ppaf->on_success(collection_rid_, range_id_, region_,
+                            table.write_region());
     step.next = loop_next::succeed;
     return step;
   }
@@ -251,6 +271,9 @@ loop_step attempt_loop::on_result(const attempt_result& r,
     }
     return step;
   }
+  // 1b. Per-partition failover: the range's write moves on (no region is
+  // marked: only this range left it).
+  if (auto s = ppaf_decide(r, table, now, budget_spent)) return *s;
   // 2. The HTTP ladder: the same endpoint again with a longer timeout.
   auto ladder = decide_ladder(choice_, ladder_step_, r.timed_out, r.status);
   if (ladder.climb && !budget_spent) {
@@ -265,6 +288,48 @@ loop_step attempt_loop::on_result(const attempt_result& r,
   ladder_step_ = 0;
   pinned_ = false;
   return decide(r, table, now, budget_spent, ladder);
+}
+
+bool attempt_loop::ppaf_in_play(const location_table& table) const {
+  return cfg_.ppaf != nullptr && !collection_rid_.empty() &&
+         !range_id_.empty() &&
+         ppaf_applies(cfg_.ppaf->options(), table, op_kind::write,
+                      cfg_.is_document);
+}
+
+std::optional<loop_step> attempt_loop::ppaf_decide(const attempt_result& r,
+                                                   const location_table& table,
+                                                   policy_time now,
+                                                   bool budget_spent) {
+  if (cfg_.op != op_kind::write || !ppaf_in_play(table)) return std::nullopt;
+  auto trigger =
+      ppaf_trigger_of(r.transport_failure, r.timed_out, r.status, r.substatus);
+  if (!trigger) return std::nullopt;
+  auto move = cfg_.ppaf->on_failure(collection_rid_, range_id_, region_,
+                                    *trigger, table.available_read_regions(),
+                                    table.write_region(), now);
+  bool moved = move.what == ppaf_move::kind::moved ||
+               move.what == ppaf_move::kind::homing;
+  // A 403/3 was never applied: retry at once. A 503 is retried once (the
+  // reference SDKs retry a single-write account's write on 503 only with
+  // PPAF on). A 408 or a client timeout may have been applied: the range
+  // moves for the next writes, this one is not retried here.
+  bool retry =
+      moved && !budget_spent &&
+      (*trigger == ppaf_trigger::write_forbidden ||
+       (*trigger == ppaf_trigger::service_unavailable && ppaf_503_retries_ < 1));
+  if (!retry) return std::nullopt;
+  if (*trigger == ppaf_trigger::service_unavailable) ++ppaf_503_retries_;
+  ladder_step_ = 0;
+  pinned_ = false;
+  loop_step step;
+  step.next = loop_next::attempt;
+  step.reason = std::string{"per-partition failover: "} + to_string(*trigger) +
+                " from " + region_ + ", range " + range_id_ +
+                (move.what == ppaf_move::kind::homing
+                     ? " tries the write region " + move.region + " first"
+                     : "'s writes go to " + move.region);
+  return step;
 }
 
 loop_step attempt_loop::decide(const attempt_result& r,

@@ -53,6 +53,7 @@
 #include "actors/policy/location_table.hpp"
 #include "actors/policy/metadata_rules.hpp"
 #include "actors/policy/partition_breaker.hpp"
+#include "actors/policy/partition_failover.hpp"
 #include "actors/policy/result.hpp"
 #include "actors/policy/timeout_ladder.hpp"
 
@@ -120,6 +121,11 @@ struct attempt_loop_config {
   /// An attempt that may be left out (a hedge arm): when the breaker blocks
   /// every candidate, the plan says `skip` instead of falling back.
   bool optional_attempt = false;
+  /// Per-partition failover: owned by the caller, it must outlive the loop;
+  /// null: none (metadata). Consulted only once `set_partition` named the
+  /// range, for document writes on accounts where it applies
+  /// (`ppaf_applies`), and for a read's hub retry there.
+  partition_failover* ppaf = nullptr;
 };
 
 /// Where and how the next attempt goes.
@@ -136,6 +142,9 @@ struct attempt_plan {
   admission_kind admission = admission_kind::pass;
   /// Regions the breaker made this attempt skip, in the order walked.
   std::vector<std::string> breaker_skipped;
+  /// The region of the range's per-partition failover override this
+  /// attempt follows; empty: none.
+  std::string ppaf_region;
   /// An optional attempt whose every candidate the breaker blocks: do not
   /// send it (it is not counted as an attempt).
   bool skip = false;
@@ -280,6 +289,12 @@ private:
   admission_kind out_kind_ = admission_kind::pass;
   bool out_reported_ = false;
   bool out_hedge_loss_ = false;
+  // Per-partition failover: 503s of a write retried on its account (once).
+  uint32_t ppaf_503_retries_ = 0;
+  bool ppaf_in_play(const location_table& table) const;
+  std::optional<loop_step> ppaf_decide(const attempt_result& r,
+                                       const location_table& table,
+                                       policy_time now, bool budget_spent);
 };
 
 } // namespace georoute

@@ -154,6 +154,9 @@ location_table location_table::with_account(const database_account& account,
   location_table next = *this;
   next.has_account_ = true;
   next.account_multi_write_ = account.enable_multiple_write_locations;
+  // Explicit values only: an account that does not say keeps the last one.
+  if (account.per_partition_failover)
+    next.account_ppaf_ = *account.per_partition_failover;
   build_regions(account.readable, next.read_regions_, next.read_map_);
   build_regions(account.writable, next.write_regions_, next.write_map_);
   next.rebuild(now);
@@ -314,6 +317,12 @@ location_table::applicable_endpoints(op_kind op,
 }
 
 // -- regions ---------------------------------------------------------------
+
+std::string location_table::account_read_endpoint(std::string_view region) const {
+  for (const auto& e : read_map_)
+    if (same_region(e.name, region)) return e.endpoint;
+  return {};
+}
 
 std::string location_table::region_of(std::string_view endpoint) const {
   auto key = normalize_endpoint(endpoint);

@@ -255,6 +255,17 @@ public:
     return options_.default_endpoint;
   }
   bool endpoint_discovery() const { return options_.endpoint_discovery; }
+  /// The account says it moves single partitions' write regions: the last
+  /// explicit `enablePerPartitionFailoverBehavior` it sent (false before).
+  /// Whether the client follows it is `partition_failover_options::enabled`.
+  bool account_per_partition_failover() const { return account_ppaf_; }
+  /// The endpoint of readable region `region` as the account lists it;
+  /// empty when the account has no such read region.
+  std::string account_read_endpoint(std::string_view region) const;
+  /// The account's current (first) write region; empty before an account.
+  std::string write_region() const {
+    return write_regions_.empty() ? std::string{} : write_regions_.front();
+  }
   /// The account's own multi-write flag (false before the first read).
   bool account_multiple_write_locations() const { return account_multi_write_; }
   /// Whether an account has been applied.
@@ -287,6 +298,7 @@ private:
   std::string default_key_;
   bool has_account_ = false;
   bool account_multi_write_ = false;
+  bool account_ppaf_ = false;
   std::vector<std::string> write_regions_;
   std::vector<std::string> read_regions_;
   std::vector<region_entry> write_map_; ///< unique names, account order

@@ -6,6 +6,7 @@
 // or JSON types here.
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -24,6 +25,10 @@ struct database_account {
   std::vector<account_region> readable; ///< priority order
   bool enable_multiple_write_locations = false;
   std::string default_consistency = "Session";
+  /// `enablePerPartitionFailoverBehavior`: the service may move one
+  /// partition's write region on its own; nullopt when the account did not
+  /// say (the client keeps what it last heard).
+  std::optional<bool> per_partition_failover;
 };
 
 /// `partitionKey` of a collection.

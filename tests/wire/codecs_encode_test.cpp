@@ -57,6 +57,28 @@ TEST(Codecs, EncodeAccount_ServiceFields_Present) {
   EXPECT_TRUE(j["enableMultipleWriteLocations"].is_boolean());
 }
 
+TEST(Codecs, PerPartitionFailover_ExplicitValuesOnly) {
+  auto a = sample_account();
+  // Unset: the property is left out, and decodes as unset.
+  auto j = json::parse(encode_database_account(a));
+  EXPECT_FALSE(j.contains("enablePerPartitionFailoverBehavior"));
+  auto r = decode_database_account(j.dump());
+  ASSERT_TRUE(r.ok()) << r.error().what;
+  EXPECT_FALSE(r->per_partition_failover.has_value());
+  for (bool v : {true, false}) {
+    a.per_partition_failover = v;
+    auto back = decode_database_account(encode_database_account(a));
+    ASSERT_TRUE(back.ok()) << back.error().what;
+    EXPECT_EQ(back->per_partition_failover, v);
+  }
+  // The service's string spelling and null (says nothing).
+  j["enablePerPartitionFailoverBehavior"] = "true";
+  EXPECT_EQ(decode_database_account(j.dump())->per_partition_failover, true);
+  j["enablePerPartitionFailoverBehavior"] = nullptr;
+  EXPECT_FALSE(
+      decode_database_account(j.dump())->per_partition_failover.has_value());
+}
+
 TEST(Codecs, EncodeAccount_InvalidUtf8Name_NoThrow) {
   auto a = sample_account();
   a.readable[0].name = "bad\xff";

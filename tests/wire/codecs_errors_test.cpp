@@ -115,6 +115,9 @@ INSTANTIATE_TEST_SUITE_P(
         shape_row{"Account_MultiWriteNumber_Problem", "account",
                   R"({"id":"a","enableMultipleWriteLocations":1})",
                   "enableMultipleWriteLocations: expected boolean"},
+        shape_row{"Account_PpafNumber_Problem", "account",
+                  R"({"id":"a","enablePerPartitionFailoverBehavior":1})",
+                  "enablePerPartitionFailoverBehavior: expected boolean"},
         shape_row{
             "Account_ConsistencyUnknown_Problem", "account",
             with(acct, R"("Session")", R"("Strongest")"),
