@@ -38,6 +38,22 @@
 //                                             {"0":{"status":{"200":N},
 //                                             "held":M}}}}
 //   POST   /_emulator/counters/reset         (both kinds)
+//   GET    /_emulator/ppaf                   {"enabled":true|false|null,
+//                                             "moves":[{"collection":"dbs/d/
+//                                             colls/c","range":"0",
+//                                             "region":"East US"}]}
+//   POST   /_emulator/ppaf                   {"enabled":true|false|null}: the
+//                                            account property
+//                                            enablePerPartitionFailoverBehavior
+//                                            (null = left out of GET /)
+//   POST   /_emulator/ppaf/move              {"db":"d","coll":"c","range":"0",
+//                                             "region":"East US"}: the range's
+//                                            writes go to that region only
+//                                            (single-write accounts; 400
+//                                            "account: ..." on multi-write)
+//   POST   /_emulator/ppaf/clear             {"db":"d","coll":"c","range":"0"}
+//                                            -> {"cleared":true|false}: back
+//                                            to the account write region
 //
 // Region names in paths are percent-encoded ("West%20US"). Success is 200
 // with a JSON body; a bad request is 400 {"error":"<field>: <why>"}; an
@@ -167,6 +183,55 @@ json flap_json(const flap_status& f) {
           {"up_for_ms", f.schedule.up_for.count()}};
 }
 
+/// GET /_emulator/ppaf, and "ppaf" in GET /_emulator/state.
+json ppaf_json(engine& eng) {
+  json moves = json::array();
+  for (const auto& m : eng.partition_write_regions())
+    moves.push_back({{"collection", m.collection},
+                     {"range", m.range_id},
+                     {"region", m.region}});
+  auto enabled = eng.per_partition_failover();
+  return {{"enabled", enabled ? json(*enabled) : json(nullptr)},
+          {"moves", std::move(moves)}};
+}
+
+/// POST /_emulator/ppaf[/move|/clear].
+http_response ppaf_action(engine& eng, const std::string& action,
+                          const json& j) {
+  if (action.empty()) {
+    if (auto r = only(j, {"enabled"}); !r) return bad(r.error().what);
+    auto i = j.find("enabled");
+    if (i == j.end() || !(i->is_boolean() || i->is_null()))
+      return bad(
+          "enabled: expected true, false or null" +
+          (i == j.end() ? std::string{", missing"} : ", got " + i->dump()));
+    eng.set_per_partition_failover(
+        i->is_null() ? std::nullopt : std::optional<bool>{i->get<bool>()});
+    return ok();
+  }
+  bool move = action == "move";
+  if (auto r = move ? only(j, {"db", "coll", "range", "region"})
+                    : only(j, {"db", "coll", "range"});
+      !r)
+    return bad(r.error().what);
+  std::vector<std::string> fields;
+  for (const char* field : {"db", "coll", "range", "region"}) {
+    if (!move && std::string_view{field} == "region") break;
+    auto v = get_string(j, field);
+    if (!v) return bad(v.error().what);
+    fields.push_back(std::move(*v));
+  }
+  if (move) {
+    auto r = eng.move_partition_write_region(fields[0], fields[1], fields[2],
+                                             fields[3]);
+    if (!r) return bad(r.error().what);
+    return ok();
+  }
+  auto r = eng.clear_partition_write_region(fields[0], fields[1], fields[2]);
+  if (!r) return bad(r.error().what);
+  return reply(200, json{{"ok", true}, {"cleared", *r}});
+}
+
 json state_json(emulator& emu) {
   auto& eng = emu.control();
   auto account = json::parse(eng.account_json(), nullptr, false);
@@ -199,7 +264,8 @@ json state_json(emulator& emu) {
           {"regions", regions},
           {"write_regions", eng.write_regions()},
           {"multi_write", multi},
-          {"replication_lag_ms", opts.replication_lag.count()}};
+          {"replication_lag_ms", opts.replication_lag.count()},
+          {"ppaf", ppaf_json(eng)}};
 }
 
 result<fault_rule> parse_fault(const json& j) {
@@ -454,6 +520,18 @@ http_response dispatch(emulator& emu, const http_request& req) {
     if (m != "POST") return wrong_method("POST");
     eng.reset_counters();
     return ok();
+  }
+  if (top == "ppaf" && parts.size() == 1 && m == "GET")
+    return reply(200, ppaf_json(eng));
+  if (top == "ppaf" && parts.size() <= 2) {
+    if (parts.size() == 2 && parts[1] != "move" && parts[1] != "clear")
+      return not_found();
+    if (m != "POST")
+      return wrong_method(parts.size() == 1 ? "GET or POST" : "POST");
+    auto body = object_body(req);
+    if (!body) return bad(body.error().what);
+    return ppaf_action(eng, parts.size() == 2 ? parts[1] : std::string{},
+                       *body);
   }
   if (top == "faults" && parts.size() <= 2) {
     if (parts.size() == 2) {

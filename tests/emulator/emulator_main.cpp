@@ -72,7 +72,11 @@ constexpr const char* help_text =
     "connections it held), POST /_emulator/reset (lifts every fault),\n"
     "GET /_emulator/counters, GET /_emulator/counters/ranges (per region,\n"
     "collection and range: responses by status, requests held by a hang),\n"
-    "POST /_emulator/counters/reset.\n";
+    "POST /_emulator/counters/reset. Per-partition failover: POST\n"
+    "/_emulator/ppaf {\"enabled\":true|false|null} (the account property),\n"
+    "/ppaf/move {\"db\",\"coll\",\"range\",\"region\"} (that range's\n"
+    "writes go to that region only; others answer 403/3), /ppaf/clear\n"
+    "{\"db\",\"coll\",\"range\"}, GET /_emulator/ppaf.\n";
 
 /// One bad flag: printed as a single line, exit status 2.
 struct flag_error {

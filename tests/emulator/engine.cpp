@@ -333,8 +333,7 @@ http_response engine::state::dispatch(request_ctx& ctx) {
   if (n == 0) {
     if (method != "GET")
       return error_response(405, 0, "the account supports GET only");
-    auto res =
-        json_response(200, transport::encode_database_account(account()));
+    auto res = json_response(200, account_text());
     res.set("x-ms-max-media-storage-usage-mb", "10240");
     res.set("x-ms-media-storage-usage-mb", "0");
     return res;
@@ -552,7 +551,7 @@ void engine::reset_counters() {
 
 std::string engine::account_json() const {
   std::lock_guard<std::mutex> guard{state_->mutex};
-  return transport::encode_database_account(state_->account());
+  return state_->account_text();
 }
 
 std::vector<std::string> engine::write_regions() const {

@@ -12,8 +12,9 @@
 // with a configurable lag and vector session tokens, write-region order and
 // multi-write, removed regions, a request-unit budget per region, master-key
 // auth, injected status codes, hangs and delays (per region, operation, and
-// partition-key range: the grey failures of issue 18), and counters per
-// region and per (region, collection, range).
+// partition-key range: the grey failures of issue 18), counters per region
+// and per (region, collection, range), and per-partition automatic failover
+// (issue 19: the account property and a write region per range).
 
 #include "actors/policy/result.hpp"
 #include "tests/emulator/http_types.hpp"
@@ -62,6 +63,25 @@ struct engine_options {
   /// (the server's clock is this far ahead; negative: behind). Past the
   /// allowed skew of 15 minutes every signed request gets 403.
   std::chrono::milliseconds clock_offset{0};
+  /// The account property `enablePerPartitionFailoverBehavior`: std::nullopt
+  /// leaves it out of the account (the default), else true or false. See
+  /// `engine::set_per_partition_failover`.
+  std::optional<bool> per_partition_failover;
+};
+
+/// A partition-key range whose writes the service moved to another region
+/// (per-partition automatic failover; see
+/// `engine::move_partition_write_region`).
+struct partition_write_region {
+  std::string collection; ///< "dbs/{db}/colls/{coll}"
+  std::string range_id;
+  std::string region; ///< the range's write region (its hub)
+
+  friend bool operator==(const partition_write_region& x,
+                         const partition_write_region& y) {
+    return std::tie(x.collection, x.range_id, x.region) ==
+           std::tie(y.collection, y.range_id, y.region);
+  }
 };
 
 /// Internal between the engine and the servers: a response carrying this
@@ -224,6 +244,64 @@ public:
   result<bool> split_after_next_query(const std::string& db,
                                       const std::string& coll,
                                       const std::string& range_id);
+
+  // -- per-partition automatic failover (PPAF) -------------------------------
+  //
+  // On a single-write account the service may move the write primary of one
+  // partition-key range to another region without an account failover. While
+  // moved, a document write (create, upsert, replace, delete: the emulator
+  // has no patch, stored procedures or batch) whose partition key falls in
+  // the range is accepted only by that region; every other region, the
+  // account write region and the global endpoint included, answers 403/3
+  // (WriteForbidden) as a non-write region always does. Writes to the other
+  // ranges go to the account write region as before. A write accepted by the
+  // moved-to region replicates like any other (origin = that region, seen by
+  // the others after the replication lag).
+  //
+  // The hub of a range is its write region: the moved-to region, else the
+  // account write region. A document read, query or feed carrying
+  // `x-ms-cosmos-hub-region-processing-only: True` is answered only by the
+  // hub of every (current) range it is for; elsewhere 403/3. A request for
+  // no resolvable range has the account write region as its hub. Multi-write
+  // accounts ignore the header (every region takes writes).
+  //
+  // Choices: the account property does not gate a move (the service moves
+  // ranges; the property only tells clients to follow per-range overrides).
+  // A split passes the parent's write region to both children. A move is
+  // topology: `emulator::reset_faults` and `set_write_regions` (an account
+  // failover) leave it. While the moved-to region is removed
+  // (`remove_region`) or the account is multi-write (`set_multi_write`), the
+  // move is kept but not in force: the range writes where the account does.
+
+  /// Sets (true, false) or omits (std::nullopt) the account property
+  /// `enablePerPartitionFailoverBehavior`; clients see it on their next
+  /// account read.
+  void set_per_partition_failover(std::optional<bool> enabled);
+  std::optional<bool> per_partition_failover() const;
+  /// Moves the writes of range `range_id` of `dbs/{db}/colls/{coll}` to
+  /// `region` (again: the latest move wins; to the account write region:
+  /// pinned there, even across an account failover). Errors, each starting
+  /// with the field's name: "account: ..." on a multi-write account, "db:",
+  /// "coll:", "range:" (unknown, or split and gone), "region:" (unknown or
+  /// removed).
+  result<bool> move_partition_write_region(const std::string& db,
+                                           const std::string& coll,
+                                           const std::string& range_id,
+                                           const std::string& region);
+  /// Moves them back: the range writes in the account write region again and
+  /// the region that held it answers 403/3. True when a move was lifted,
+  /// false when the range had none. Errors as above ("db:", "coll:",
+  /// "range:").
+  result<bool> clear_partition_write_region(const std::string& db,
+                                            const std::string& coll,
+                                            const std::string& range_id);
+  /// Every move of a current range, by collection and range id.
+  std::vector<partition_write_region> partition_write_regions() const;
+  /// The region that takes the range's writes now (its hub); multi-write:
+  /// "" (every region). Errors as `clear_partition_write_region`.
+  result<std::string> write_region_of(const std::string& db,
+                                      const std::string& coll,
+                                      const std::string& range_id) const;
 
   // -- fault injection --------------------------------------------------------
 

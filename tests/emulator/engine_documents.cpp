@@ -212,6 +212,11 @@ void engine::state::add_doc_headers(http_response& res,
 http_response engine::state::handle_docs(request_ctx& ctx,
                                          detail::collection& coll) {
   const auto& method = ctx.req.method;
+  if (ctx.op == "read" || ctx.op == "query" || ctx.op == "feed")
+    if (auto forbidden = check_hub_only(ctx, coll)) {
+      add_doc_headers(*forbidden, coll);
+      return std::move(*forbidden);
+    }
   if (ctx.segs.size() == 5) {
     if (method == "GET") return read_feed(ctx, coll);
     if (method != "POST")
@@ -293,12 +298,9 @@ http_response engine::state::write_doc(request_ctx& ctx,
                                        const std::string& url_id) {
   const auto& method = ctx.req.method;
   ctx.charge = 1;
-  if (!can_write(ctx.region))
-    return error_response(403, 3,
-                          "region '" + ctx.region +
-                              "' does not accept writes on this single-write "
-                              "account; the write region is '" +
-                              writer() + "'");
+  // The region must be the write region of the range (engine_ppaf.cpp).
+  if (auto forbidden = check_write_region(ctx, coll))
+    return std::move(*forbidden);
   json body;
   std::string id = url_id;
   if (method != "DELETE") {

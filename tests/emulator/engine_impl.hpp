@@ -87,6 +87,9 @@ struct pk_range {
   int64_t lsn = 0;                ///< global LSN of the last write
   std::vector<int64_t> local_lsn; ///< per region index
   std::deque<write_entry> log;    ///< writes not yet folded
+  /// Per-partition failover: the region its writes were moved to, "" = none
+  /// (engine::move_partition_write_region). Children inherit it on a split.
+  std::string write_region;
 };
 
 /// A collection and its documents.
@@ -337,6 +340,9 @@ struct engine::state {
   std::string writer() const;
   bool can_write(const std::string& region) const;
   database_account account() const;
+  /// The account document of `GET /` (account() encoded, plus the PPAF
+  /// property when set).
+  std::string account_text() const;
   std::string new_guid();
   std::string new_etag();
   std::optional<http_response> check_auth(request_ctx& ctx);
@@ -355,6 +361,26 @@ struct engine::state {
   result<bool> check_rule(const fault_rule& rule);
   /// Counts one answered (or held) response.
   void count(const std::string& region, const detail::served& s, bool held);
+
+  // -- engine_ppaf.cpp: per-partition automatic failover ----------------------
+
+  /// The region that takes `range`'s writes now: its moved-to region when it
+  /// has one in force, else the account writer. `range` may be null.
+  std::string hub_of(const detail::pk_range* range) const;
+  /// 403/3 when the write in `ctx` arrived at a region that is not the hub
+  /// of its range (single-write accounts only).
+  std::optional<http_response> check_write_region(request_ctx& ctx,
+                                                  detail::collection& coll);
+  /// 403/3 when a read, query or feed carrying the hub-region-only header
+  /// arrived at a region that is not the hub of every range it is for.
+  std::optional<http_response> check_hub_only(request_ctx& ctx,
+                                              detail::collection& coll);
+  /// The collection `dbs/{db}/colls/{coll}` by name; "db:"/"coll:" problems.
+  result<detail::collection*> named_collection(const std::string& db,
+                                               const std::string& coll);
+  /// A current range of `coll`; a "range:" problem naming the current ones.
+  result<detail::pk_range*> named_range(detail::collection& coll,
+                                        const std::string& range_id);
 
   // -- engine_resources.cpp -------------------------------------------------
 

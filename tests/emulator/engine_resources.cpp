@@ -422,6 +422,7 @@ engine::state::split(detail::collection& coll, const std::string& range_id) {
     child.lsn = parent.lsn;
     child.local_lsn = parent.local_lsn;
     child.log = parent.log;
+    child.write_region = parent.write_region; // a moved range stays moved
     ids.push_back(child.info.id);
     coll.ranges.push_back(std::move(child));
   }
