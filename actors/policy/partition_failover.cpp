@@ -158,9 +158,12 @@ ppaf_move partition_failover::on_failure(
     return {ppaf_move::kind::moved, going};
   }
   if (trigger == ppaf_trigger::write_forbidden && !e.current.empty() &&
-      !same_region(e.current, write_region) && !e.home_tried) {
-    // An override answered 403/3: the service moved the range home or
-    // elsewhere. Home first: one round trip if it went home.
+      !same_region(e.current, write_region) && !e.home_tried &&
+      !listed(e.failed, write_region)) {
+    // An override whose place was confirmed answered 403/3: the service
+    // moved the range home or elsewhere. Home first: one round trip if it
+    // went home. (Not while a walk is still looking: the write region
+    // already said no.)
     if (!listed(e.failed, e.current)) e.failed.push_back(e.current);
     e.current.clear();
     e.home_tried = true;

@@ -29,13 +29,10 @@ std::string quoted_list(const std::vector<std::string>& names) {
 // ---------------------------------------------------------------------
 
 std::string engine::state::account_text() const {
-  auto text = transport::encode_database_account(account());
-  if (!opts.per_partition_failover) return text;
-  // The codec does not know the property (it is the service's, read by the
-  // client separately): added here, after the other members.
-  auto j = nlohmann::ordered_json::parse(text);
-  j["enablePerPartitionFailoverBehavior"] = *opts.per_partition_failover;
-  return j.dump();
+  // The property is left out unless set (explicit values only).
+  auto a = account();
+  a.per_partition_failover = opts.per_partition_failover;
+  return transport::encode_database_account(a);
 }
 
 std::string engine::state::hub_of(const detail::pk_range* range) const {
