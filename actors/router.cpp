@@ -7,6 +7,7 @@
 #include "actors/policy/epk.hpp"
 #include "actors/policy/hedge_budget.hpp"
 #include "actors/policy/hedged_operation.hpp"
+#include "actors/policy/write_tracking.hpp"
 #include "actors/policy/hedging.hpp"
 #include "actors/policy/lru_cache.hpp"
 #include "actors/policy/metadata_rules.hpp"
@@ -24,6 +25,7 @@
 #include <caf/typed_event_based_actor.hpp>
 #include <map>
 #include <optional>
+#include <random>
 
 namespace georoute {
 
@@ -113,6 +115,15 @@ struct data_operation {
   std::optional<clock_type::time_point> hedge_due; // in `deadlines`
   std::optional<transport::outcome> last_answer; // of any arm, for the end
   std::string last_answer_region;
+  // Writes that survive a hang: retried where another region takes them;
+  // creates, replaces and upserts carry `tracking_id` in their body.
+  bool write_retries = false;
+  std::string tracking_id;
+  // A 409/412 that may be this write's own echo, while its read-back runs.
+  std::optional<transport::outcome> echo;
+  std::string echo_region;
+  size_t echo_record = 0; // diag.attempts index of the read-back
+  clock_type::time_point echo_started;
 };
 
 // An arm still in flight when its operation ended: its answer is dropped,
@@ -149,6 +160,8 @@ struct router_state {
   // Per-partition failover overrides of single-write accounts' writes; the
   // attempt loops hold a pointer to it, as to the breaker.
   partition_failover ppaf;
+  // Tracking ids of writes that survive a hang.
+  std::mt19937_64 rng{std::random_device{}()};
   uint64_t next_id = 1;
   router_stats stats;
   static inline const char* name = "georoute.router";
@@ -263,6 +276,14 @@ std::vector<std::string> excluded_for(const router_state& st,
 
 op_kind op_of(const data_operation& op) {
   return is_write(op.req.op) ? op_kind::write : op_kind::read;
+}
+
+// The write operation of a request (a write's op; create otherwise).
+write_op write_op_of(data_op op) {
+  return op == data_op::upsert    ? write_op::upsert
+         : op == data_op::replace ? write_op::replace
+         : op == data_op::remove  ? write_op::remove
+                                  : write_op::create;
 }
 
 // -- the circuit breaker ------------------------------------------------------
@@ -523,6 +544,8 @@ void capture_session(router_state& st, const data_operation& op,
 }
 
 void plan_hedge(self_ptr self, uint64_t id);
+bool take_echo(self_ptr self, uint64_t id, const transport::outcome& o,
+               const std::string& region);
 
 void attempt(self_ptr self, uint64_t id) {
   auto& st = self->state;
@@ -652,14 +675,19 @@ hedge_env env_of(router_state& st) {
 }
 
 // The pure rule (`write_copy_safe`) on a request; reads and queries are not
-// writes and are never asked.
-bool write_copy_safe(const data_request& r) {
-  auto op = r.op == data_op::upsert    ? write_op::upsert
-            : r.op == data_op::replace ? write_op::replace
-            : r.op == data_op::remove  ? write_op::remove
-                                       : write_op::create;
-  return write_copy_safe(op, !r.options.if_match.empty() ||
-                                 !r.options.if_none_match.empty());
+// writes and are never asked. A tracked write (write retries on) may also
+// be copied when it is a create or a replace with if-match: the echo of
+// its own first copy (409, 412) is recognised by its tracking id.
+bool write_copy_safe(const data_operation& op) {
+  const auto& r = op.req;
+  auto w = write_op_of(r.op);
+  bool conditional =
+      !r.options.if_match.empty() || !r.options.if_none_match.empty();
+  if (!op.tracking_id.empty() &&
+      (w == write_op::create ||
+       (w == write_op::replace && r.options.if_none_match.empty())))
+    return true;
+  return write_copy_safe(w, conditional);
 }
 
 // Puts the hedge's next wake-up into the deadline queue (key 2 * id + 1).
@@ -751,7 +779,7 @@ void plan_hedge(self_ptr self, uint64_t id) {
   // more (no exclusion list, no region list).
   if (!hedge_wanted(st.cfg.hedging, ask.op, ask.hedge)) return;
   ask.threshold = op.req.options.hedge_threshold;
-  if (ask.op == op_kind::write) ask.write_copy_safe = write_copy_safe(op.req);
+  if (ask.op == op_kind::write) ask.write_copy_safe = write_copy_safe(op);
   ask.excluded = excluded_for(st, op);
   op.hedge = hedged_operation::plan(env_of(st), ask, *op.loop,
                                     *st.snap.table(), op.attempt_started);
@@ -814,6 +842,7 @@ void on_hedge_outcome(self_ptr self, uint64_t id, uint32_t arm,
     }
     op.last_failure = o;
     op.last_region = region;
+    if (take_echo(self, id, o, region)) return;
     finish_error(self, id, classify_outcome(o),
                  failure_text(o, region, op.loop->attempts() + arm,
                               describe(op), "a final answer of a hedge"));
@@ -882,12 +911,115 @@ void on_late_answer(self_ptr self, uint64_t id, uint32_t arm,
   st.late.erase(i);
 }
 
+// -- writes that survive a hang ---------------------------------------------
+
+// The read-back of a possible echo travels as this arm.
+constexpr uint32_t read_back_arm = 0xFFFFFFFFu;
+
+// A final answer of a write that may be the echo of its own first copy
+// (`classify_write_echo`): a create's 409 or a conditional replace's 412
+// is checked by reading the document (its tracking id decides); a remove's
+// 404 is reported as what it is. Returns true when it took the operation.
+bool take_echo(self_ptr self, uint64_t id, const transport::outcome& o,
+               const std::string& region) {
+  auto& st = self->state;
+  auto& op = st.ops.at(id);
+  if (!op.write_retries || o.error != transport::failure::none) return false;
+  bool maybe_applied = op.loop->maybe_applied() ||
+                       (op.hedge && op.hedge->hedges_sent() > 0);
+  auto echo = classify_write_echo(write_op_of(op.req.op),
+                                  !op.req.options.if_match.empty(),
+                                  maybe_applied, o.status);
+  switch (echo) {
+  case write_echo::none:
+    return false;
+  case write_echo::deleted_maybe_by_self:
+    op.last_failure = o;
+    op.last_region = region;
+    finish_error(self, id, classify_outcome(o),
+                 failure_text(o, region, op.loop->attempts(), describe(op),
+                              "the document is gone, possibly deleted by "
+                              "this remove: an earlier attempt of it may "
+                              "have been applied (it timed out or lost its "
+                              "connection after it was sent)"));
+    return true;
+  case write_echo::check_tracking:
+    break;
+  }
+  if (op.tracking_id.empty()) return false;
+  // Read the document where the echo came from (it is there).
+  op.echo = o;
+  op.echo_region = region;
+  data_request rr = op.req;
+  rr.op = data_op::read;
+  rr.body.clear();
+  rr.options.if_match.clear();
+  rr.options.if_none_match.clear();
+  wire_target t;
+  t.collection_link = op.link;
+  t.endpoint = o.endpoint.empty() ? op.endpoint : o.endpoint;
+  t.timeout = st.cfg.ladders.partition_failover.empty()
+                  ? std::chrono::milliseconds{10000}
+                  : st.cfg.ladders.partition_failover[0].timeout;
+  attempt_record rec;
+  rec.region = region;
+  rec.endpoint = t.endpoint;
+  rec.started_us = micros(self->clock().now() - op.started);
+  rec.retry_reason = "read back: the " + std::to_string(o.status) +
+                     " may be this write's own first copy";
+  op.echo_record = op.diag.attempts.size();
+  op.diag.attempts.push_back(std::move(rec));
+  op.waiting = waiting_for::response;
+  op.echo_started = self->clock().now();
+  ++st.stats.attempts;
+  auto hdl = caf::actor_cast<caf::actor>(self);
+  st.with.http->send(to_wire(rr, t), [hdl, id](transport::outcome r) {
+    caf::anon_send(hdl, rt_http_done{id, read_back_arm, std::move(r)});
+  });
+  return true;
+}
+
+// The read-back answered: the document carries this write's tracking id
+// (its first copy was applied: the write succeeded) or not (the echo is
+// somebody else's document: the 409/412 stands).
+void on_read_back(self_ptr self, uint64_t id, transport::outcome& o) {
+  auto& st = self->state;
+  auto& op = st.ops.at(id);
+  op.waiting = waiting_for::nothing;
+  auto& rec = op.diag.attempts[op.echo_record];
+  record_answer(self, op, rec, o, op.echo_started);
+  auto echo = *op.echo;
+  if (o.success() && carries_tracking_id(o.body, op.tracking_id)) {
+    transport::outcome won = o;
+    won.status = op.req.op == data_op::create ? 201 : 200;
+    rec.retry_reason += "; it carries this write's tracking id: applied";
+    finish_ok(self, id, won);
+    return;
+  }
+  op.last_failure = echo;
+  op.last_region = op.echo_region;
+  finish_error(self, id, classify_outcome(echo),
+               failure_text(echo, op.echo_region, op.loop->attempts(),
+                            describe(op),
+                            o.success()
+                                ? "the stored document does not carry this "
+                                  "write's tracking id: it is somebody "
+                                  "else's"
+                                : "reading the document back to tell its "
+                                  "own first copy failed (" +
+                                      std::to_string(o.status) + ")"));
+}
+
 void on_outcome(self_ptr self, uint64_t id, uint32_t arm,
                 transport::outcome& o) {
   auto& st = self->state;
   auto i = st.ops.find(id);
   if (i == st.ops.end()) {
     on_late_answer(self, id, arm, o);
+    return;
+  }
+  if (arm == read_back_arm) {
+    on_read_back(self, id, o);
     return;
   }
   if (arm > 0) {
@@ -956,6 +1088,7 @@ void on_outcome(self_ptr self, uint64_t id, uint32_t arm,
   switch (step.next) {
   case loop_next::fail:
     primary_final(st, op, self->clock().now());
+    if (take_echo(self, id, o, op.region)) return;
     finish_failure(self, id, step.reason);
     return;
   case loop_next::fail_budget:
@@ -1052,10 +1185,27 @@ caf::result<data_response> start(self_ptr self, data_request& req) {
   if (!st.with.http)
     return make_error(errc::validation_error, "the router has no HTTP port");
   if (auto refused = refuse_if_overloaded(self)) return std::move(*refused);
+  // Writes that survive a hang: the request's setting wins.
+  bool write_retries =
+      is_write(req.op) && (req.options.write_retries >= 0
+                               ? req.options.write_retries > 0
+                               : st.cfg.write_retries);
+  std::string tracking_id;
+  if (write_retries && tracks(write_op_of(req.op))) {
+    tracking_id = make_tracking_id(st.rng(), st.rng());
+    auto body = with_tracking_id(req.body, tracking_id);
+    if (!body)
+      return make_error(errc::validation_error,
+                        std::string{to_string(req.op)} + " of " + *link +
+                            ": " + body.error().what);
+    req.body = std::move(*body);
+  }
   auto id = st.next_id++;
   ++st.stats.operations;
   data_operation op;
   op.req = std::move(req);
+  op.write_retries = write_retries;
+  op.tracking_id = std::move(tracking_id);
   op.link = *link;
   op.rp = self->make_response_promise<data_response>();
   op.started = self->clock().now();
@@ -1072,6 +1222,7 @@ caf::result<data_response> start(self_ptr self, data_request& req) {
   lc.client = st.cfg.client;
   lc.breaker = st.breaker ? &*st.breaker : nullptr;
   lc.ppaf = &st.ppaf;
+  lc.write_retries = op.write_retries;
   op.loop.emplace(std::move(lc), st.cfg.ladders);
   op.deadline = op.started + op.budget;
   auto rp = op.rp;
@@ -1261,6 +1412,7 @@ router_config router_config_from(const config::settings& s) {
   c.breaker_enabled = s.circuit_breaker_enabled;
   c.breaker = s.circuit_breaker;
   c.ppaf = s.per_partition_failover;
+  c.write_retries = s.retry.write_retries;
   return c;
 }
 

@@ -98,6 +98,8 @@ struct router_config {
   /// Per-partition automatic failover of single-write accounts' writes
   /// (followed when the account says so and `ppaf.enabled`).
   partition_failover_options ppaf;
+  /// Retry writes that may have been applied (`georoute.write-retries`).
+  bool write_retries = false;
 };
 
 /// Builds the slice from validated settings.

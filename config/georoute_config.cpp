@@ -286,6 +286,9 @@ georoute_config::georoute_config() {
       .add<timespan>("throttle-max-wait", "cumulative 429 back-off (30s)")
       .add<timespan>("operation-budget",
                      "budget of one data-plane operation (60s)")
+      .add<bool>("write-retries",
+                 "retry writes that may have been applied, with a "
+                 "_trackingId property added to the document (false)")
       .add<int64_t>("scheduler-threads",
                     "CAF worker threads; 0 = one per core (0)")
       .add<int64_t>("query-plan-cache-size", "query plans kept (1024)")
@@ -598,6 +601,7 @@ load_result georoute_config::load(std::vector<std::string> args,
   rt.operation_budget =
       rd.duration(g + ".operation-budget", rt.operation_budget, milliseconds{1},
                   seconds{86400});
+  rt.write_retries = rd.boolean(g + ".write-retries", rt.write_retries);
 
   auto threads = rd.integer(g + ".scheduler-threads", 0, 0, 256);
   s.scheduler_threads = threads > 0

@@ -55,6 +55,7 @@ std::string render(const settings& s) {
     << "throttle-max-wait=" << format_duration(s.retry.throttle_max_wait)
     << "\n"
     << "operation-budget=" << format_duration(s.retry.operation_budget) << "\n"
+    << "write-retries=" << boolean(s.retry.write_retries) << "\n"
     << "scheduler-threads=" << s.scheduler_threads << "\n"
     << "query-plan-cache-size=" << s.query_plan_cache_size << "\n"
     << "collection-cache-size=" << s.collection_cache_size << "\n"

@@ -89,6 +89,11 @@ struct retry_options {
   /// Budget of one data-plane operation when the request names none: once
   /// spent, no new attempt starts (an end-to-end latency policy).
   milliseconds operation_budget = seconds{60};
+  /// Retry writes that may have been applied (timed out, or lost after
+  /// they were sent) where another region can take them, with a tracking
+  /// property in the document (`request_options::write_retries`). Off: it
+  /// changes the user's documents.
+  bool write_retries = false;
 };
 
 /// HTTP transport.

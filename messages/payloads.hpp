@@ -128,6 +128,16 @@ struct request_options {
   int8_t hedge = -1;
   /// When the first hedge starts; 0: the engine's threshold.
   std::chrono::milliseconds hedge_threshold{0};
+  /// Writes that survive a hang: -1 the engine's setting
+  /// (`georoute.write-retries`), 0 off, 1 on. With it, a create, replace,
+  /// upsert or remove whose attempt timed out or lost its connection after
+  /// it was sent is retried where another region can take it (another
+  /// write region; on a single-write account only once per-partition
+  /// failover moved its range). Creates, replaces and upserts carry a
+  /// `_trackingId` property that the engine adds to the document, so that a
+  /// retried create's 409 (or a retried conditional replace's 412) whose
+  /// stored document carries it is reported as the success it was.
+  int8_t write_retries = -1;
 };
 
 /// A data-plane request for the request router.
@@ -393,7 +403,8 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, request_options& x) {
   return f(x.partition_key_json, x.excluded_regions, x.consistency_level,
            x.session_token, x.max_item_count, x.continuation, x.if_match,
-           x.if_none_match, x.budget, x.hedge, x.hedge_threshold);
+           x.if_none_match, x.budget, x.hedge, x.hedge_threshold,
+           x.write_retries);
 }
 
 template <class Inspector>

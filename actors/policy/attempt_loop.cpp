@@ -255,6 +255,11 @@ loop_step attempt_loop::on_result(const attempt_result& r,
   }
   last_failure_ = r;
   last_region_ = region_;
+  const bool maybe_applied =
+      cfg_.op == op_kind::write &&
+      (r.timed_out || (r.transport_failure && r.request_sent) ||
+       (!r.transport_failure && r.status == 408 && r.substatus != 21013));
+  if (maybe_applied) maybe_applied_ = true;
   // 1. Metadata moved: refresh it and route again; no region is at fault.
   auto gone = r.transport_failure ? gone_kind::none
                                   : classify_gone(r.status, r.substatus);
@@ -287,6 +292,22 @@ loop_step attempt_loop::on_result(const attempt_result& r,
   }
   ladder_step_ = 0;
   pinned_ = false;
+  // 2b. Writes that survive a hang: on a multi-write account a write that
+  // may have been applied goes to the next write region, as if nothing had
+  // been sent there (the region is marked; the caller recognises its own
+  // first copy by its tracking id).
+  if (maybe_applied && cfg_.write_retries && !r.success() &&
+      table.can_support_multiple_write_locations(cfg_.is_document)) {
+    attempt_result unsent = r;
+    unsent.transport_failure = true;
+    unsent.request_sent = false;
+    unsent.timed_out = false;
+    auto step = decide(unsent, table, now, budget_spent, ladder);
+    step.reason = "write retried in the next write region (it may have "
+                  "been applied: its tracking id tells): " +
+                  step.reason;
+    return step;
+  }
   return decide(r, table, now, budget_spent, ladder);
 }
 
@@ -314,10 +335,16 @@ std::optional<loop_step> attempt_loop::ppaf_decide(const attempt_result& r,
   // reference SDKs retry a single-write account's write on 503 only with
   // PPAF on). A 408 or a client timeout may have been applied: the range
   // moves for the next writes, this one is not retried here.
+  // With write retries, a write that may have been applied follows its
+  // range too (its caller recognises its own first copy).
+  bool maybe = *trigger == ppaf_trigger::client_timeout ||
+               *trigger == ppaf_trigger::server_timeout;
   bool retry =
       moved && !budget_spent &&
       (*trigger == ppaf_trigger::write_forbidden ||
-       (*trigger == ppaf_trigger::service_unavailable && ppaf_503_retries_ < 1));
+       (*trigger == ppaf_trigger::service_unavailable &&
+        ppaf_503_retries_ < 1) ||
+       (maybe && cfg_.write_retries));
   if (!retry) return std::nullopt;
   if (*trigger == ppaf_trigger::service_unavailable) ++ppaf_503_retries_;
   ladder_step_ = 0;

@@ -126,6 +126,14 @@ struct attempt_loop_config {
   /// range, for document writes on accounts where it applies
   /// (`ppaf_applies`), and for a read's hub retry there.
   partition_failover* ppaf = nullptr;
+  /// A write that may be sent again after an attempt that may have been
+  /// applied (timed out, lost after it was sent, a 408): the caller made a
+  /// second copy safe (a tracking id it can recognise, or a remove whose
+  /// 404 it reports as such). It is retried where another region can take
+  /// it: the next write region of a multi-write account, or the region
+  /// per-partition failover moved the range to. Never for stored
+  /// procedures.
+  bool write_retries = false;
 };
 
 /// Where and how the next attempt goes.
@@ -253,6 +261,9 @@ public:
   /// The endpoint and region of the last attempt.
   const std::string& endpoint() const { return endpoint_; }
   const std::string& region() const { return region_; }
+  /// An attempt of this write may have been applied (it timed out, lost
+  /// its connection after it was sent, or answered 408).
+  bool maybe_applied() const { return maybe_applied_; }
   /// The last failed attempt and its region (none before a failure).
   const std::optional<attempt_result>& last_failure() const {
     return last_failure_;
@@ -291,6 +302,7 @@ private:
   bool out_hedge_loss_ = false;
   // Per-partition failover: 503s of a write retried on its account (once).
   uint32_t ppaf_503_retries_ = 0;
+  bool maybe_applied_ = false;
   bool ppaf_in_play(const location_table& table) const;
   std::optional<loop_step> ppaf_decide(const attempt_result& r,
                                        const location_table& table,
