@@ -3,20 +3,30 @@
 // timeouts; a blocking client (for code that is not an actor) reads the
 // result; the engine stops as one unit before the actor system goes.
 //
-// It talks to the embedded multi-region emulator on 127.0.0.1 (ephemeral
-// ports), so it runs anywhere; exit status 0 when every order went through.
+//   georoute_example_server [ACCOUNT_ENDPOINT]   (key: GEOROUTE_ACCOUNT_KEY)
+//
+// Given an endpoint, it talks to that account (a Cosmos DB gateway, or
+// `georoute emulator`). Without one, in georoute's own build
+// (GEOROUTE_EXAMPLE_EMULATOR), it starts the embedded multi-region emulator
+// on 127.0.0.1 (ephemeral ports), so it runs anywhere. Exit status 0 when
+// every order went through. It needs only the installed package:
+// tests/examples/CMakeLists.txt builds it with find_package(georoute).
 
 #include "actors/client.hpp"
 #include "actors/engine.hpp"
 #include "messages/error.hpp"
 #include "messages/types.hpp"
-#include "tests/emulator/emulator.hpp"
 #include "transport/auth.hpp"
 #include "transport/http_client.hpp"
+#ifdef GEOROUTE_EXAMPLE_EMULATOR
+#include "tests/emulator/emulator.hpp"
+#endif
 
 #include <caf/all.hpp>
+#include <cstdlib>
 #include <future>
 #include <iostream>
+#include <memory>
 #include <nlohmann/json.hpp>
 
 namespace {
@@ -37,9 +47,17 @@ struct server_config : caf::actor_system_config {
   }
 };
 
-// The collection, created through the REST API of the emulator.
-bool create_collection(emulator::emulator& emu) {
-  auto key = transport::parse_master_key(emu.key());
+// Where the account is and its master key.
+struct account {
+  std::string endpoint;
+  std::string key;
+};
+
+// The database and collection, created through the REST API (an existing
+// one, 409, is fine).
+bool create_collection(const account& acc) {
+  auto key = transport::parse_master_key(acc.key);
+  if (!key) return false;
   transport::http_client http{transport::http_client_options{}};
   for (auto [target, body] :
        {std::pair<std::string, std::string>{"/dbs", R"({"id":"shop"})"},
@@ -47,7 +65,7 @@ bool create_collection(emulator::emulator& emu) {
          R"({"id":"orders","partitionKey":{"paths":["/customer"],"kind":"Hash","version":2}})"}}) {
     transport::request r;
     r.method = "POST";
-    r.endpoint = emu.global_endpoint();
+    r.endpoint = acc.endpoint;
     r.target = target;
     r.body = body;
     r.headers = {{"content-type", "application/json"}};
@@ -57,7 +75,8 @@ bool create_collection(emulator::emulator& emu) {
     auto f = p.get_future();
     http.send(std::move(r),
               [&p](transport::outcome o) { p.set_value(std::move(o)); });
-    if (f.get().status != 201) return false;
+    auto status = f.get().status;
+    if (status != 201 && status != 409) return false;
   }
   return true;
 }
@@ -119,17 +138,44 @@ caf::behavior order_desk(caf::event_based_actor* self, router_actor router,
 
 } // namespace
 
-int main() {
-  emulator::emulator_options eo;
-  eo.engine.regions = {"West US", "East US", "North Europe"};
-  auto emu = emulator::emulator::start(eo);
-  if (!emu || !create_collection(**emu)) {
-    std::cerr << "example: the emulator did not start\n";
+int main(int argc, char** argv) {
+  account acc;
+#ifdef GEOROUTE_EXAMPLE_EMULATOR
+  std::unique_ptr<emulator::emulator> emu; // outlives the actor system
+#endif
+  if (argc > 1) {
+    const char* key = std::getenv("GEOROUTE_ACCOUNT_KEY");
+    if (key == nullptr || *key == '\0') {
+      std::cerr << "example: set GEOROUTE_ACCOUNT_KEY to the master key of "
+                << argv[1] << "\n";
+      return 2;
+    }
+    acc = {argv[1], key};
+  } else {
+#ifdef GEOROUTE_EXAMPLE_EMULATOR
+    emulator::emulator_options eo;
+    eo.engine.regions = {"West US", "East US", "North Europe"};
+    auto started = emulator::emulator::start(eo);
+    if (!started) {
+      std::cerr << "example: the emulator did not start\n";
+      return 1;
+    }
+    emu = std::move(*started);
+    acc = {emu->global_endpoint(), emu->key()};
+#else
+    std::cerr << "usage: georoute_example_server ACCOUNT_ENDPOINT (the master "
+                 "key in GEOROUTE_ACCOUNT_KEY)\n";
+    return 2;
+#endif
+  }
+  if (!create_collection(acc)) {
+    std::cerr << "example: cannot create dbs/shop/colls/orders at "
+              << acc.endpoint << "\n";
     return 1;
   }
   config::settings settings;
-  settings.account_endpoint = (*emu)->global_endpoint();
-  settings.account_key = config::secret{(*emu)->key()};
+  settings.account_endpoint = acc.endpoint;
+  settings.account_key = config::secret{acc.key};
   settings.location.preferred_regions = {"East US", "West US"};
   server_config cfg;
   int failed = 0;
