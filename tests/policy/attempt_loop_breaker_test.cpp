@@ -25,18 +25,6 @@ attempt_result ok() {
   return http_answer(200);
 }
 
-attempt_loop_config data_plane(op_kind op, partition_breaker* b) {
-  attempt_loop_config c;
-  c.kind =
-      op == op_kind::read ? request_kind::document_read : request_kind::write;
-  c.op = op;
-  c.is_document = true;
-  c.per_partition_failover = true;
-  c.refresh_metadata_on_gone = true;
-  c.breaker = b;
-  return c;
-}
-
 // One operation's loop on range `range`, like the router builds it.
 struct operation {
   attempt_loop loop;

@@ -4,12 +4,14 @@
 // timeout, which side effects, what comes next).
 
 #include "actors/policy/attempt_loop.hpp"
+#include "tests/policy/attempt_results.hpp"
 #include "tests/policy/location_fixture.hpp"
 
 #include <gtest/gtest.h>
 
 using namespace georoute;
 using namespace georoute::location_fixture;
+using georoute::test::data_plane;
 using namespace std::chrono_literals;
 
 namespace {
@@ -33,18 +35,6 @@ attempt_result refused() {
   attempt_result r;
   r.transport_failure = true;
   return r;
-}
-
-// The router's loop for a point operation.
-attempt_loop_config data_plane(op_kind op) {
-  attempt_loop_config c;
-  c.kind =
-      op == op_kind::read ? request_kind::document_read : request_kind::write;
-  c.op = op;
-  c.is_document = true;
-  c.per_partition_failover = true;
-  c.refresh_metadata_on_gone = true;
-  return c;
 }
 
 // The retry actor's loop for a metadata read.

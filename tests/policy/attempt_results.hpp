@@ -24,4 +24,19 @@ inline attempt_result no_answer(bool timed_out, bool sent) {
   return r;
 }
 
+/// The router's loop for a point operation of kind `op` (the partition
+/// failover ladder for reads, 410s refresh metadata), with `breaker`.
+inline attempt_loop_config data_plane(op_kind op,
+                                      partition_breaker* breaker = nullptr) {
+  attempt_loop_config c;
+  c.kind =
+      op == op_kind::read ? request_kind::document_read : request_kind::write;
+  c.op = op;
+  c.is_document = true;
+  c.per_partition_failover = true;
+  c.refresh_metadata_on_gone = true;
+  c.breaker = breaker;
+  return c;
+}
+
 } // namespace georoute::test

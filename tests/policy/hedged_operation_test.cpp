@@ -22,18 +22,6 @@ namespace {
 const std::string rid = "aaaaAAAAAAA=";
 const timeout_ladders ladders{};
 
-attempt_loop_config data_plane(op_kind op, partition_breaker* b) {
-  attempt_loop_config c;
-  c.kind =
-      op == op_kind::read ? request_kind::document_read : request_kind::write;
-  c.op = op;
-  c.is_document = true;
-  c.per_partition_failover = true;
-  c.refresh_metadata_on_gone = true;
-  c.breaker = b;
-  return c;
-}
-
 // The engine's shared state, as the router holds it.
 struct engine {
   hedging_options options;

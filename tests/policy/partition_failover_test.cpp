@@ -268,11 +268,7 @@ TEST(PartitionFailover, Bounded_LeastRecentlyUsedDropped) {
 // -- the attempt loop follows it -------------------------------------------
 
 attempt_loop_config write_loop(partition_failover* p) {
-  attempt_loop_config c;
-  c.kind = request_kind::write;
-  c.op = op_kind::write;
-  c.is_document = true;
-  c.refresh_metadata_on_gone = true;
+  auto c = data_plane(op_kind::write);
   c.ppaf = p;
   return c;
 }
