@@ -1033,6 +1033,11 @@ void on_outcome(self_ptr self, uint64_t id, uint32_t arm,
   capture_session(st, op, o);
   report_to_breaker(st, &op, *op.loop, o, self->clock().now());
   if (o.success()) {
+    // The loop hears of it too: a success confirms where per-partition
+    // failover sent the range (without it an override was never confirmed
+    // and its failback walked on instead of going home; the drill's S8).
+    op.loop->on_result(attempt_result_of(o), *st.snap.table(),
+                       self->clock().now(), op.budget_spent);
     // A broken body is the gateway breaking the protocol: an error, never a
     // success the caller cannot parse. Not retried: a write was applied.
     if (auto bad = success_body_problem(op.req.op, o)) {

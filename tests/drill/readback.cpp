@@ -1,5 +1,7 @@
 #include "tests/drill/readback.hpp"
 
+#include <nlohmann/json.hpp>
+
 #include <thread>
 
 namespace georoute::drill {
@@ -22,7 +24,8 @@ std::string describe_outcome_short(const transport::outcome& o) {
 readback_result verify_writes(const std::vector<std::string>& ids,
                               const std::vector<transport::request>& reads,
                               const send_round& send, int max_rounds,
-                              std::chrono::milliseconds pause) {
+                              std::chrono::milliseconds pause,
+                              const std::vector<std::string>& tracking) {
   readback_result r;
   r.checked = reads.size();
   std::vector<size_t> open(reads.size());
@@ -44,6 +47,19 @@ readback_result verify_writes(const std::vector<std::string>& ids,
       switch (classify_readback(o)) {
       case readback_verdict::found:
         ++r.found;
+        if (i < tracking.size() && !tracking[i].empty()) {
+          ++r.tracked;
+          auto doc = nlohmann::json::parse(o.body, nullptr, false);
+          auto stored = doc.is_object() && doc.contains("_trackingId") &&
+                                doc["_trackingId"].is_string()
+                            ? doc["_trackingId"].get<std::string>()
+                            : std::string{"(none)"};
+          if (stored != tracking[i]) {
+            ++r.foreign;
+            if (r.foreign_example.empty())
+              r.foreign_example = ids[i] + ": stored " + stored;
+          }
+        }
         break;
       case readback_verdict::missing:
         ++r.missing;

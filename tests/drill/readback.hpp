@@ -31,6 +31,12 @@ struct readback_result {
   uint64_t missing = 0;    ///< 404: lost
   uint64_t unverified = 0; ///< still undecided after the last round
   uint64_t rounds = 0;     ///< rounds sent (1 when the first one decided all)
+  /// Found writes that carried a tracking id, and those whose stored
+  /// document carries another one (somebody else's write: overwritten or
+  /// duplicated).
+  uint64_t tracked = 0;
+  uint64_t foreign = 0;
+  std::string foreign_example; ///< "id: stored <tracking id>"
   std::string missing_example;    ///< "id: what came back"
   std::string unverified_example; ///< "id: what came back last"
 };
@@ -42,10 +48,13 @@ using send_round = std::function<std::vector<transport::outcome>(
 /// Reads back `reads` (one request per id, `ids` in the same order): the
 /// first round sends all, each later round only the undecided ones, after
 /// `pause`; at most `max_rounds` rounds.
+/// `tracking` (empty, or one per id; "" for none): a found write's stored
+/// document must carry that `_trackingId`.
 readback_result verify_writes(const std::vector<std::string>& ids,
                               const std::vector<transport::request>& reads,
                               const send_round& send, int max_rounds,
-                              std::chrono::milliseconds pause);
+                              std::chrono::milliseconds pause,
+                              const std::vector<std::string>& tracking = {});
 
 /// "timeout connect to ..." or "503 {...}", short.
 std::string describe_outcome_short(const transport::outcome& o);

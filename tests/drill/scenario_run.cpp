@@ -458,6 +458,7 @@ void scenario_run::finish() {
   // Read back every acknowledged write from the emulator itself.
   std::vector<transport::request> reads;
   std::vector<std::string> ids;
+  std::vector<std::string> tracking;
   auto writer = emu_->endpoint(emu_->control().write_regions().front());
   std::set<std::string> written = folded_.written_ids;
   for (const auto& op : ops_)
@@ -466,6 +467,10 @@ void scenario_run::finish() {
     auto nl = written_id.find('\n');
     auto id = written_id.substr(0, nl);
     auto pk = written_id.substr(nl + 1);
+    auto nl2 = pk.find('\n');
+    tracking.push_back(nl2 == std::string::npos ? std::string{}
+                                                : pk.substr(nl2 + 1));
+    pk = pk.substr(0, nl2);
     ids.push_back(id);
     reads.push_back(direct_client::make("GET", writer,
                                         "/dbs/d/colls/c/docs/" + id, {},
@@ -481,7 +486,7 @@ void scenario_run::finish() {
         [&](std::vector<transport::request> round) {
           return direct.send_all(std::move(round));
         },
-        8, 2s);
+        8, 2s, tracking);
   }
   summarize();
   common_criteria();
@@ -635,6 +640,14 @@ void scenario_run::common_criteria() {
           " read back (404)" +
           (rb.missing_example.empty() ? "" : " (" + rb.missing_example + ")"),
       rb.missing == 0 && rb.checked > 0);
+  if (rb.tracked > 0 || engine_settings().retry.write_retries)
+    require("acknowledged writes that are somebody else's document (not "
+            "their own tracking id) = 0",
+            std::to_string(rb.foreign) + " of " + std::to_string(rb.tracked) +
+                " tracked" +
+                (rb.foreign_example.empty() ? ""
+                                            : " (" + rb.foreign_example + ")"),
+            rb.foreign == 0 && rb.tracked > 0);
   require("every acknowledged write verified by a read-back (200 or 404)",
           std::to_string(rb.unverified) + " undecided after " +
               std::to_string(rb.rounds) + " round(s)" +

@@ -248,6 +248,12 @@ void issue_write(caller_ptr self, op_record r) {
           [=](data_response& resp) mutable {
             take_diagnostics(self->state.cfg, resp.diag, r);
             r.written_id = id + "\n" + pk;
+            // With write retries on, the stored document must carry this
+            // write's own tracking id (checked at the read-back).
+            auto doc = nlohmann::json::parse(resp.body, nullptr, false);
+            if (doc.is_object() && doc.contains("_trackingId") &&
+                doc["_trackingId"].is_string())
+              r.written_id += "\n" + doc["_trackingId"].get<std::string>();
             finish(self, std::move(r));
           },
           [=](caf::error& e) mutable { fail(self, std::move(r), e); });

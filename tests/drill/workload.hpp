@@ -45,7 +45,9 @@ struct op_record {
   bool hedged = false;
   bool hedge_won = false;
   std::string error;      ///< failures: the engine's error text
-  std::string written_id; ///< writes that succeeded: the document id
+  /// Writes that succeeded: "id\npk", and "\ntracking id" when the write
+  /// carried one (write retries on).
+  std::string written_id;
   /// Queries that completed: the seed documents returned, duplicates among
   /// them and seed documents missing.
   size_t rows = 0;

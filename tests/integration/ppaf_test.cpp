@@ -99,11 +99,18 @@ TEST_F(PerPartitionFailover, MovedBack_OneExtraRoundTrip) {
   EXPECT_EQ(attempts_of(a->diag),
             (strings{"West US 403/3", "East US 403/3", "North Europe 201"}));
   ASSERT_TRUE(emu->control().clear_partition_write_region("d", "c", moved));
+  auto marks_before = stats().marks;
   // The service moved it home: North answers 403/3 and the write region is
-  // tried next, not East.
+  // tried next, not East, by per-partition failover itself (no region is
+  // marked: the account-level path would mark one).
   auto b = create("a2", moved);
   ASSERT_TRUE(b) << sys->render(b.error());
   EXPECT_EQ(attempts_of(b->diag), (strings{"North Europe 403/3", "West US 201"}));
+  ASSERT_FALSE(b->diag.attempts.empty());
+  EXPECT_NE(b->diag.attempts.front().retry_reason.find("write region"),
+            std::string::npos)
+      << b->diag.attempts.front().retry_reason;
+  EXPECT_EQ(stats().marks, marks_before);
   auto c = create("a3", moved);
   ASSERT_TRUE(c) << sys->render(c.error());
   EXPECT_EQ(attempts_of(c->diag), (strings{"West US 201"}));
