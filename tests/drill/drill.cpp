@@ -26,7 +26,7 @@ constexpr const char* help_text =
     "\n"
     "drill options:\n"
     "  --scenario=S1a,S3     scenarios to run (default: all): S1a S1b S2 S3\n"
-    "                        S4 S5 S6 S7\n"
+    "                        S4 S5 S6 S7 S8 G1 G2 G3 G4 (KILL on request)\n"
     "  --duration=15s        length of each scenario (3s..1h)\n"
     "  --rate=200            target operations per second, all callers\n"
     "  --callers=16          caller actors, spread over the sites\n"

@@ -194,12 +194,20 @@ bool scenario_run::setup(world_options w) {
   emulator::emulator_options eo;
   eo.engine.regions = regions_;
   eo.engine.multi_write = w.multi_write;
+  eo.engine.per_partition_failover = w.per_partition_failover;
   auto started = emulator::emulator::start(eo);
   if (!started) {
     note("the emulator did not start: " + started.error().what);
     return false;
   }
   emu_ = std::move(*started);
+  if (!w.write_order.empty()) {
+    auto set = emu_->control().set_write_regions(w.write_order);
+    if (!set) {
+      note("setting the write order failed: " + set.error().what);
+      return false;
+    }
+  }
   // The collection and the seed documents, straight to the emulator.
   direct_client direct{emu_->key()};
   auto global = emu_->global_endpoint();

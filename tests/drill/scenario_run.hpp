@@ -40,6 +40,12 @@ struct world_options {
   /// soak); `ops()` then holds only the rest. Scripts that look at
   /// successes (failover instants, who served what) must not set it.
   bool fold_successes = false;
+  /// The account's `enablePerPartitionFailoverBehavior` (S8); unset: the
+  /// property is left out of the account.
+  std::optional<bool> per_partition_failover;
+  /// The write order to start with (single-write: its first region takes
+  /// the writes); empty: the account order.
+  std::vector<std::string> write_order;
 };
 
 class scenario_run {

@@ -10,8 +10,10 @@
 
 #include <algorithm>
 #include <functional>
+#include <limits>
 #include <map>
 #include <optional>
+#include <set>
 #include <sstream>
 
 namespace georoute::drill {
@@ -381,6 +383,253 @@ void s7(scenario_run& run, scenario_report&) {
               rs.metadata_refreshes > 0);
 }
 
+// A 403/3 (write forbidden) answer.
+bool forbidden(const op_record::attempt_outcome& a) {
+  return a.status == 403 && a.substatus == 3;
+}
+
+uint64_t forbidden_count(const op_record& op) {
+  return static_cast<uint64_t>(
+      std::count_if(op.outcomes.begin(), op.outcomes.end(), forbidden));
+}
+
+// S8: per-partition automatic failover (issue 19). A single-write account
+// that says enablePerPartitionFailoverBehavior=true; under load the service
+// moves the write region of one range (not the account's), later it moves
+// it back. Writes of that range follow after one 403/3, the other range is
+// untouched, no region is marked, and moving back costs each site's engine
+// one round trip.
+//
+// The account's write region is the last of the account order and the range
+// moves to the first: a 403/3 walks the account order, so the move costs one
+// retry; on the way back a walk in account order would try the regions in
+// between before the write region (the reference SDKs' N-1 round trips), so
+// only the engine's "write region first" keeps failback at one round trip.
+void s8(scenario_run& run, scenario_report& out) {
+  world_options w;
+  w.multi_write = false;
+  w.per_partition_failover = true;
+  w.write_order = run.regions();
+  std::rotate(w.write_order.begin(), w.write_order.end() - 1,
+              w.write_order.end());
+  const auto writer = w.write_order.front();
+  const auto target = run.regions().front();
+  const std::string range = "0";
+  if (!run.setup(w)) return;
+  run.watch_locations();
+  run.start_workload();
+  std::string refused;
+  run.wait_until(0.25);
+  run.fault("service moves range " + range + "'s writes " + writer + " -> " +
+                target + " (per-partition failover)",
+            target, [&] {
+              auto r = run.emu().control().move_partition_write_region(
+                  "d", "c", range, target);
+              if (!r) refused = "moving: " + r.error().what;
+            });
+  auto moved_ms = out.faults.back().at_ms;
+  run.wait_until(0.6);
+  run.fault("service moves range " + range + "'s writes back to " + writer,
+            writer, [&] {
+              auto r = run.emu().control().clear_partition_write_region(
+                  "d", "c", range);
+              if (!r)
+                refused = "moving back: " + r.error().what;
+              else if (!*r)
+                refused = "moving back: the range had no write region of its "
+                          "own";
+            });
+  auto back_ms = out.faults.back().at_ms;
+  run.wait_until(1.0);
+  run.finish();
+  run.require("the emulator moved range " + range + " to " + target +
+                  " and back",
+              refused.empty() ? "yes" : refused, refused.empty());
+  auto write = [](const op_record& op) { return op.type == op_type::write; };
+  auto moved_write = [&](const op_record& op) {
+    return write(op) && op.range_id == range;
+  };
+  run.failover_after(moved_ms, writer, moved_write);
+  const auto& regions = run.regions();
+  auto site_name = [&](int site) {
+    return static_cast<size_t>(site) < regions.size()
+               ? regions[static_cast<size_t>(site)]
+               : std::to_string(site);
+  };
+
+  // Writes of the moved range between the move and the move back: each
+  // succeeds after at most one 403/3 (two attempts).
+  struct tally {
+    uint64_t writes = 0, failed = 0, max_attempts = 0, max_forbidden = 0,
+             with_forbidden = 0;
+    std::map<std::string, uint64_t> served;
+  };
+  auto tally_of = [&](int64_t from_ms, int64_t to_ms) {
+    tally t;
+    for (const auto& op : run.ops()) {
+      auto start = op.start_us / 1000;
+      if (!moved_write(op) || start < from_ms || start >= to_ms) continue;
+      ++t.writes;
+      if (op.result != op_result::success)
+        ++t.failed;
+      else
+        ++t.served[op.region];
+      auto f = forbidden_count(op);
+      if (f > 0) ++t.with_forbidden;
+      t.max_forbidden = std::max(t.max_forbidden, f);
+      t.max_attempts = std::max<uint64_t>(t.max_attempts, op.attempted.size());
+    }
+    return t;
+  };
+  auto describe = [](const tally& t) {
+    return std::to_string(t.writes) + " writes, " + std::to_string(t.failed) +
+           " failed, max attempts " + std::to_string(t.max_attempts) +
+           ", max 403/3 in one write " + std::to_string(t.max_forbidden) +
+           ", " + std::to_string(t.with_forbidden) +
+           " met a 403/3; served by " + region_list(t.served);
+  };
+  // The first write of the range that took more than two attempts, for
+  // the reader: where each attempt went, what came back and why it moved on.
+  auto first_long = [&](int64_t from_ms, int64_t to_ms) {
+    for (const auto& op : run.ops()) {
+      auto start = op.start_us / 1000;
+      if (!moved_write(op) || start < from_ms || start >= to_ms ||
+          op.attempted.size() <= 2)
+        continue;
+      std::string line = "a write of range " + range + " at site " +
+                         site_name(op.site) + " +" + secs(start) + ":";
+      for (size_t i = 0; i < op.attempted.size(); ++i) {
+        line += (i == 0 ? " " : "; ") + op.attempted[i];
+        if (i < op.outcomes.size()) {
+          const auto& a = op.outcomes[i];
+          line += " " + std::to_string(a.status) + "/" +
+                  std::to_string(a.substatus);
+          if (!a.retry_reason.empty()) line += " (" + a.retry_reason + ")";
+        }
+      }
+      run.note(line);
+      return;
+    }
+  };
+  auto within_one_retry = [](const tally& t) {
+    return t.writes > 0 && t.failed == 0 && t.max_attempts <= 2 &&
+           t.max_forbidden <= 1;
+  };
+  auto moved = tally_of(moved_ms, back_ms);
+  first_long(moved_ms, back_ms);
+  run.require("writes of range " + range + " fail over to " + target +
+                  " within one retry (each succeeds after at most one "
+                  "403/3, 2 attempts)",
+              describe(moved),
+              within_one_retry(moved) && moved.with_forbidden > 0 &&
+                  moved.served.size() == 1 && moved.served.count(target) > 0);
+
+  // The other ranges: written to the account's write region only, no 403/3.
+  uint64_t others = 0, others_forbidden = 0, others_elsewhere = 0,
+           unknown_range = 0;
+  std::set<std::string> other_ranges;
+  for (const auto& op : run.ops()) {
+    if (!write(op)) continue;
+    if (op.range_id.empty()) {
+      ++unknown_range;
+      continue;
+    }
+    if (op.range_id == range) continue;
+    ++others;
+    other_ranges.insert(op.range_id);
+    if (forbidden_count(op) > 0) ++others_forbidden;
+    if (std::any_of(op.attempted.begin(), op.attempted.end(),
+                    [&](const std::string& r) { return r != writer; }))
+      ++others_elsewhere;
+  }
+  std::string names;
+  for (const auto& r : other_ranges)
+    names += (names.empty() ? "" : ", ") + r;
+  run.require("other ranges untouched: their writes met no 403/3 and went to " +
+                  writer + " only",
+              std::to_string(others) + " writes of range(s) " +
+                  (names.empty() ? std::string{"none"} : names) + ": " +
+                  std::to_string(others_forbidden) + " met a 403/3, " +
+                  std::to_string(others_elsewhere) + " tried another region" +
+                  (unknown_range > 0 ? "; " + std::to_string(unknown_range) +
+                                           " writes with no range known"
+                                     : std::string{}),
+              others > 0 && others_forbidden == 0 && others_elsewhere == 0 &&
+                  unknown_range == 0);
+
+  // Failback: each write after the move back succeeds within two attempts,
+  // and each site's engine pays one 403/3 for the range: once its first
+  // 403/3 after the move back came back, no later attempt of that write and
+  // no write the site sent afterwards met another. (Writes sent while that
+  // first one was on its way each pay their own: counted, not judged.)
+  auto home = tally_of(back_ms, std::numeric_limits<int64_t>::max());
+  first_long(back_ms, std::numeric_limits<int64_t>::max());
+  const auto& ops = run.ops();
+  auto after_back = [&](const op_record::attempt_outcome& a) {
+    return forbidden(a) && a.sent_us >= back_ms * 1000;
+  };
+  // site -> (when its first 403/3 after the move back came, in which write)
+  std::map<int, std::pair<int64_t, size_t>> first_answer;
+  for (size_t k = 0; k < ops.size(); ++k) {
+    if (!moved_write(ops[k])) continue;
+    for (const auto& a : ops[k].outcomes)
+      if (after_back(a)) {
+        auto [i, fresh] =
+            first_answer.emplace(ops[k].site, std::pair{a.answered_us, k});
+        if (!fresh && a.answered_us < i->second.first)
+          i->second = {a.answered_us, k};
+      }
+  }
+  std::map<int, std::pair<uint64_t, uint64_t>> per_site; // all, later
+  for (size_t k = 0; k < ops.size(); ++k) {
+    const auto& op = ops[k];
+    if (!moved_write(op)) continue;
+    for (const auto& a : op.outcomes) {
+      if (!after_back(a)) continue;
+      auto& ps = per_site[op.site];
+      ++ps.first;
+      const auto& [answered, in_write] = first_answer[op.site];
+      if (k == in_write ? a.sent_us >= answered : op.start_us > answered)
+        ++ps.second;
+    }
+  }
+  bool one_each = true;
+  std::string sites;
+  for (size_t i = 0; i < regions.size(); ++i) {
+    auto ps = per_site[static_cast<int>(i)];
+    one_each = one_each && ps.second == 0;
+    sites += (sites.empty() ? "" : ", ") + site_name(static_cast<int>(i)) +
+             " " + std::to_string(ps.first) + " (" + std::to_string(ps.second) +
+             " after its first came back)";
+  }
+  run.require("moving back costs each site at most one extra round trip "
+              "(writes within 2 attempts; per site, no 403/3 for range " +
+                  range + " after the first one came back)",
+              describe(home) + "; 403/3s per site: " + sites,
+              within_one_retry(home) && one_each && home.with_forbidden > 0);
+
+  // The move is not a region failure: no engine marks a region.
+  std::string marked;
+  for (size_t i = 0; i < regions.size(); ++i)
+    for (const auto& r : regions)
+      for (auto kind : {op_kind::write, op_kind::read}) {
+        auto at = run.first_marked(static_cast<int>(i), run.emu().endpoint(r),
+                                   kind, std::numeric_limits<int64_t>::min());
+        if (at)
+          marked += (marked.empty() ? "" : "; ") + std::string{"site "} +
+                    site_name(static_cast<int>(i)) + " marked " + r +
+                    (kind == op_kind::write ? " for writes" : " for reads") +
+                    " at +" + secs(*at);
+      }
+  const auto& rs = run.routers();
+  run.require("no region marked unavailable because of the move (the write "
+              "region " +
+                  writer + " never marked for writes)",
+              (marked.empty() ? std::string{"none"} : marked) +
+                  "; router marks " + std::to_string(rs.marks),
+              marked.empty() && rs.marks == 0);
+}
+
 // -- grey failures at the library's defaults ----------------------------------
 //
 // These scripts run with the library's own ladders, expiries and hedging
@@ -694,6 +943,12 @@ const std::vector<scenario_def>& scenarios() {
        "Two ranges split while reads, writes and cross-partition queries "
        "run: no duplicates, no losses.",
        s7},
+      {"S8", "single-write, one range's write region moves and back (PPAF)",
+       "Per-partition automatic failover: the service moves the write region "
+       "of one partition-key range to another region under load, then back; "
+       "that range's writes follow within one retry, the other range stays, "
+       "no region is marked, failback costs one round trip per engine.",
+       s8},
       {"G1", "a region hangs for 30 s (library defaults)",
        "Multi-write; the second region accepts connections and answers "
        "nothing for 30 s, with the library's own ladders and hedging.",

@@ -153,8 +153,12 @@ std::string label_of(const caller_setup& cfg, const attempt_record& a) {
 void take_diagnostics(const caller_setup& cfg, const diagnostics& d,
                       op_record& r) {
   const attempt_record* winner = nullptr;
+  r.range_id = d.range_id;
   for (const auto& a : d.attempts) {
     r.attempted.push_back(label_of(cfg, a));
+    r.outcomes.push_back({a.status, a.substatus, r.start_us + a.started_us,
+                          r.start_us + a.started_us + a.elapsed_us,
+                          a.retry_reason});
     if (a.arm > 0) r.hedged = true;
     if (a.winner) winner = &a;
   }

@@ -41,6 +41,20 @@ struct op_record {
   /// Every attempt's region, in order (successes and failures; a timed-out
   /// operation's attempts are unknown to its caller).
   std::vector<std::string> attempted;
+  /// Reads and writes: every attempt's answer, in the order of `attempted`
+  /// (from the engine's diagnostics; queries leave it empty).
+  struct attempt_outcome {
+    int status = 0; ///< 0: no response came
+    int substatus = 0;
+    /// When it was sent and answered, since the scenario started: the
+    /// caller's start of the operation plus the engine's offsets.
+    int64_t sent_us = 0;
+    int64_t answered_us = 0;
+    std::string retry_reason; ///< why the next attempt happened
+  };
+  std::vector<attempt_outcome> outcomes;
+  /// The partition-key range the engine routed it to ("" when unknown).
+  std::string range_id;
   /// A hedge went out (an arm after the primary), and it won.
   bool hedged = false;
   bool hedge_won = false;
