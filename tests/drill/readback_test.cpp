@@ -124,3 +124,29 @@ TEST(Readback, NotFound_IsALoss_UndecidedAfterLastRound_IsUnverified) {
 }
 
 } // namespace
+
+namespace {
+
+TEST(Readback, TrackingId_AnotherOne_IsSomebodyElsesDocument) {
+  fake f;
+  batch b;
+  for (auto id : {"own", "other", "untracked"})
+    b.add(id);
+  auto with = [](const char* t) {
+    auto o = status(200);
+    o.body = std::string{R"({"id":"x","_trackingId":")"} + t + "\"}";
+    return o;
+  };
+  f.answers["own"] = {with("t-own")};
+  f.answers["other"] = {with("t-late-copy")};
+  f.answers["untracked"] = {status(200)};
+  auto r = verify_writes(
+      b.ids, b.reads, [&](auto reqs) { return f.send(std::move(reqs)); }, 2,
+      0ms, {"t-own", "t-other", ""});
+  EXPECT_EQ(r.found, 3u);
+  EXPECT_EQ(r.tracked, 2u);
+  EXPECT_EQ(r.foreign, 1u);
+  EXPECT_EQ(r.foreign_example, "other: stored t-late-copy");
+}
+
+} // namespace

@@ -87,6 +87,22 @@ TEST(Recorder, Folding_MemoryDoesNotGrowWithPlainSuccesses) {
   EXPECT_EQ(f.latency.count(), 100000u);
 }
 
+TEST(Recorder, Folding_KeepsTheLastAcknowledgedTrackingIdPerDocument) {
+  recorder rec{recorder::clock::now(), true};
+  auto write = [&](int64_t end, const char* tracking) {
+    auto r = success(op_type::write, "West US", end - 100, end);
+    r.written_id = "S-c0-1\npk";
+    r.tracking_id = tracking;
+    rec.add(r);
+  };
+  write(3000, "t3");
+  write(1000, "t1"); // acknowledged earlier, recorded later
+  write(2000, "t2");
+  auto f = rec.folded();
+  ASSERT_EQ(f.last_tracking.size(), 1u);
+  EXPECT_EQ(f.last_tracking["S-c0-1\npk"].second, "t3");
+}
+
 TEST(LatencyHistogram, PercentilesWithinOnePercentOfTheExactOnes) {
   std::mt19937_64 rng{42};
   std::lognormal_distribution<double> dist{8.0, 1.2}; // ~3 ms median, long tail

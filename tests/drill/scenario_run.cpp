@@ -469,16 +469,21 @@ void scenario_run::finish() {
   std::vector<std::string> tracking;
   auto writer = emu_->endpoint(emu_->control().write_regions().front());
   std::set<std::string> written = folded_.written_ids;
-  for (const auto& op : ops_)
-    if (!op.written_id.empty()) written.insert(op.written_id);
+  auto last_tracking = folded_.last_tracking;
+  for (const auto& op : ops_) {
+    if (op.written_id.empty()) continue;
+    written.insert(op.written_id);
+    if (op.tracking_id.empty()) continue;
+    auto& last = last_tracking[op.written_id];
+    if (op.end_us >= last.first) last = {op.end_us, op.tracking_id};
+  }
   for (const auto& written_id : written) {
     auto nl = written_id.find('\n');
     auto id = written_id.substr(0, nl);
     auto pk = written_id.substr(nl + 1);
-    auto nl2 = pk.find('\n');
-    tracking.push_back(nl2 == std::string::npos ? std::string{}
-                                                : pk.substr(nl2 + 1));
-    pk = pk.substr(0, nl2);
+    auto t = last_tracking.find(written_id);
+    tracking.push_back(t == last_tracking.end() ? std::string{}
+                                                : t->second.second);
     ids.push_back(id);
     reads.push_back(direct_client::make("GET", writer,
                                         "/dbs/d/colls/c/docs/" + id, {},

@@ -83,7 +83,15 @@ void recorder::add(op_record r) {
   if (f.per_second.size() <= second) f.per_second.resize(second + 1);
   ++f.per_second[second];
   f.latency.add(r.end_us - r.start_us);
-  if (!r.written_id.empty()) f.written_ids.insert(std::move(r.written_id));
+  if (!r.written_id.empty()) {
+    // The stored document is the last acknowledged write's (a caller
+    // writes its ids one at a time; upserts reuse them).
+    if (!r.tracking_id.empty()) {
+      auto& last = f.last_tracking[r.written_id];
+      if (r.end_us >= last.first) last = {r.end_us, r.tracking_id};
+    }
+    f.written_ids.insert(std::move(r.written_id));
+  }
   if (r.type == op_type::query) ++f.complete_queries;
 }
 
@@ -257,7 +265,7 @@ void issue_write(caller_ptr self, op_record r) {
             auto doc = nlohmann::json::parse(resp.body, nullptr, false);
             if (doc.is_object() && doc.contains("_trackingId") &&
                 doc["_trackingId"].is_string())
-              r.written_id += "\n" + doc["_trackingId"].get<std::string>();
+              r.tracking_id = doc["_trackingId"].get<std::string>();
             finish(self, std::move(r));
           },
           [=](caf::error& e) mutable { fail(self, std::move(r), e); });

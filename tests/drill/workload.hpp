@@ -59,9 +59,10 @@ struct op_record {
   bool hedged = false;
   bool hedge_won = false;
   std::string error;      ///< failures: the engine's error text
-  /// Writes that succeeded: "id\npk", and "\ntracking id" when the write
-  /// carried one (write retries on).
+  /// Writes that succeeded: "id\npk".
   std::string written_id;
+  /// Their `_trackingId` when they carried one (write retries on).
+  std::string tracking_id;
   /// Queries that completed: the seed documents returned, duplicates among
   /// them and seed documents missing.
   size_t rows = 0;
@@ -95,6 +96,9 @@ struct folded_ops {
   /// Acknowledged writes ("id\npk"), each once: bounded when the callers
   /// upsert a bounded set (`caller_setup::write_ids`).
   std::set<std::string> written_ids;
+  /// Per written id, the tracking id of its last acknowledged write (by
+  /// end time), when writes carried one.
+  std::map<std::string, std::pair<int64_t, std::string>> last_tracking;
   uint64_t complete_queries = 0;
 };
 

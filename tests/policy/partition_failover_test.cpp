@@ -362,6 +362,35 @@ TEST(PartitionFailoverLoop, ServerTimeout_MovesRange_WriteNotRetriedByIt) {
   EXPECT_EQ(p.override_for(rid, "1"), "West US");
 }
 
+TEST(PartitionFailoverLoop, SessionAheadRead_HubRetryGoesToRangesOverride) {
+  auto t = ppaf_table();
+  partition_failover p;
+  // The range's writes moved to North Europe (its hub now).
+  p.on_failure(rid, "1", "East US", ppaf_trigger::write_forbidden,
+               {"East US", "North Europe", "West US"}, "East US", t0);
+  ASSERT_EQ(p.override_for(rid, "1"), "North Europe");
+  auto c = data_plane(op_kind::read);
+  c.ppaf = &p;
+  attempt_loop read{c, ladders};
+  read.set_partition(rid, "1");
+  std::vector<std::string> went;
+  attempt_plan last;
+  for (int i = 0; i < 4; ++i) {
+    auto plan = read.next_attempt(t, t0);
+    ASSERT_TRUE(plan) << plan.error().what;
+    went.push_back(plan->region);
+    last = *plan;
+    if (plan->hub_header) break;
+    auto s = read.on_result(http_answer(404, 1002), t, t0, false);
+    ASSERT_EQ(s.next, loop_next::attempt) << s.reason;
+  }
+  // The retry that asks for the hub goes to the range's hub, the override,
+  // not to the account's write region.
+  ASSERT_TRUE(last.hub_header) << ::testing::PrintToString(went);
+  EXPECT_EQ(last.region, "North Europe") << ::testing::PrintToString(went);
+  EXPECT_EQ(last.ppaf_region, "North Europe");
+}
+
 TEST(PartitionFailoverLoop, PpafOff_WriteForbidden_AccountLevelPath) {
   // PPCB alone (or PPAF off on the account) never overrides a single-write
   // write: the 403/3 takes the account-level path (mark, refresh).
