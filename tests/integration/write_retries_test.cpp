@@ -133,6 +133,15 @@ TEST_F(WriteRetries, ReplaceIfMatch_Applied_200) {
             (strings{"West US timeout", "East US 412", "East US 200"}));
 }
 
+TEST_F(WriteRetries, ReplaceNoPrecondition_Applied_200) {
+  ASSERT_TRUE(route(point(data_op::create, "c1")));
+  west_writes(true);
+  auto r = route(point(data_op::replace, "c1"));
+  ASSERT_TRUE(r) << sys->render(r.error());
+  EXPECT_EQ(r->status, 200);
+  EXPECT_EQ(attempts_of(r->diag), (strings{"West US timeout", "East US 200"}));
+}
+
 TEST_F(WriteRetries, Upsert_Applied_200) {
   west_writes(true);
   auto r = route(point(data_op::upsert, "c1"));

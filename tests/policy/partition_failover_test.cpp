@@ -391,6 +391,32 @@ TEST(PartitionFailoverLoop, SessionAheadRead_HubRetryGoesToRangesOverride) {
   EXPECT_EQ(last.ppaf_region, "North Europe");
 }
 
+TEST(PartitionFailoverLoop, ClientTimeouts_WriteRetries_FollowTheMovedRange) {
+  // With write retries a write that timed out goes again once per-partition
+  // failover moved its range (the timeout that reached the threshold);
+  // without them it is not retried (it may have been applied).
+  for (bool retries : {false, true}) {
+    auto t = ppaf_table();
+    partition_failover_options o;
+    o.timeout_threshold = 1;
+    partition_failover p{o};
+    auto c = write_loop(&p);
+    c.write_retries = retries;
+    attempt_loop w{c, ladders};
+    w.set_partition(rid, "1");
+    ASSERT_EQ(w.next_attempt(t, t0)->region, "East US");
+    auto s = w.on_result(no_answer(true, true), t, t0 + 1s, false);
+    EXPECT_EQ(p.override_for(rid, "1"), "West US") << retries;
+    EXPECT_TRUE(w.maybe_applied());
+    if (retries) {
+      EXPECT_EQ(s.next, loop_next::attempt) << s.reason;
+      EXPECT_EQ(w.next_attempt(t, t0 + 1s)->region, "West US");
+    } else {
+      EXPECT_NE(s.next, loop_next::attempt) << s.reason;
+    }
+  }
+}
+
 TEST(PartitionFailoverLoop, PpafOff_WriteForbidden_AccountLevelPath) {
   // PPCB alone (or PPAF off on the account) never overrides a single-write
   // write: the 403/3 takes the account-level path (mark, refresh).
