@@ -201,6 +201,24 @@ TEST_F(WriteRetriesSingleWrite, NoOtherRegionTakesIt_NotRetried) {
   EXPECT_EQ(attempts_of(*d), (strings{"West US timeout"})) << text(r.error());
 }
 
+// With write retries on, a create may be hedged (its echo is recognised):
+// West applies it and answers late; the hedge to East meets the first
+// copy's 409, reads the document back, finds its own tracking id: 201.
+TEST_F(WriteRetries, HedgedCreate_EchoOfItsOwnFirstCopy_201) {
+  west_writes(true);
+  auto req = point(data_op::create, "c1");
+  req.options.hedge = 1;
+  req.options.hedge_threshold = 50ms;
+  auto r = route(req);
+  ASSERT_TRUE(r) << sys->render(r.error());
+  EXPECT_EQ(r->status, 201);
+  EXPECT_EQ(r->diag.hedges, 1u);
+  strings went = attempts_of(r->diag);
+  ASSERT_GE(went.size(), 3u) << ::testing::PrintToString(went);
+  EXPECT_EQ(went[1], "East US 409") << ::testing::PrintToString(went);
+  EXPECT_EQ(went[2], "East US 200") << ::testing::PrintToString(went);
+}
+
 TEST_F(WriteRetries, BodyNotAnObject_ValidationError) {
   auto req = point(data_op::create, "c1");
   req.body = "[1]";
