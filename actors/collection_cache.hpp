@@ -1,6 +1,7 @@
 #pragma once
 
-// Collection cache (routing reference §5.3-5.4): collection properties by
+// Collection cache (.NET CollectionCache (src/Routing/CollectionCache.cs) and
+// .NET ClearingSessionContainerClientRetryPolicy): collection properties by
 // name ("dbs/x/colls/y") and by rid, each fetched once and shared.
 //
 //   caller --(by_name_atom, link, force, obsolete_rid)--+

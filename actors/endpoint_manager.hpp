@@ -1,6 +1,7 @@
 #pragma once
 
-// Endpoint manager (routing reference §2).
+// Endpoint manager (.NET GlobalEndpointManager,
+// src/Routing/GlobalEndpointManager.cs).
 //
 //   caller --(refresh_atom, force)--> endpoint manager --GET /--> global
 //          <---- database_account ---                  --GET /--> regions

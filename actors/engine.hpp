@@ -47,7 +47,7 @@ struct engine_options {
   /// `settings.http` and signs with `settings.account_key`.
   http_port_ptr http;
   /// How long the account read waits for the global endpoint before it
-  /// also asks the regions (routing reference §2.1: 5 s).
+  /// also asks the regions (GlobalEndpointManager's constants: 5 s).
   std::chrono::milliseconds sweep_after = std::chrono::seconds{5};
   /// Restart intensity of the supervisor, per actor.
   uint32_t max_restarts = 10;

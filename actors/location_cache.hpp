@@ -1,7 +1,7 @@
 #pragma once
 
-// Location cache (routing reference §1). Owns the current immutable
-// `location_table` snapshot and rebuilds it on every change:
+// Location cache (.NET LocationCache, src/Routing/LocationCache.cs). Owns the
+// current immutable `location_table` snapshot and rebuilds it on every change:
 //
 //   endpoint manager --(account_atom, account)--> location cache
 //   retry actor      --(mark_atom, region_mark)--> location cache

@@ -1,8 +1,10 @@
 #pragma once
 
-// Partition-range cache (routing reference §6.1-6.2): one immutable
-// `routing_map` per collection rid, loaded through the incremental pkranges
-// feed and swapped whole.
+// Partition-range cache (.NET PartitionKeyRangeCache
+// (src/Routing/PartitionKeyRangeCache.cs) and .NET CollectionRoutingMap
+// (src/Routing/CollectionRoutingMap.cs)): one immutable `routing_map` per
+// collection rid, loaded through the incremental pkranges feed and swapped
+// whole.
 //
 //   caller --(pkranges_atom, rid, known_etag)--------+
 //   caller --(overlap_atom, rid, epk_range, force)---+

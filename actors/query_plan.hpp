@@ -1,6 +1,6 @@
 #pragma once
 
-// Query plan (routing reference §7).
+// Query plan (.NET QueryPlanRetriever, gateway path).
 //
 //   caller --(plan_atom, query_plan_request)--> query plan --hit--> query_plan
 //                                                   | miss
@@ -24,7 +24,7 @@
 
 namespace georoute {
 
-/// The supported-features header value (routing reference §7).
+/// The supported-features header value (.NET QueryPlanRetriever, gateway path).
 constexpr const char* supported_query_features =
     "Aggregate, Distinct, MultipleOrderBy, OffsetAndLimit, OrderBy, Top, "
     "NonValueAggregate";

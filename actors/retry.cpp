@@ -207,8 +207,7 @@ void finish(self_ptr self, uint64_t op_id,
   }
   if (op.hedge) {
     if (auto loop = op.hedge->abandon(st.hedge_slots))
-      st.late.emplace(op.hedge_http_id,
-                      late_attempt{std::move(*loop), op.req});
+      st.late.emplace(op.hedge_http_id, late_attempt{std::move(*loop), op.req});
     st.stats.metadata_hedge_slots = st.hedge_slots.in_use();
   }
   st.ops.erase(i);
@@ -290,9 +289,9 @@ void plan_hedge(self_ptr self, uint64_t op_id, operation& op) {
   ask.op = op.req.op;
   ask.first_page = op.req.first_page;
   ask.excluded = excluded_for(st, op.req);
-  op.hedge = metadata_hedge::plan(st.cfg.metadata_hedge, std::move(ask),
-                                  *op.loop, *st.snap.table(),
-                                  self->clock().now());
+  op.hedge =
+      metadata_hedge::plan(st.cfg.metadata_hedge, std::move(ask), *op.loop,
+                           *st.snap.table(), self->clock().now());
   sync_hedge_due(self, op_id, op);
 }
 
@@ -314,9 +313,9 @@ void start_hedge(self_ptr self, uint64_t op_id) {
   auto& op = i->second;
   op.hedge_due.reset(); // the queue already dropped it
   if (!op.hedge || !st.snap.table()) return;
-  auto s = op.hedge->start(*op.loop, op.in_flight, st.hedge_slots,
-                           st.cfg.ladders, *st.snap.table(),
-                           self->clock().now());
+  auto s =
+      op.hedge->start(*op.loop, op.in_flight, st.hedge_slots, st.cfg.ladders,
+                      *st.snap.table(), self->clock().now());
   if (s.refused) ++st.stats.metadata_hedges_refused;
   st.stats.metadata_hedge_slots = st.hedge_slots.in_use();
   if (!s.send) return;
@@ -474,9 +473,9 @@ void on_hedge_outcome(self_ptr self, uint64_t op_id, transport::outcome& o) {
   auto& st = self->state;
   auto& op = st.ops.at(op_id);
   if (!st.snap.table()) return;
-  auto answer = op.hedge->on_hedge_result(attempt_result_of(o), st.hedge_slots,
-                                          *st.snap.table(),
-                                          self->clock().now());
+  auto answer =
+      op.hedge->on_hedge_result(attempt_result_of(o), st.hedge_slots,
+                                *st.snap.table(), self->clock().now());
   st.stats.metadata_hedge_slots = st.hedge_slots.in_use();
   carry_out(self, op_id, answer.effects);
   if (answer.effects.refresh_account)

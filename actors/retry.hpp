@@ -1,7 +1,7 @@
 #pragma once
 
 // Retry actor: the detached executor of metadata operations (routing
-// reference §8; issue 4).
+// .NET MetadataDetachedExecutor and MetadataHedgingStrategy; issue 4).
 //
 //   collection cache / pkrange cache --(execute_atom, metadata_request)--+
 //   query plan --(detach_atom, document_request)--+                      |

@@ -7,7 +7,6 @@
 #include "actors/policy/epk.hpp"
 #include "actors/policy/hedge_budget.hpp"
 #include "actors/policy/hedged_operation.hpp"
-#include "actors/policy/write_tracking.hpp"
 #include "actors/policy/hedging.hpp"
 #include "actors/policy/lru_cache.hpp"
 #include "actors/policy/metadata_rules.hpp"
@@ -16,6 +15,7 @@
 #include "actors/policy/session_container.hpp"
 #include "actors/policy/snapshot_holder.hpp"
 #include "actors/policy/write_copy.hpp"
+#include "actors/policy/write_tracking.hpp"
 #include "actors/query_executor.hpp"
 #include "actors/router_wire.hpp"
 #include "messages/error.hpp"
@@ -113,7 +113,7 @@ struct data_operation {
   std::optional<hedged_operation> hedge;
   std::vector<arm_wire> arms;                      // arms[i - 1] is arm i
   std::optional<clock_type::time_point> hedge_due; // in `deadlines`
-  std::optional<transport::outcome> last_answer; // of any arm, for the end
+  std::optional<transport::outcome> last_answer;   // of any arm, for the end
   std::string last_answer_region;
   // Writes that survive a hang: retried where another region takes them;
   // creates, replaces and upserts carry `tracking_id` in their body.
@@ -259,9 +259,8 @@ void finish_failure(self_ptr self, uint64_t id, const std::string& why) {
     return;
   }
   const auto& o = *op.last_failure;
-  auto attempts =
-      op.loop->attempts() +
-      static_cast<uint32_t>(op.hedge ? op.hedge->hedges_sent() : 0);
+  auto attempts = op.loop->attempts() +
+                  static_cast<uint32_t>(op.hedge ? op.hedge->hedges_sent() : 0);
   finish_error(self, id, classify_outcome(o),
                failure_text(o, op.last_region, attempts, describe(op), why));
 }
@@ -781,8 +780,8 @@ void plan_hedge(self_ptr self, uint64_t id) {
   ask.threshold = op.req.options.hedge_threshold;
   if (ask.op == op_kind::write) ask.write_copy_safe = write_copy_safe(op);
   ask.excluded = excluded_for(st, op);
-  op.hedge = hedged_operation::plan(env_of(st), ask, *op.loop,
-                                    *st.snap.table(), op.attempt_started);
+  op.hedge = hedged_operation::plan(env_of(st), ask, *op.loop, *st.snap.table(),
+                                    op.attempt_started);
   if (op.hedge) arm_hedge_timer(self, id, op, op.hedge->wake_at());
 }
 
@@ -828,10 +827,10 @@ void on_hedge_outcome(self_ptr self, uint64_t id, uint32_t arm,
   capture_session(st, op, o);
   auto now = self->clock().now();
   const auto& region = op.hedge->arm_region(arm);
-  auto answer = op.hedge->on_arm_result(
-      arm, attempt_result_of(o), o.request_charge, env_of(st), *op.loop,
-      op.waiting == waiting_for::response, *st.snap.table(), now,
-      op.budget_spent);
+  auto answer = op.hedge->on_arm_result(arm, attempt_result_of(o),
+                                        o.request_charge, env_of(st), *op.loop,
+                                        op.waiting == waiting_for::response,
+                                        *st.snap.table(), now, op.budget_spent);
   note_transitions(st, &op);
   op.last_answer = o;
   op.last_answer_region = region;
@@ -890,11 +889,10 @@ void on_late_answer(self_ptr self, uint64_t id, uint32_t arm,
     t.hub_header = step.resend->hub_header;
     t.timeout = step.resend->timeout;
     auto hdl = caf::actor_cast<caf::actor>(self);
-    st.with.http->send(to_wire(late.req, t),
-                       [hdl, id, arm](transport::outcome o) {
-                         caf::anon_send(hdl,
-                                        rt_http_done{id, arm, std::move(o)});
-                       });
+    st.with.http->send(
+        to_wire(late.req, t), [hdl, id, arm](transport::outcome o) {
+          caf::anon_send(hdl, rt_http_done{id, arm, std::move(o)});
+        });
     return;
   }
   const auto& fx = step.effects;
@@ -925,8 +923,8 @@ bool take_echo(self_ptr self, uint64_t id, const transport::outcome& o,
   auto& st = self->state;
   auto& op = st.ops.at(id);
   if (!op.write_retries || o.error != transport::failure::none) return false;
-  bool maybe_applied = op.loop->maybe_applied() ||
-                       (op.hedge && op.hedge->hedges_sent() > 0);
+  bool maybe_applied =
+      op.loop->maybe_applied() || (op.hedge && op.hedge->hedges_sent() > 0);
   auto echo = classify_write_echo(write_op_of(op.req.op),
                                   !op.req.options.if_match.empty(),
                                   maybe_applied, o.status);
@@ -998,16 +996,15 @@ void on_read_back(self_ptr self, uint64_t id, transport::outcome& o) {
   }
   op.last_failure = echo;
   op.last_region = op.echo_region;
-  finish_error(self, id, classify_outcome(echo),
-               failure_text(echo, op.echo_region, op.loop->attempts(),
-                            describe(op),
-                            o.success()
-                                ? "the stored document does not carry this "
-                                  "write's tracking id: it is somebody "
-                                  "else's"
-                                : "reading the document back to tell its "
-                                  "own first copy failed (" +
-                                      std::to_string(o.status) + ")"));
+  finish_error(
+      self, id, classify_outcome(echo),
+      failure_text(echo, op.echo_region, op.loop->attempts(), describe(op),
+                   o.success() ? "the stored document does not carry this "
+                                 "write's tracking id: it is somebody "
+                                 "else's"
+                               : "reading the document back to tell its "
+                                 "own first copy failed (" +
+                                     std::to_string(o.status) + ")"));
 }
 
 void on_outcome(self_ptr self, uint64_t id, uint32_t arm,
@@ -1080,9 +1077,9 @@ void on_outcome(self_ptr self, uint64_t id, uint32_t arm,
       step.next == loop_next::fail || step.next == loop_next::fail_budget;
   if (gives_up && op.hedge) {
     // The primary gave up; a hedge may still win, or start at once.
-    auto hs = op.hedge->primary_gave_up(
-        attempt_result_of(o), o.request_charge, env_of(st), *op.loop,
-        *st.snap.table(), self->clock().now(), op.budget_spent);
+    auto hs = op.hedge->primary_gave_up(attempt_result_of(o), o.request_charge,
+                                        env_of(st), *op.loop, *st.snap.table(),
+                                        self->clock().now(), op.budget_spent);
     if (hs) {
       op.last_answer = o;
       op.last_answer_region = op.region;
@@ -1191,18 +1188,17 @@ caf::result<data_response> start(self_ptr self, data_request& req) {
     return make_error(errc::validation_error, "the router has no HTTP port");
   if (auto refused = refuse_if_overloaded(self)) return std::move(*refused);
   // Writes that survive a hang: the request's setting wins.
-  bool write_retries =
-      is_write(req.op) && (req.options.write_retries >= 0
-                               ? req.options.write_retries > 0
-                               : st.cfg.write_retries);
+  bool write_retries = is_write(req.op) && (req.options.write_retries >= 0
+                                                ? req.options.write_retries > 0
+                                                : st.cfg.write_retries);
   std::string tracking_id;
   if (write_retries && tracks(write_op_of(req.op))) {
     tracking_id = make_tracking_id(st.rng(), st.rng());
     auto body = with_tracking_id(req.body, tracking_id);
     if (!body)
-      return make_error(errc::validation_error,
-                        std::string{to_string(req.op)} + " of " + *link +
-                            ": " + body.error().what);
+      return make_error(errc::validation_error, std::string{to_string(req.op)} +
+                                                    " of " + *link + ": " +
+                                                    body.error().what);
     req.body = std::move(*body);
   }
   auto id = st.next_id++;

@@ -36,7 +36,9 @@ struct wire_target {
   std::string collection_link; ///< "dbs/d/colls/c" (normalized)
   std::string endpoint;
   std::string session_token; ///< "" = send none
-  bool hub_header = false;   ///< the hub-region-only header (§3.5)
+  bool hub_header =
+      false; ///< the hub-region-only header
+             ///< (ClientRetryPolicy.ShouldRetryOnSessionNotAvailable)
   std::chrono::milliseconds timeout{65000};
 };
 

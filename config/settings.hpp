@@ -8,8 +8,8 @@
 // repeats them with the reason for each.
 
 #include "actors/policy/hedging.hpp"
-#include "actors/policy/partition_failover.hpp"
 #include "actors/policy/partition_breaker.hpp"
+#include "actors/policy/partition_failover.hpp"
 #include "actors/policy/timeout_ladder.hpp"
 
 #include <chrono>
@@ -46,7 +46,8 @@ inline std::string to_string(const secret& x) {
   return x.empty() ? "<unset>" : "<redacted>";
 }
 
-/// Region preferences and availability marking (routing reference §1).
+/// Region preferences and availability marking (.NET LocationCache,
+/// src/Routing/LocationCache.cs).
 struct location_options {
   /// Regions to use first, in order. Empty: the account's own order.
   std::vector<std::string> preferred_regions;
@@ -62,7 +63,8 @@ struct location_options {
   milliseconds unavailable_region_expiry = seconds{300};
 };
 
-/// Account topology refresh (routing reference §2).
+/// Account topology refresh (.NET GlobalEndpointManager,
+/// src/Routing/GlobalEndpointManager.cs).
 struct refresh_options {
   /// The background refresh period. The loop never stops while the endpoint
   /// manager lives.
@@ -71,7 +73,8 @@ struct refresh_options {
   milliseconds min_interval = seconds{15};
 };
 
-/// Retry budgets (routing reference §3, §8).
+/// Retry budgets (.NET ClientRetryPolicy (src/ClientRetryPolicy.cs), .NET
+/// MetadataDetachedExecutor and MetadataHedgingStrategy).
 struct retry_options {
   /// Hard deadline of one detached metadata operation, clamped into
   /// [30 s, 86400 s].

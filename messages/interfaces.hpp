@@ -36,8 +36,8 @@
 
 namespace georoute {
 
-/// Location cache (routing reference §1). Owns the current
-/// `location_table` snapshot.
+/// Location cache (.NET LocationCache, src/Routing/LocationCache.cs). Owns the
+/// current `location_table` snapshot.
 ///
 /// - `(account_atom, database_account)` from the endpoint manager: rebuild
 ///   the snapshot from a fresh account read; subscribers get
@@ -53,7 +53,8 @@ namespace georoute {
 ///   by the location cache itself (subscribers accept snapshots from it
 ///   only), with a version that only grows. The subscriber is dropped when
 ///   it terminates.
-/// - `(refresh_atom)` → `bool`: `should_refresh_endpoints` (§1.7) on the
+/// - `(refresh_atom)` → `bool`: `should_refresh_endpoints`
+/// (LocationCache.ShouldRefreshEndpoints) on the
 ///   current snapshot.
 using location_cache_actor = caf::typed_actor<
     caf::reacts_to<account_atom, database_account>,
@@ -62,11 +63,11 @@ using location_cache_actor = caf::typed_actor<
     caf::replies_to<subscribe_atom, caf::actor>::with<location_snapshot>,
     caf::replies_to<refresh_atom>::with<bool>>;
 
-/// Endpoint manager (routing reference §2). Reads the account from the
-/// global endpoint, sweeping the regional endpoints in preferred order when
-/// that fails or takes more than 5 s, and feeds every change to the location
-/// cache. Runs a background refresh every interval that never stops while
-/// the actor lives.
+/// Endpoint manager (.NET GlobalEndpointManager,
+/// src/Routing/GlobalEndpointManager.cs). Reads the account from the global
+/// endpoint, sweeping the regional endpoints in preferred order when that fails
+/// or takes more than 5 s, and feeds every change to the location cache. Runs a
+/// background refresh every interval that never stops while the actor lives.
 ///
 /// - `(refresh_atom, bool force)` → `database_account`: on-demand refresh.
 ///   Non-forced requests within the minimum interval answer the current
@@ -82,7 +83,7 @@ using endpoint_manager_actor = caf::typed_actor<
     caf::replies_to<account_atom>::with<database_account>,
     caf::replies_to<stats_atom>::with<endpoint_manager_stats>>;
 
-/// Retry actor: the detached executor (routing reference §8 and issue 4).
+/// Retry actor: the detached executor (.NET MetadataDetachedExecutor; issue 4).
 /// Bounded only by its own hard deadline and, in loop mode, the attempt cap.
 /// Callers give up through their request timeout; the work goes on.
 ///
@@ -105,7 +106,8 @@ using retry_actor = caf::typed_actor<
     caf::replies_to<detach_atom, document_request>::with<transport::outcome>,
     caf::replies_to<stats_atom>::with<retry_stats>>;
 
-/// Collection cache (routing reference §5.3-5.4).
+/// Collection cache (.NET CollectionCache (src/Routing/CollectionCache.cs) and
+/// .NET ClearingSessionContainerClientRetryPolicy).
 ///
 /// - `(by_name_atom, std::string link, bool force, std::string obsolete_rid)`
 ///   → `collection_info`: "dbs/x/colls/y". Concurrent callers of one key
@@ -126,7 +128,8 @@ using collection_cache_actor = caf::typed_actor<
     caf::replies_to<by_rid_atom, std::string>::with<collection_info>,
     caf::replies_to<stats_atom>::with<collection_cache_stats>>;
 
-/// Partition-range cache (routing reference §6).
+/// Partition-range cache (.NET PartitionKeyRangeCache and
+/// CollectionRoutingMap).
 ///
 /// - `(pkranges_atom, std::string collection_rid, std::string known_etag)`
 ///   → `routing_snapshot`: the routing map; with a non-empty `known_etag`
@@ -145,10 +148,10 @@ using pkrange_cache_actor = caf::typed_actor<
                     bool>::with<std::vector<partition_key_range>>,
     caf::replies_to<stats_atom>::with<pkrange_cache_stats>>;
 
-/// Query plan (routing reference §7). `(plan_atom, query_plan_request)` →
-/// `query_plan`, cached by (collection rid, query, parameters, partition
-/// key) in a bounded LRU. The POST runs through the request router, wrapped
-/// in the retry actor's detach-only mode.
+/// Query plan (.NET QueryPlanRetriever, gateway path). `(plan_atom,
+/// query_plan_request)` → `query_plan`, cached by (collection rid, query,
+/// parameters, partition key) in a bounded LRU. The POST runs through the
+/// request router, wrapped in the retry actor's detach-only mode.
 /// `(stats_atom)` → `query_plan_stats`. Errors: `errc::validation_error`
 /// for an empty collection rid or parameters that are not a JSON array; the
 /// fetch's error otherwise (not cached); `errc::collaborator_down` and

@@ -41,13 +41,16 @@ struct routing_snapshot {
 
 /// Which per-call retry policy drives a metadata request.
 enum class retry_policy_kind : uint8_t {
-  /// The client retry policy (§3): failover, session, 503, throttling.
+  /// The client retry policy (.NET ClientRetryPolicy,
+  /// src/ClientRetryPolicy.cs): failover, session, 503, throttling.
   client = 0,
   /// The client retry policy wrapped by the clearing-session-container
-  /// decorator (§5.4): same decisions; when it gives up on a name-based
+  /// decorator (.NET ClearingSessionContainerClientRetryPolicy): same
+  /// decisions; when it gives up on a name-based
   /// 404/1002, the session tokens of `collection_name` are cleared.
   clearing_session = 1,
-  /// The partition-range metadata policy (§3.7): region hops on
+  /// The partition-range metadata policy (.NET ResourceThrottleRetryPolicy and
+  /// the metadata retry policies): region hops on
   /// 503/500/410.1022/403.1008, no marking, then throttling.
   partition_range = 2,
 };
@@ -63,7 +66,8 @@ struct metadata_request {
   request_kind kind = request_kind::metadata_read;
   op_kind op = op_kind::read;
   /// Name-based collection path whose session tokens are cleared when the
-  /// policy gives up on a 404/1002 (§5.4); empty when not applicable.
+  /// policy gives up on a 404/1002 (.NET
+  /// ClearingSessionContainerClientRetryPolicy); empty when not applicable.
   std::string collection_name;
   retry_policy_kind policy = retry_policy_kind::client;
   /// The path addresses resources by rid (signed with the lower-cased rid).

@@ -102,10 +102,10 @@ result<database_account> decode_database_account(std::string_view body) {
     else if (m->is_string() && (*m == "true" || *m == "false"))
       acc.per_partition_failover = *m == "true";
     else if (!m->is_null())
-      rd.fail("enablePerPartitionFailoverBehavior",
-              std::string("expected boolean or \"true\"/\"false\", got ") +
-                  (m->is_string() ? quote(m->get<std::string>())
-                                  : m->type_name()));
+      rd.fail(
+          "enablePerPartitionFailoverBehavior",
+          std::string("expected boolean or \"true\"/\"false\", got ") +
+              (m->is_string() ? quote(m->get<std::string>()) : m->type_name()));
   }
   if (auto* p = rd.object(root, "", "userConsistencyPolicy", false)) {
     acc.default_consistency =

@@ -1,9 +1,9 @@
 #pragma once
 
-// Pure decisions of the endpoint manager (routing reference §2): whether an
-// on-demand refresh fetches, joins the fetch in flight or is skipped; which
-// endpoints the account-read sweep tries, in which order; and what changed
-// between two account reads.
+// Pure decisions of the endpoint manager (.NET GlobalEndpointManager,
+// src/Routing/GlobalEndpointManager.cs): whether an on-demand refresh fetches,
+// joins the fetch in flight or is skipped; which endpoints the account-read
+// sweep tries, in which order; and what changed between two account reads.
 
 #include "actors/policy/model.hpp"
 

@@ -339,12 +339,11 @@ std::optional<loop_step> attempt_loop::ppaf_decide(const attempt_result& r,
   // range too (its caller recognises its own first copy).
   bool maybe = *trigger == ppaf_trigger::client_timeout ||
                *trigger == ppaf_trigger::server_timeout;
-  bool retry =
-      moved && !budget_spent &&
-      (*trigger == ppaf_trigger::write_forbidden ||
-       (*trigger == ppaf_trigger::service_unavailable &&
-        ppaf_503_retries_ < 1) ||
-       (maybe && cfg_.write_retries));
+  bool retry = moved && !budget_spent &&
+               (*trigger == ppaf_trigger::write_forbidden ||
+                (*trigger == ppaf_trigger::service_unavailable &&
+                 ppaf_503_retries_ < 1) ||
+                (maybe && cfg_.write_retries));
   if (!retry) return std::nullopt;
   if (*trigger == ppaf_trigger::service_unavailable) ++ppaf_503_retries_;
   ladder_step_ = 0;

@@ -138,14 +138,15 @@ retry_decision client_retry_policy::evaluate(const failure_signal& s,
     if (s.is(404, 1002)) return session_not_available(d, f);
     if (s.is_status(503) && f.is_single_master_write() &&
         counters_.service_unavailable == 0) {
-      // Deviation from §3.6, which never retries a single-master write
-      // after a 503. The engine's view may be stale: the account may have
-      // become multi-write again, or moved its hub, since the last refresh
-      // (the 30-minute soak failed 23 writes so, a few seconds after a
-      // single-write moment). A 503 was not applied, so: read the account
-      // (not forced: the minimum interval bounds the reads a real hub
-      // outage causes), then retry once, resolved on the table as it then
-      // is. A second 503 is not retried (the counter below).
+      // Deviation from
+      // ClientRetryPolicy.ShouldRetryOnUnavailableEndpointStatusCodes, which
+      // never retries a single-master write after a 503. The engine's view may
+      // be stale: the account may have become multi-write again, or moved its
+      // hub, since the last refresh (the 30-minute soak failed 23 writes so, a
+      // few seconds after a single-write moment). A 503 was not applied, so:
+      // read the account (not forced: the minimum interval bounds the reads a
+      // real hub outage causes), then retry once, resolved on the table as it
+      // then is. A second 503 is not retried (the counter below).
       d.next.service_unavailable = 1;
       d.refresh_account = true;
       set_context(d, 0, true);
@@ -175,7 +176,7 @@ retry_decision client_retry_policy::evaluate(const failure_signal& s,
   return out;
 }
 
-// EF (§3.4).
+// EF (ClientRetryPolicy.ShouldRetryOnEndpointFailureAsync).
 retry_decision
 client_retry_policy::endpoint_failover(retry_decision d, const request_facts& f,
                                        bool as_read, bool mark_both, bool force,
@@ -210,7 +211,7 @@ client_retry_policy::endpoint_failover(retry_decision d, const request_facts& f,
   return d;
 }
 
-// 404.1002 (§3.5).
+// 404.1002 (ClientRetryPolicy.ShouldRetryOnSessionNotAvailable).
 retry_decision
 client_retry_policy::session_not_available(retry_decision d,
                                            const request_facts& f) const {
@@ -242,7 +243,7 @@ client_retry_policy::session_not_available(retry_decision d,
   return d;
 }
 
-// UE (§3.6).
+// UE (ClientRetryPolicy.ShouldRetryOnUnavailableEndpointStatusCodes).
 retry_decision client_retry_policy::unavailable_endpoint(
     retry_decision d, const request_facts& f, const char* what) const {
   std::string why = what;

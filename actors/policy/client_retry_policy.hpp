@@ -1,7 +1,8 @@
 #pragma once
 
-// The per-operation client retry policy (routing reference §3,
-// ClientRetryPolicy) and the partition-range retry policy (§3.7,
+// The per-operation client retry policy (.NET ClientRetryPolicy
+// (src/ClientRetryPolicy.cs), ClientRetryPolicy) and the partition-range retry
+// policy (.NET ResourceThrottleRetryPolicy and the metadata retry policies,
 // MetadataRequestThrottleRetryPolicy), as pure code.
 //
 // One `client_retry_policy` lives for one operation. After a failed attempt
@@ -12,7 +13,8 @@
 // (forced or not), clear a session token, wait `delay`, then resolve the
 // next attempt with `route(...)`.
 //
-// Decision table (§3.3), first match wins:
+// Decision table (ClientRetryPolicy.ShouldRetryInternalAsync's branches), first
+// match wins:
 //   connection failure        EF(mark read+write, preferred, index 0)
 //   lost after send           reads: as a connection failure; writes: no
 //                             retry (it may have been applied), mark
@@ -23,13 +25,14 @@
 //                             use_preferred = false)
 //   403.1008                  reads and multi-write requests: EF(preferred);
 //                             single-master writes: no retry
-//   404.1002                  §3.5 (session retries)
-//   503 (any substatus)       UE (no mark)
-//   500 on a read, 410.1022   UE
+//   404.1002 ClientRetryPolicy.ShouldRetryOnSessionNotAvailable (session
+//   retries) 503 (any substatus)       UE (no mark) 500 on a read, 410.1022 UE
 //   429.3092 multi-master write  UE
 //   other 429                 throttle
 //   408, timeouts, the rest   no retry
-// EF = endpoint failover (§3.4), UE = one cross-region retry (§3.6).
+// EF = endpoint failover (ClientRetryPolicy.ShouldRetryOnEndpointFailureAsync),
+// UE = one cross-region retry
+// (ClientRetryPolicy.ShouldRetryOnUnavailableEndpointStatusCodes).
 //
 // A UE retry, and a partition-range hop, also steps past the endpoint that
 // just failed (`resolve_input::avoid_endpoint`): the reference resolves
@@ -91,20 +94,22 @@ struct request_facts {
   /// The endpoint the failed attempt was pinned to; empty: none (no marks).
   std::string endpoint;
   /// A name-based request: a final 404.1002 clears the session token of the
-  /// name, which may have been reused (§5.4).
+  /// name, which may have been reused (.NET
+  /// ClearingSessionContainerClientRetryPolicy).
   bool name_based = false;
 
   bool is_metadata() const { return !is_document; }
-  /// §1.5 CanUseMultipleWriteLocations(request).
+  /// LocationCache.CanUseMultipleWriteLocations(request).
   bool can_use_multiple_write_locations() const {
     return multi_write_usable && is_document;
   }
-  /// A write GEM routes to many write regions (§3.2 isMultiMasterWrite).
+  /// A write GEM routes to many write regions
+  /// (ClientRetryPolicy.OnBeforeSendRequest isMultiMasterWrite).
   bool is_multi_master_write() const {
     return !is_read && can_use_multiple_write_locations() &&
            write_region_count > 1;
   }
-  /// §1.8 IsMultimasterMetadataWriteRequest.
+  /// LocationCache.IsMultimasterMetadataWriteRequest.
   bool is_multi_master_metadata_write() const {
     return !is_read && write_region_count > 1 && is_metadata() &&
            multi_write_usable;
@@ -143,7 +148,8 @@ struct retry_counters {
 struct retry_decision {
   bool retry = false;
   std::chrono::milliseconds delay{0};
-  /// How the next attempt resolves its endpoint (§1.5).
+  /// How the next attempt resolves its endpoint
+  /// (LocationCache.ResolveServiceEndpoint).
   uint32_t location_index = 0;
   bool use_preferred = true;
   bool route_to_hub = false;
@@ -157,7 +163,8 @@ struct retry_decision {
   /// minimum interval.
   bool refresh_account = false;
   bool force_refresh = false;
-  /// Clear the session token of the request's name (§5.4).
+  /// Clear the session token of the request's name (.NET
+  /// ClearingSessionContainerClientRetryPolicy).
   bool clear_session_token = false;
   /// Why, for logs and counters: "403.3 write forbidden: failover 1".
   std::string reason;

@@ -1,7 +1,8 @@
 #pragma once
 
 // Effective partition keys (EPK), hash version 2, as the service computes
-// them (reference §6.3; Java PartitionKeyInternalHelper, hashing V2):
+// them (the SDKs' effective-partition-key hashing, V2; Java
+// PartitionKeyInternalHelper):
 //
 //   1. each component is encoded for hashing: string 0x08 + UTF-8 + 0xFF
 //      (no truncation), number 0x05 + IEEE-754 double little-endian, true

@@ -16,8 +16,7 @@ bool hedge_wanted(const hedging_options& options, op_kind op, int hedge) {
 }
 
 hedged_operation::hedged_operation(hedge_plan plan, hedge_ask ask)
-    : plan_(std::move(plan)), ask_(std::move(ask)) {
-}
+    : plan_(std::move(plan)), ask_(std::move(ask)) {}
 
 std::optional<hedged_operation>
 hedged_operation::plan(const hedge_env& env, const hedge_ask& ask,
@@ -59,8 +58,8 @@ hedged_operation::plan(const hedge_env& env, const hedge_ask& ask,
   std::optional<std::chrono::microseconds> p99;
   if (opts.mode == hedge_threshold_mode::adaptive && env.latencies)
     p99 = env.latencies->percentile(first);
-  auto timing = choose_hedge_timing(opts, over,
-                                    env.ladders->partition_failover, p99);
+  auto timing =
+      choose_hedge_timing(opts, over, env.ladders->partition_failover, p99);
   return hedged_operation(hedge_plan(std::move(regions), timing, first_send),
                           ask);
 }
@@ -71,10 +70,9 @@ bool hedged_operation::primary_losing(const hedge_env& env,
   if (!env.breaker || primary.collection_rid().empty() ||
       primary.range_id().empty() || primary.region().empty())
     return false;
-  auto v = env.breaker->view(
-      breaker_key{primary.collection_rid(), primary.range_id(),
-                  primary.region()},
-      now);
+  auto v = env.breaker->view(breaker_key{primary.collection_rid(),
+                                         primary.range_id(), primary.region()},
+                             now);
   return v.state != breaker_state::closed;
 }
 
@@ -177,8 +175,8 @@ arm_answer hedged_operation::on_arm_result(
 
 std::optional<hedge_step> hedged_operation::primary_gave_up(
     const attempt_result& r, double charge, const hedge_env& env,
-    const attempt_loop& primary, const location_table& table,
-    policy_time now, bool budget_spent) {
+    const attempt_loop& primary, const location_table& table, policy_time now,
+    bool budget_spent) {
   if (plan_.finished()) return std::nullopt;
   auto verdict = plan_.on_result(0, arm_outcome_of(r), charge, now);
   if (verdict == hedge_class::final_result) return std::nullopt;

@@ -163,8 +163,7 @@ public:
   /// hedge had already finished); otherwise the hedge goes on and the step
   /// says what starts now (or that every arm has answered).
   std::optional<hedge_step> primary_gave_up(const attempt_result& r,
-                                            double charge,
-                                            const hedge_env& env,
+                                            double charge, const hedge_env& env,
                                             const attempt_loop& primary,
                                             const location_table& table,
                                             policy_time now, bool budget_spent);

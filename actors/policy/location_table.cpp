@@ -65,9 +65,9 @@ bool is_excluded(const std::vector<std::string>& excluded,
 }
 
 /// Builds the name list and the name -> endpoint map of one region list
-/// (§1.2 step 3): skip empty names and non-absolute endpoints; keep account
-/// order; a duplicate name overwrites the endpoint in place but is listed
-/// twice.
+/// (LocationCache.UpdateLocationCache step 3): skip empty names and
+/// non-absolute endpoints; keep account order; a duplicate name overwrites the
+/// endpoint in place but is listed twice.
 void build_regions(const std::vector<account_region>& regions,
                    std::vector<std::string>& names,
                    std::vector<region_entry>& map) {
@@ -131,14 +131,15 @@ location_table::location_table(location_table_options options)
 }
 
 void location_table::rebuild(policy_time now) {
-  // Drop what has expired, as the SDK does on every update (§1.2 step 2).
+  // Drop what has expired, as the SDK does on every update
+  // (LocationCache.UpdateLocationCache step 2).
   for (auto it = marks_.begin(); it != marks_.end();) {
     if (mark_live(it->second, now))
       ++it;
     else
       it = marks_.erase(it);
   }
-  // §1.2 step 7.
+  // LocationCache.UpdateLocationCache step 7.
   if (!options_.preferred_regions.empty()) {
     effective_preferred_ = options_.preferred_regions;
   } else if (const auto* e = find_by_key(read_map_, default_key_)) {
@@ -216,7 +217,8 @@ bool location_table::is_unavailable(std::string_view endpoint, op_kind op,
 
 // -- endpoint lists --------------------------------------------------------
 
-// GPAE (§1.3), with the new preference list used immediately.
+// GPAE (LocationCache.GetPreferredAvailableEndpoints), with the new preference
+// list used immediately.
 std::vector<std::string>
 location_table::preferred_available(const std::vector<region_entry>& by_name,
                                     const std::vector<std::string>& ordered,
@@ -318,7 +320,8 @@ location_table::applicable_endpoints(op_kind op,
 
 // -- regions ---------------------------------------------------------------
 
-std::string location_table::account_read_endpoint(std::string_view region) const {
+std::string
+location_table::account_read_endpoint(std::string_view region) const {
   for (const auto& e : read_map_)
     if (same_region(e.name, region)) return e.endpoint;
   return {};

@@ -1,8 +1,9 @@
 #pragma once
 
-// The location table (routing reference §1, LocationCache): which regions an
-// account has, which of them the client prefers, which are demoted after a
-// failure, and from that which endpoint serves a request.
+// The location table (.NET LocationCache (src/Routing/LocationCache.cs),
+// LocationCache): which regions an account has, which of them the client
+// prefers, which are demoted after a failure, and from that which endpoint
+// serves a request.
 //
 // A table is an immutable value. Every change (an account read, a new
 // preference list, a mark) returns a new table, so the location-cache actor
@@ -74,13 +75,14 @@ struct location_table_options {
   std::chrono::milliseconds unavailable_expiry{std::chrono::seconds{300}};
 };
 
-/// What a request asks of `resolve` (§1.5).
+/// What a request asks of `resolve` (LocationCache.ResolveServiceEndpoint).
 struct resolve_input {
   op_kind op = op_kind::read;
   /// A document (or stored-procedure execution) request: multi-write
   /// routing applies. Metadata requests set this to false.
   bool is_document = true;
-  /// false routes to the account's write regions (branch A of §1.5).
+  /// false routes to the account's write regions (branch A of
+  /// LocationCache.ResolveServiceEndpoint).
   bool use_preferred = true;
   /// The retry's location index: eps[index % size].
   uint32_t location_index = 0;
@@ -118,13 +120,14 @@ struct resolution {
   resolve_route route = resolve_route::applicable;
 };
 
-/// The answer of `should_refresh_endpoints` (§1.7).
+/// The answer of `should_refresh_endpoints`
+/// (LocationCache.ShouldRefreshEndpoints).
 struct refresh_verdict {
   bool refresh = false;
   /// false only when the first endpoint is down and it is the only one, so
   /// a refresh should not wait for the background loop.
   bool can_refresh_in_background = true;
-  /// The row of §1.7 that decided (0-8).
+  /// The row of LocationCache.ShouldRefreshEndpoints that decided (0-8).
   int row = 0;
 };
 
@@ -173,10 +176,10 @@ public:
   /// in account order. Falls back to the default endpoint. Never empty.
   std::vector<std::string> write_endpoints(policy_time now) const;
 
-  /// The endpoints a request may use (§1.6): without exclusions the
-  /// availability-ordered lists; with exclusions the effective preferred
-  /// regions that are not excluded, marks not consulted; if nothing is
-  /// left, [write_endpoints(now)[0]]. Never empty.
+  /// The endpoints a request may use (LocationCache.GetApplicableEndpoints):
+  /// without exclusions the availability-ordered lists; with exclusions the
+  /// effective preferred regions that are not excluded, marks not consulted; if
+  /// nothing is left, [write_endpoints(now)[0]]. Never empty.
   std::vector<std::string>
   applicable_endpoints(op_kind op, const std::vector<std::string>& excluded,
                        policy_time now) const;
@@ -194,8 +197,9 @@ public:
     return effective_preferred_;
   }
 
-  /// The number of regions a retry may hop across (§3.6): the size of
-  /// `effective_preferred_regions()`.
+  /// The number of regions a retry may hop across
+  /// (ClientRetryPolicy.ShouldRetryOnUnavailableEndpointStatusCodes): the size
+  /// of `effective_preferred_regions()`.
   std::size_t preferred_location_count() const {
     return effective_preferred_.size();
   }
@@ -226,13 +230,14 @@ public:
     return options_.use_multiple_write_locations && account_multi_write_;
   }
 
-  /// ... and the request is a document request (§1.5).
+  /// ... and the request is a document request
+  /// (LocationCache.ResolveServiceEndpoint).
   bool can_use_multiple_write_locations(bool is_document) const {
     return can_use_multiple_write_locations() && is_document;
   }
 
   /// ... and the account has more than one write region (GEM's
-  /// CanSupportMultipleWriteLocations, §1.8).
+  /// CanSupportMultipleWriteLocations, LocationCache's region-name helpers).
   bool can_support_multiple_write_locations(bool is_document) const {
     return can_use_multiple_write_locations(is_document) &&
            write_regions_.size() > 1;
@@ -242,10 +247,13 @@ public:
   bool is_unavailable(std::string_view endpoint, op_kind op,
                       policy_time now) const;
 
-  /// Resolves the endpoint of one attempt (§1.5, §1.6).
+  /// Resolves the endpoint of one attempt
+  /// (LocationCache.ResolveServiceEndpoint,
+  /// LocationCache.GetApplicableEndpoints).
   resolution resolve(const resolve_input& in, policy_time now) const;
 
-  /// Whether the account should be re-read (§1.7, rows 0-8).
+  /// Whether the account should be re-read
+  /// (LocationCache.ShouldRefreshEndpoints, rows 0-8).
   refresh_verdict should_refresh_endpoints(policy_time now) const;
 
   // -- plain accessors -------------------------------------------------------

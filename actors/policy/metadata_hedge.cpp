@@ -12,11 +12,8 @@ metadata_outcome metadata_outcome_of(const attempt_result& r) {
 metadata_hedge::metadata_hedge(metadata_hedge_ask ask,
                                std::string primary_region,
                                std::string hedge_region, policy_time due)
-    : ask_(std::move(ask)),
-      primary_region_(std::move(primary_region)),
-      hedge_region_(std::move(hedge_region)),
-      due_(due) {
-}
+    : ask_(std::move(ask)), primary_region_(std::move(primary_region)),
+      hedge_region_(std::move(hedge_region)), due_(due) {}
 
 std::optional<metadata_hedge>
 metadata_hedge::plan(const metadata_hedge_options& options,
@@ -123,9 +120,10 @@ metadata_hedge::on_primary_failure(const attempt_result& r,
   return out;
 }
 
-metadata_hedge_answer metadata_hedge::on_hedge_result(
-    const attempt_result& r, metadata_hedge_budget& slots,
-    const location_table& table, policy_time now) {
+metadata_hedge_answer
+metadata_hedge::on_hedge_result(const attempt_result& r,
+                                metadata_hedge_budget& slots,
+                                const location_table& table, policy_time now) {
   metadata_hedge_answer out;
   in_flight_ = false;
   release(slots);

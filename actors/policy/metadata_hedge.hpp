@@ -131,9 +131,7 @@ public:
   bool in_flight() const { return in_flight_; }
   const std::string& hedge_region() const { return arm_region_; }
   /// The primary's reason when it gave up while the hedge was out.
-  const std::optional<std::string>& primary_gave_up() const {
-    return gave_up_;
-  }
+  const std::optional<std::string>& primary_gave_up() const { return gave_up_; }
 
 private:
   metadata_hedge(metadata_hedge_ask ask, std::string primary_region,

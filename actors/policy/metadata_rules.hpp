@@ -1,10 +1,12 @@
 #pragma once
 
 // Pure decisions of the metadata path: the clearing-session decorator
-// (routing reference §5.4), the mapping of a failed attempt to the signal
-// the retry policy sees, and the lookup gates of the collection cache and
-// the partition-range cache (§5.4, §6.1). The actors call these and act on
-// the answer.
+// (.NET ClearingSessionContainerClientRetryPolicy), the mapping of a failed
+// attempt to the signal the retry policy sees, and the lookup gates of the
+// collection cache and the partition-range cache (.NET
+// ClearingSessionContainerClientRetryPolicy, .NET PartitionKeyRangeCache,
+// src/Routing/PartitionKeyRangeCache.cs). The actors call these and act on the
+// answer.
 
 #include "actors/policy/throttle_policy.hpp"
 #include "actors/policy/timeout_ladder.hpp"
@@ -16,7 +18,7 @@ namespace georoute {
 
 // -- clearing-session decorator ---------------------------------------------
 
-/// ClearingSessionContainerClientRetryPolicy (§5.4): a decorator that never
+/// ClearingSessionContainerClientRetryPolicy (.NET): a decorator that never
 /// changes the retry decision. True when the inner policy gave up
 /// (`policy_retries` false) on a name-based request's 404 with substatus
 /// 1002: the collection name may have been reused, so its session tokens go.
@@ -86,8 +88,9 @@ enum class pkrange_lookup {
   load,            ///< load (no map) or refresh (a map): join or start one
 };
 
-/// The snapshot gate (§6.1, TryLookupAsync): with a map, an empty
-/// `known_etag` is a hit and a `known_etag` other than the map's means
+/// The snapshot gate (.NET PartitionKeyRangeCache
+/// (src/Routing/PartitionKeyRangeCache.cs), TryLookupAsync): with a map, an
+/// empty `known_etag` is a hit and a `known_etag` other than the map's means
 /// someone refreshed since; otherwise load. The caller tells a cold load
 /// from a refresh by `has_map`.
 pkrange_lookup decide_pkrange_lookup(bool has_map, std::string_view map_etag,

@@ -56,8 +56,7 @@ const char* to_string(ppaf_trigger x) {
 }
 
 partition_failover::partition_failover(partition_failover_options options)
-    : options_(options) {
-}
+    : options_(options) {}
 
 std::string partition_failover::key_of(std::string_view rid,
                                        std::string_view range) {

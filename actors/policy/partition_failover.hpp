@@ -137,7 +137,8 @@ public:
                   std::string_view region, std::string_view write_region);
 
   /// Drops the overrides whose region is not in `account_read_regions`.
-  std::size_t retain_regions(const std::vector<std::string>& account_read_regions);
+  std::size_t
+  retain_regions(const std::vector<std::string>& account_read_regions);
 
   /// Drops the entry of one range (it split or merged).
   bool forget_range(std::string_view collection_rid, std::string_view range_id);

@@ -1,10 +1,10 @@
 #pragma once
 
-// The partition-key-range map of one collection (reference §6.2,
-// CollectionRoutingMap): an immutable, complete, sorted set of ranges
-// [min_inclusive, max_exclusive) that tiles ["", "FF") exactly, plus the ids
-// of the ranges that split away (the gone set) and the change-feed etag that
-// the next incremental read sends as If-None-Match.
+// The partition-key-range map of one collection (.NET CollectionRoutingMap
+// (src/Routing/CollectionRoutingMap.cs), CollectionRoutingMap): an immutable,
+// complete, sorted set of ranges [min_inclusive, max_exclusive) that tiles ["",
+// "FF") exactly, plus the ids of the ranges that split away (the gone set) and
+// the change-feed etag that the next incremental read sends as If-None-Match.
 //
 // A map is built whole or not at all: `create_complete` and `try_combine`
 // return a problem (overlap, gap, missing first or last range) instead of a

@@ -1,7 +1,8 @@
 #pragma once
 
-// The vocabulary of the retry policies (routing reference §3) and the 429
-// throttle policy (§3.7, ResourceThrottleRetryPolicy).
+// The vocabulary of the retry policies (.NET ClientRetryPolicy,
+// src/ClientRetryPolicy.cs) and the 429 throttle policy (.NET
+// ResourceThrottleRetryPolicy).
 //
 // Every policy here splits "would this outcome be retried?" from "do it
 // now": `evaluate` is a const function of the outcome and the policy's
@@ -53,7 +54,7 @@ struct failure_signal {
   }
 };
 
-/// The 429 budget (§3.7; the reference defaults).
+/// The 429 budget (the .NET SDK's defaults).
 struct throttle_options {
   /// Retries of throttled attempts per operation.
   uint32_t max_attempts = 9;
@@ -80,10 +81,11 @@ struct throttle_verdict {
   throttle_state next; ///< the counters after this verdict
 };
 
-/// §3.7: only 429 is retried; the delay is exactly the server's
-/// retry-after (`default_delay` when absent or 0); retry while
-/// attempts < max_attempts, delay < max_wait and cumulative + delay <=
-/// max_wait. The delay counts against the cumulative budget.
+/// .NET ResourceThrottleRetryPolicy and the metadata retry policies: only 429
+/// is retried; the delay is exactly the server's retry-after (`default_delay`
+/// when absent or 0); retry while attempts < max_attempts, delay < max_wait and
+/// cumulative + delay <= max_wait. The delay counts against the cumulative
+/// budget.
 throttle_verdict evaluate_throttle(const throttle_options& options,
                                    const throttle_state& state,
                                    const failure_signal& signal);

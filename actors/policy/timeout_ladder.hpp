@@ -1,8 +1,9 @@
 #pragma once
 
-// HTTP timeout ladders (routing reference §4): per request kind, the list of
-// per-attempt timeouts and the delay after each failed attempt. Pure data and
-// a selection function; the transport applies one step per attempt.
+// HTTP timeout ladders (.NET HttpTimeoutPolicy, src/HttpClient/): per request
+// kind, the list of per-attempt timeouts and the delay after each failed
+// attempt. Pure data and a selection function; the transport applies one step
+// per attempt.
 
 #include "actors/policy/result.hpp"
 
@@ -71,7 +72,8 @@ struct ladder_choice {
   bool retry_408;
 };
 
-/// Selects the ladder for `kind` (reference §4, "Selection").
+/// Selects the ladder for `kind` (.NET HttpTimeoutPolicy (src/HttpClient/),
+/// "Selection").
 ladder_choice choose_ladder(const timeout_ladders& ladders, request_kind kind,
                             bool per_partition_failover = false);
 

@@ -43,8 +43,8 @@ bool carries_tracking_id(std::string_view body, std::string_view id);
 /// What the final answer to a write means when an earlier copy of it may
 /// have been applied.
 enum class write_echo : uint8_t {
-  none,          ///< the answer is what it says
-  check_tracking, ///< read the document: its tracking id decides
+  none,                  ///< the answer is what it says
+  check_tracking,        ///< read the document: its tracking id decides
   deleted_maybe_by_self, ///< a remove's 404: gone, possibly by this remove
 };
 

@@ -1,4 +1,4 @@
-// The collection cache's contract (routing reference §5.3-5.4) and the design
+// The collection cache's contract (.NET CollectionCache (src/Routing/CollectionCache.cs) and .NET ClearingSessionContainerClientRetryPolicy) and the design
 // rule: a caller's timeout is only a reply timeout on the caller; the fetch
 // in the retry actor goes on, lands in the cache and answers every caller
 // still waiting. Virtual time.

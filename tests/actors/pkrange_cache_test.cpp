@@ -1,4 +1,4 @@
-// The partition-range cache's contract (routing reference §6.1-6.2): the
+// The partition-range cache's contract (.NET PartitionKeyRangeCache (src/Routing/PartitionKeyRangeCache.cs) and .NET CollectionRoutingMap (src/Routing/CollectionRoutingMap.cs)): the
 // incremental feed looped until 304, complete maps or nothing, refresh only
 // if nobody refreshed since, and the design rule: a caller's timeout never
 // stops a load, which goes on and fills the cache. Virtual time.

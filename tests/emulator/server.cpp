@@ -23,7 +23,7 @@
 // and admin calls are wrapped, and every error_code overload is used.
 //
 // One file past the usual size on purpose: a Beast translation unit costs
-// about 45 s and 1 GB to compile (CAF/Beast notes §0), so the sessions, the
+// about 45 s and 1 GB to compile (measured), so the sessions, the
 // listeners and the `emulator` class that owns them stay in one.
 
 #include "tests/emulator/server.hpp"

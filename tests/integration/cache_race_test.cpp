@@ -95,7 +95,8 @@ TEST_F(CacheRace,
   EXPECT_EQ(after->refreshes, before->refreshes + 1) << "not a refresh";
   EXPECT_EQ(after->misses, before->misses) << "a cold load, not a refresh";
   // The partition-range policy hops regions without marking or refreshing
-  // (reference §3.7): West stays first in the table, the map came from East.
+  // (.NET ResourceThrottleRetryPolicy and the metadata retry policies): West
+  // stays first in the table, the map came from East.
   auto rs = retry_stats_now();
   EXPECT_EQ(rs.marks, 0u);
   EXPECT_GE(rs.retries, 1u);

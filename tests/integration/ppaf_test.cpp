@@ -30,12 +30,11 @@ protected:
   static strings attempts_of(const diagnostics& d) {
     strings out;
     for (const auto& a : d.attempts)
-      out.push_back(a.region + " " +
-                    (a.status ? std::to_string(a.status) +
-                                    (a.substatus ? "/" + std::to_string(
-                                                             a.substatus)
-                                                 : "")
-                              : a.failure));
+      out.push_back(
+          a.region + " " +
+          (a.status ? std::to_string(a.status) +
+                          (a.substatus ? "/" + std::to_string(a.substatus) : "")
+                    : a.failure));
     return out;
   }
 
@@ -68,8 +67,8 @@ TEST_F(PerPartitionFailover, RangeMoves_WritesFollow_OtherRangeStays) {
   auto it = pk_by_range.begin();
   auto moved = it->first;
   auto other = std::next(it)->first;
-  ASSERT_TRUE(emu->control().move_partition_write_region("d", "c", moved,
-                                                         "East US"));
+  ASSERT_TRUE(
+      emu->control().move_partition_write_region("d", "c", moved, "East US"));
   auto marks_before = stats().marks;
   // The first write of the moved range meets 403/3 in West and is retried
   // at once in East (the next of the account's read regions).
@@ -105,7 +104,8 @@ TEST_F(PerPartitionFailover, MovedBack_OneExtraRoundTrip) {
   // marked: the account-level path would mark one).
   auto b = create("a2", moved);
   ASSERT_TRUE(b) << sys->render(b.error());
-  EXPECT_EQ(attempts_of(b->diag), (strings{"North Europe 403/3", "West US 201"}));
+  EXPECT_EQ(attempts_of(b->diag),
+            (strings{"North Europe 403/3", "West US 201"}));
   ASSERT_FALSE(b->diag.attempts.empty());
   EXPECT_NE(b->diag.attempts.front().retry_reason.find("write region"),
             std::string::npos)
@@ -127,8 +127,8 @@ protected:
 TEST_F(PerPartitionFailoverSilentAccount, NotFollowed_NoWriteGoesToEast) {
   find_ranges();
   auto moved = pk_by_range.begin()->first;
-  ASSERT_TRUE(emu->control().move_partition_write_region("d", "c", moved,
-                                                         "East US"));
+  ASSERT_TRUE(
+      emu->control().move_partition_write_region("d", "c", moved, "East US"));
   auto a = create("a1", moved);
   // The account-level path: West is the account's write region, the write
   // is never sent to East on a guess.

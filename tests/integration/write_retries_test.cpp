@@ -59,9 +59,7 @@ protected:
     return out;
   }
 
-  static std::string text(const caf::error& e) {
-    return context_of(e);
-  }
+  static std::string text(const caf::error& e) { return context_of(e); }
 
   std::string stored_tracking_id(const std::string& id) {
     auto r = route(point(data_op::read, id));

@@ -1,5 +1,8 @@
-// The client retry policy (routing reference §3): one row per line of the
-// decision table (§3.3), and the endpoint-failover budget and routes (§3.4).
+// The client retry policy (.NET ClientRetryPolicy, src/ClientRetryPolicy.cs):
+// one row per line of the decision table
+// (ClientRetryPolicy.ShouldRetryInternalAsync's branches), and the
+// endpoint-failover budget and routes
+// (ClientRetryPolicy.ShouldRetryOnEndpointFailureAsync).
 
 #include "actors/policy/client_retry_policy.hpp"
 #include "tests/policy/retry_fixture.hpp"
@@ -120,7 +123,9 @@ std::vector<decision_row> decision_rows() {
        multi_write_facts(),
        fs::http(503),
        {true, 0ms, 1, true}},
-      // georoute's one deviation from §3.6 (the reference: no retry): the
+      // georoute's one deviation from
+      // ClientRetryPolicy.ShouldRetryOnUnavailableEndpointStatusCodes (the
+      // reference: no retry): the
       // account is read again and the write retried once.
       {"ServiceUnavailable_SingleMasterWrite_RefreshThenRetryOnce",
        single_write_facts(),
@@ -260,7 +265,8 @@ INSTANTIATE_TEST_SUITE_P(ClientRetryPolicy, DecisionTable,
                            return std::string(info.param.name);
                          });
 
-// -- EF budget (§3.4) ------------------------------------------------------
+// -- EF budget (ClientRetryPolicy.ShouldRetryOnEndpointFailureAsync)
+// ------------------------------------------------------
 
 TEST(ClientRetryPolicy, EndpointFailover_121Allowed_122ndRefused) {
   client_retry_policy policy;
@@ -307,9 +313,11 @@ TEST(ClientRetryPolicy, EndpointFailover_Write_FirstAtOnceThenInterval) {
 
 // ValidateRetryOnWriteForbiddenExceptionAsync: the index walks the failover
 // count, so branch A flips between the first two write regions.
-// The deviation from §3.6: a single-master write's first 503 reads the
-// account and retries once; the second 503 of the same operation is final,
-// and a 503 after another retry path (connection failure) is too.
+// The deviation from
+// ClientRetryPolicy.ShouldRetryOnUnavailableEndpointStatusCodes: a
+// single-master write's first 503 reads the account and retries once; the
+// second 503 of the same operation is final, and a 503 after another retry path
+// (connection failure) is too.
 TEST(ClientRetryPolicy, ServiceUnavailable_SingleMasterWrite_OnlyOnce) {
   client_retry_policy policy;
   auto first =

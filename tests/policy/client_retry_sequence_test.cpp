@@ -1,6 +1,7 @@
-// The client retry policy over several attempts (routing reference §3.5,
-// §3.6): the 404.1002 walks, the single cross-region retry, the retry
-// context and the counters.
+// The client retry policy over several attempts
+// (ClientRetryPolicy.ShouldRetryOnSessionNotAvailable,
+// ClientRetryPolicy.ShouldRetryOnUnavailableEndpointStatusCodes): the 404.1002
+// walks, the single cross-region retry, the retry context and the counters.
 
 #include "actors/policy/client_retry_policy.hpp"
 #include "tests/policy/retry_fixture.hpp"
@@ -13,7 +14,8 @@ using namespace georoute;
 using namespace georoute::retry_fixture;
 using namespace std::chrono_literals;
 
-// -- 404.1002 (§3.5) -------------------------------------------------------
+// -- 404.1002 (ClientRetryPolicy.ShouldRetryOnSessionNotAvailable)
+// -------------------------------------------------------
 
 // ValidateRetryOnSessionNotAvailableWithEndpointDiscovery*: three attempts,
 // all to the write region, the third with the hub-only header.
@@ -100,7 +102,8 @@ TEST(ClientRetryPolicy, SessionNotAvailable_NameBasedGivesUp_ClearsSession) {
   EXPECT_TRUE(last.clear_session_token);
 }
 
-// -- UE (§3.6) -------------------------------------------------------------
+// -- UE (ClientRetryPolicy.ShouldRetryOnUnavailableEndpointStatusCodes)
+// -------------------------------------------------------------
 
 TEST(ClientRetryPolicy, ServiceUnavailable_AcrossStatuses_AtMostOnce) {
   client_retry_policy policy;
@@ -114,7 +117,8 @@ TEST(ClientRetryPolicy, ServiceUnavailable_AcrossStatuses_AtMostOnce) {
 }
 
 // The one retry a 503 allows is spent by any path that takes it: after a
-// refused one (410.1022 on a single-master write, as §3.6 says) and after
+// refused one (410.1022 on a single-master write, as
+// ClientRetryPolicy.ShouldRetryOnUnavailableEndpointStatusCodes says) and after
 // georoute's refresh-and-retry of a single-master write's 503 (its
 // deviation), a later 503 is not retried.
 TEST(ClientRetryPolicy, ServiceUnavailable_RefusedFirst_StillCountsAttempt) {

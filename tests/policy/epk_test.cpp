@@ -1,7 +1,8 @@
 // EPK hash V2, the length-aware EPK order and the partition-key header
-// parser. The expected EPKs are the vectors of reference §6.3: the first
-// group is asserted by the .NET SDK (PartitionKeyInternalTest.cs), the second
-// was computed by an independent reimplementation.
+// parser. The expected EPKs are the SDKs' effective-partition-key vectors (hash
+// V2): the first group is asserted by the .NET SDK
+// (PartitionKeyInternalTest.cs), the second was computed by an independent
+// reimplementation.
 
 #include "actors/policy/epk.hpp"
 
@@ -222,7 +223,8 @@ TEST(Epk, String_Cyrillic100_MatchesSdkVector) {
             "16102F19448867537E51BB4377962AF9");
 }
 
-// -- Vectors computed independently (reference §6.3, second table) -----------
+// -- Vectors computed independently (the SDKs' hash V2, a second set)
+// -----------
 
 TEST(Epk, String_Empty_MatchesComputedVector) {
   EXPECT_EQ(epk_v2({str("")}), "32E9366E637A71B4E710384B2F4970A0");

@@ -315,8 +315,8 @@ TEST(HedgedOperation, EveryArmNonFinal_AllAnswered_OnlyAfterArm0) {
   auto s = h.advance(e.env(), op.primary, t, t0 + 1s, false);
   ASSERT_EQ(s.sends.size(), 1u);
   // Arm 1 fails; arm 0 is still out: the operation goes on.
-  auto a = h.on_arm_result(1, http_answer(503), 0, e.env(), op.primary, true,
-                           t, t0 + 1100ms, false);
+  auto a = h.on_arm_result(1, http_answer(503), 0, e.env(), op.primary, true, t,
+                           t0 + 1100ms, false);
   EXPECT_EQ(a.ends, arm_answer::end::none);
   EXPECT_TRUE(a.next.sends.empty());
   EXPECT_FALSE(a.next.wake_at);
@@ -388,8 +388,8 @@ TEST(HedgedOperation, Breaker_HedgeWinAgainstArm0_Counted) {
   operation op2{e, t};
   auto h2 = *hedged_operation::plan(e.env(), read_ask(), op2.primary, t, t0);
   h2.advance(e.env(), op2.primary, t, t0 + 1s, false);
-  auto b = h2.on_arm_result(1, http_answer(200), 1, e.env(), op2.primary,
-                            false, t, t0 + 1100ms, false);
+  auto b = h2.on_arm_result(1, http_answer(200), 1, e.env(), op2.primary, false,
+                            t, t0 + 1100ms, false);
   EXPECT_EQ(b.ends, arm_answer::end::final_result);
   EXPECT_FALSE(b.hedge_win);
 }
@@ -427,8 +427,7 @@ TEST(SettleLateAttempt, Timeout_ClimbsTheLadder_UntilMarked) {
   // Once somebody marked East for reads, a timeout climbs no further: its
   // effects run instead.
   auto marked = t.with_mark(east, true, false, t0 + 7s);
-  s = settle_late_attempt(op.primary, no_answer(true, true), marked,
-                          t0 + 12s);
+  s = settle_late_attempt(op.primary, no_answer(true, true), marked, t0 + 12s);
   EXPECT_FALSE(s.resend);
 }
 
@@ -446,8 +445,7 @@ TEST(SettleLateAttempt, ConnectionRefused_MarksAndRefreshes) {
   auto t = fixture();
   engine e;
   operation op{e, t};
-  auto s =
-      settle_late_attempt(op.primary, no_answer(false, false), t, t0 + 1s);
+  auto s = settle_late_attempt(op.primary, no_answer(false, false), t, t0 + 1s);
   EXPECT_FALSE(s.resend);
   EXPECT_EQ(s.effects.mark_endpoint, east);
   EXPECT_TRUE(s.effects.mark_read);

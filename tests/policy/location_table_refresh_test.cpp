@@ -1,7 +1,7 @@
-// The location table's refresh verdict (routing reference §1.7), one case
-// per row, and a port of LocationCacheTests.ValidateAsync (§1.9): with the
-// first k regions marked, the verdict, the lists, the resolution, and the
-// revert after the marks expire.
+// The location table's refresh verdict (LocationCache.ShouldRefreshEndpoints),
+// one case per row, and a port of LocationCacheTests.ValidateAsync (.NET
+// LocationCacheTests): with the first k regions marked, the verdict, the lists,
+// the resolution, and the revert after the marks expire.
 
 #include "actors/policy/location_table.hpp"
 #include "tests/policy/location_fixture.hpp"
@@ -14,7 +14,8 @@
 using namespace georoute;
 using namespace georoute::location_fixture;
 
-// -- should_refresh_endpoints (§1.7), one case per row ---------------------
+// -- should_refresh_endpoints (LocationCache.ShouldRefreshEndpoints), one case
+// per row ---------------------
 
 namespace {
 
@@ -181,7 +182,8 @@ TEST(LocationTable, ValidateAsync_FirstRegionsMarked_RowsResolutionRevert) {
               EXPECT_EQ(v.refresh, w > 0);
             }
 
-            // §1.5 resolution for document reads and writes.
+            // LocationCache.ResolveServiceEndpoint resolution for document
+            // reads and writes.
             EXPECT_EQ(resolve_ep(t, req(op_kind::read, 0), now), reads[0]);
             EXPECT_EQ(resolve_ep(t, req(op_kind::read, 1), now),
                       reads[1 % reads.size()]);

@@ -1,6 +1,8 @@
-// The location table (routing reference §1): account order and preference
-// order, demotion and expiry of marks, resolution (§1.5), exclusions and
-// their fallback (§1.6), and region names (§1.8).
+// The location table (.NET LocationCache, src/Routing/LocationCache.cs):
+// account order and preference order, demotion and expiry of marks, resolution
+// (LocationCache.ResolveServiceEndpoint), exclusions and their fallback
+// (LocationCache.GetApplicableEndpoints), and region names (LocationCache's
+// region-name helpers).
 
 #include "actors/policy/location_table.hpp"
 #include "tests/policy/location_fixture.hpp"
@@ -139,7 +141,8 @@ TEST(LocationTable, RegionalDefaultEndpoint_NoPreferences_PinsClient) {
   EXPECT_FALSE(t.should_refresh_endpoints(t0).refresh);
 }
 
-// -- region names (ValidateGetLocation, §1.8) ------------------------------
+// -- region names (ValidateGetLocation, LocationCache's region-name helpers)
+// ------------------------------
 
 TEST(LocationTable, RegionOf_EveryEndpoint_OwnRegionOrFirstWriteRegion) {
   auto t = fixture(false);
@@ -256,7 +259,8 @@ TEST(LocationTable, ExpiredMarksDropped_OnlyExpiredGo) {
   EXPECT_EQ(t.mark_count(), 2u); // the original is unchanged
 }
 
-// -- resolution (§1.5) -----------------------------------------------------
+// -- resolution (LocationCache.ResolveServiceEndpoint)
+// -----------------------------------------------------
 
 TEST(LocationTable, Resolve_Table_BranchesAndIndices) {
   struct row {
@@ -356,7 +360,8 @@ TEST(LocationTable, Resolve_DiscoveryOff_DefaultEverywhere) {
   EXPECT_EQ(t.resolve(req(op_kind::read), t0).region, "East US");
 }
 
-// -- exclusions (§1.6, VerifyRegionExcludedTest) ---------------------------
+// -- exclusions (LocationCache.GetApplicableEndpoints,
+// VerifyRegionExcludedTest) ---------------------------
 
 TEST(LocationTable, Exclusions_Table_PreferredMinusExcluded) {
   struct row {

@@ -55,8 +55,8 @@ struct operation {
   }
 
   // The primary's attempt failed with `r`: its loop decides, then the hedge.
-  std::pair<loop_step, metadata_primary_step> primary_fails(
-      const attempt_result& r, policy_time at) {
+  std::pair<loop_step, metadata_primary_step>
+  primary_fails(const attempt_result& r, policy_time at) {
     auto step = primary.on_result(r, table, at, false);
     return {step, hedge->on_primary_failure(r, step)};
   }
@@ -207,8 +207,8 @@ TEST(MetadataHedgeMachine, PrimaryGaveUp_HedgeMayStillAnswer) {
   ASSERT_TRUE(op.hedge->primary_gave_up());
   EXPECT_EQ(*op.hedge->primary_gave_up(), "no region left");
   // The hedge fails too: the operation ends with the primary's reason.
-  auto a = op.hedge->on_hedge_result(http_answer(503), op.slots, op.table,
-                                     t0 + 2s);
+  auto a =
+      op.hedge->on_hedge_result(http_answer(503), op.slots, op.table, t0 + 2s);
   EXPECT_EQ(a.then, next::end_primary);
 }
 

@@ -1,6 +1,7 @@
-// The metadata path's pure decisions: the clearing-session decorator (§5.4),
-// the failed attempt to retry signal mapping, and the lookup gates of the
-// collection cache and the partition-range cache.
+// The metadata path's pure decisions: the clearing-session decorator (.NET
+// ClearingSessionContainerClientRetryPolicy), the failed attempt to retry
+// signal mapping, and the lookup gates of the collection cache and the
+// partition-range cache.
 
 #include "actors/policy/metadata_rules.hpp"
 

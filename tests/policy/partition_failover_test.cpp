@@ -72,8 +72,7 @@ TEST(PartitionFailover, AccountFlag_ExplicitValuesOnly_SilenceKeepsLast) {
   auto acc = fixture_account(false); // says nothing
   EXPECT_TRUE(on.with_account(acc, t0 + 1s).account_per_partition_failover());
   acc.per_partition_failover = false;
-  EXPECT_FALSE(
-      on.with_account(acc, t0 + 2s).account_per_partition_failover());
+  EXPECT_FALSE(on.with_account(acc, t0 + 2s).account_per_partition_failover());
 }
 
 TEST(PartitionFailover, SingleReadRegion_NeverApplies) {
@@ -126,25 +125,25 @@ TEST(PartitionFailover, WriteForbidden_MovesToNextAccountRegion_RangeOnly) {
 TEST(PartitionFailover, VisitsEveryAccountRegionOnce_ThenExhausted) {
   for (auto trigger :
        {ppaf_trigger::service_unavailable, ppaf_trigger::write_forbidden})
-  for (std::size_t n = 2; n <= 12; ++n) {
-    strings regions;
-    for (std::size_t i = 0; i < n; ++i)
-      regions.push_back("Region " + std::to_string(i));
-    partition_failover p;
-    std::string at = regions[0];
-    strings visited{at};
-    for (std::size_t k = 1; k < n; ++k) {
-      auto m = p.on_failure(rid, "1", at, trigger, regions, regions[0], t0);
-      ASSERT_EQ(m.what, mk::moved) << n << " regions, move " << k;
-      at = m.region;
-      visited.push_back(at);
+    for (std::size_t n = 2; n <= 12; ++n) {
+      strings regions;
+      for (std::size_t i = 0; i < n; ++i)
+        regions.push_back("Region " + std::to_string(i));
+      partition_failover p;
+      std::string at = regions[0];
+      strings visited{at};
+      for (std::size_t k = 1; k < n; ++k) {
+        auto m = p.on_failure(rid, "1", at, trigger, regions, regions[0], t0);
+        ASSERT_EQ(m.what, mk::moved) << n << " regions, move " << k;
+        at = m.region;
+        visited.push_back(at);
+      }
+      EXPECT_EQ(visited, regions) << n;
+      auto last = p.on_failure(rid, "1", at, trigger, regions, regions[0], t0);
+      EXPECT_EQ(last.what, mk::exhausted) << n;
+      EXPECT_EQ(p.size(), 0u) << n;
+      EXPECT_EQ(p.override_for(rid, "1"), std::nullopt) << n;
     }
-    EXPECT_EQ(visited, regions) << n;
-    auto last = p.on_failure(rid, "1", at, trigger, regions, regions[0], t0);
-    EXPECT_EQ(last.what, mk::exhausted) << n;
-    EXPECT_EQ(p.size(), 0u) << n;
-    EXPECT_EQ(p.override_for(rid, "1"), std::nullopt) << n;
-  }
 }
 
 TEST(PartitionFailover, StaleFailure_DoesNotMoveAgain) {
@@ -243,8 +242,8 @@ TEST(PartitionFailover, Success_ClearsTimeoutCount) {
   partition_failover_options o;
   o.timeout_threshold = 2;
   partition_failover p{o};
-  p.on_failure(rid, "1", "East US", ppaf_trigger::client_timeout,
-               account_order, "East US", t0);
+  p.on_failure(rid, "1", "East US", ppaf_trigger::client_timeout, account_order,
+               "East US", t0);
   p.on_success(rid, "1", "East US", "East US");
   EXPECT_EQ(p.on_failure(rid, "1", "East US", ppaf_trigger::client_timeout,
                          account_order, "East US", t0 + 1s)
@@ -277,12 +276,13 @@ struct write_op {
   attempt_loop loop;
   explicit write_op(partition_failover* p, std::string range = "1",
                     strings excluded = {})
-      : loop([&] {
-          auto c = write_loop(p);
-          c.excluded_regions = std::move(excluded);
-          return c;
-        }(),
-             ladders) {
+      : loop(
+            [&] {
+              auto c = write_loop(p);
+              c.excluded_regions = std::move(excluded);
+              return c;
+            }(),
+            ladders) {
     loop.set_partition(rid, std::move(range));
   }
   attempt_plan next(const location_table& t, policy_time at = t0) {

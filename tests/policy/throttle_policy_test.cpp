@@ -1,6 +1,7 @@
-// The throttling policies (routing reference §3.7): the 429 throttle policy
-// (9 attempts, 30 s cumulative, the server's delay exactly, 5 s without
-// one) and the partition-range policy (region hops, then the throttle).
+// The throttling policies (.NET ResourceThrottleRetryPolicy and the metadata
+// retry policies): the 429 throttle policy (9 attempts, 30 s cumulative, the
+// server's delay exactly, 5 s without one) and the partition-range policy
+// (region hops, then the throttle).
 
 #include "actors/policy/client_retry_policy.hpp"
 #include "actors/policy/throttle_policy.hpp"

@@ -1,6 +1,6 @@
-// HTTP timeout ladders (routing reference §4): the ladder and flags chosen
-// per request kind, the reference values of each ladder, and the parsing and
-// rendering of ladder steps and durations.
+// HTTP timeout ladders (.NET HttpTimeoutPolicy, src/HttpClient/): the ladder
+// and flags chosen per request kind, the reference values of each ladder, and
+// the parsing and rendering of ladder steps and durations.
 
 #include "actors/policy/timeout_ladder.hpp"
 
@@ -36,7 +36,8 @@ TEST(TimeoutLadder, ChooseLadder_EveryKind_ReferenceSelection) {
     bool retry_408;
   };
   const std::vector<row> rows = {
-      // §4: "Account reads use ControlPlaneRead".
+      // .NET HttpTimeoutPolicy (src/HttpClient/): "Account reads use
+      // ControlPlaneRead".
       {"AccountRead_Default_ControlPlaneReadTimeoutsNot408",
        request_kind::account_read, false, &l.control_plane_read, true, false},
       {"QueryPlan_Default_HotPathTimeoutsAnd408", request_kind::query_plan,

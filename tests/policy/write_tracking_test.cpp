@@ -76,9 +76,9 @@ TEST(WriteTracking, Echo_Table) {
       {"Remove204_AsIs", write_op::remove, false, true, 204, we::none},
   };
   for (const auto& r : rows)
-    EXPECT_EQ(classify_write_echo(r.op, r.conditional, r.maybe_applied,
-                                  r.status),
-              r.expected)
+    EXPECT_EQ(
+        classify_write_echo(r.op, r.conditional, r.maybe_applied, r.status),
+        r.expected)
         << r.name;
 }
 
