@@ -1019,6 +1019,22 @@ void on_outcome(self_ptr self, uint64_t id, uint32_t arm,
     on_read_back(self, id, o);
     return;
   }
+  if (i->second.echo) {
+    // A read-back decides this write now: another arm's success ends it,
+    // its failure cannot (it would end the operation before the read-back
+    // tells whether the echo was its own first copy).
+    auto& op = i->second;
+    auto& rec = op.diag.attempts[arm == 0 ? op.primary_record
+                                          : op.arms[arm - 1].record];
+    record_answer(self, op, rec, o,
+                  arm == 0 ? op.attempt_started : op.arms[arm - 1].started);
+    capture_session(st, op, o);
+    if (o.success() && !success_body_problem(op.req.op, o)) {
+      if (arm == 0) op.waiting = waiting_for::nothing; // it answered
+      finish_ok(self, id, o, arm);
+    }
+    return;
+  }
   if (arm > 0) {
     on_hedge_outcome(self, id, arm, o);
     return;
