@@ -1024,8 +1024,9 @@ void on_outcome(self_ptr self, uint64_t id, uint32_t arm,
     // its failure cannot (it would end the operation before the read-back
     // tells whether the echo was its own first copy).
     auto& op = i->second;
-    auto& rec = op.diag.attempts[arm == 0 ? op.primary_record
-                                          : op.arms[arm - 1].record];
+    auto& rec =
+        op.diag
+            .attempts[arm == 0 ? op.primary_record : op.arms[arm - 1].record];
     record_answer(self, op, rec, o,
                   arm == 0 ? op.attempt_started : op.arms[arm - 1].started);
     capture_session(st, op, o);

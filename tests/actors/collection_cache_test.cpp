@@ -1,7 +1,9 @@
-// The collection cache's contract (.NET CollectionCache (src/Routing/CollectionCache.cs) and .NET ClearingSessionContainerClientRetryPolicy) and the design
-// rule: a caller's timeout is only a reply timeout on the caller; the fetch
-// in the retry actor goes on, lands in the cache and answers every caller
-// still waiting. Virtual time.
+// The collection cache's contract (.NET CollectionCache
+// (src/Routing/CollectionCache.cs) and .NET
+// ClearingSessionContainerClientRetryPolicy) and the design rule: a caller's
+// timeout is only a reply timeout on the caller; the fetch in the retry actor
+// goes on, lands in the cache and answers every caller still waiting. Virtual
+// time.
 
 #include "actors/collection_cache.hpp"
 #include "tests/actors/actor_fixture.hpp"

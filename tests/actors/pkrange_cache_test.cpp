@@ -1,7 +1,9 @@
-// The partition-range cache's contract (.NET PartitionKeyRangeCache (src/Routing/PartitionKeyRangeCache.cs) and .NET CollectionRoutingMap (src/Routing/CollectionRoutingMap.cs)): the
-// incremental feed looped until 304, complete maps or nothing, refresh only
-// if nobody refreshed since, and the design rule: a caller's timeout never
-// stops a load, which goes on and fills the cache. Virtual time.
+// The partition-range cache's contract (.NET PartitionKeyRangeCache
+// (src/Routing/PartitionKeyRangeCache.cs) and .NET CollectionRoutingMap
+// (src/Routing/CollectionRoutingMap.cs)): the incremental feed looped until
+// 304, complete maps or nothing, refresh only if nobody refreshed since, and
+// the design rule: a caller's timeout never stops a load, which goes on and
+// fills the cache. Virtual time.
 
 #include "actors/pkrange_cache.hpp"
 #include "actors/policy/routing_map.hpp"

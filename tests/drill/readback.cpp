@@ -1,7 +1,6 @@
 #include "tests/drill/readback.hpp"
 
 #include <nlohmann/json.hpp>
-
 #include <thread>
 
 namespace georoute::drill {

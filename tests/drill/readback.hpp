@@ -36,7 +36,7 @@ struct readback_result {
   /// duplicated).
   uint64_t tracked = 0;
   uint64_t foreign = 0;
-  std::string foreign_example; ///< "id: stored <tracking id>"
+  std::string foreign_example;    ///< "id: stored <tracking id>"
   std::string missing_example;    ///< "id: what came back"
   std::string unverified_example; ///< "id: what came back last"
 };

@@ -140,9 +140,9 @@ TEST(Readback, TrackingId_AnotherOne_IsSomebodyElsesDocument) {
   f.answers["own"] = {with("t-own")};
   f.answers["other"] = {with("t-late-copy")};
   f.answers["untracked"] = {status(200)};
-  auto r = verify_writes(
-      b.ids, b.reads, [&](auto reqs) { return f.send(std::move(reqs)); }, 2,
-      0ms, {"t-own", "t-other", ""});
+  auto r = verify_writes(b.ids, b.reads,
+                         [&](auto reqs) { return f.send(std::move(reqs)); }, 2,
+                         0ms, {"t-own", "t-other", ""});
   EXPECT_EQ(r.found, 3u);
   EXPECT_EQ(r.tracked, 2u);
   EXPECT_EQ(r.foreign, 1u);

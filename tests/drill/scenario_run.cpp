@@ -654,13 +654,13 @@ void scenario_run::common_criteria() {
           (rb.missing_example.empty() ? "" : " (" + rb.missing_example + ")"),
       rb.missing == 0 && rb.checked > 0);
   if (rb.tracked > 0 || engine_settings().retry.write_retries)
-    require("acknowledged writes that are somebody else's document (not "
-            "their own tracking id) = 0",
-            std::to_string(rb.foreign) + " of " + std::to_string(rb.tracked) +
-                " tracked" +
-                (rb.foreign_example.empty() ? ""
-                                            : " (" + rb.foreign_example + ")"),
-            rb.foreign == 0 && rb.tracked > 0);
+    require(
+        "acknowledged writes that are somebody else's document (not "
+        "their own tracking id) = 0",
+        std::to_string(rb.foreign) + " of " + std::to_string(rb.tracked) +
+            " tracked" +
+            (rb.foreign_example.empty() ? "" : " (" + rb.foreign_example + ")"),
+        rb.foreign == 0 && rb.tracked > 0);
   require("every acknowledged write verified by a read-back (200 or 404)",
           std::to_string(rb.unverified) + " undecided after " +
               std::to_string(rb.rounds) + " round(s)" +

@@ -147,8 +147,8 @@ TEST(DrillWriteRetries, S1a_NoWriteFailure_EveryDocumentItsOwn) {
   const auto& s = report.scenarios.front();
   bool tracked = false, strict = false;
   for (const auto& c : s.criteria) {
-    if (c.requirement.rfind("acknowledged writes that are somebody else's", 0) ==
-        0)
+    if (c.requirement.rfind("acknowledged writes that are somebody else's",
+                            0) == 0)
       tracked = true;
     if (c.requirement == "user-visible failures = 0") strict = true;
   }

@@ -58,7 +58,7 @@ struct op_record {
   /// A hedge went out (an arm after the primary), and it won.
   bool hedged = false;
   bool hedge_won = false;
-  std::string error;      ///< failures: the engine's error text
+  std::string error; ///< failures: the engine's error text
   /// Writes that succeeded: "id\npk".
   std::string written_id;
   /// Their `_trackingId` when they carried one (write retries on).

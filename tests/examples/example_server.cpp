@@ -19,7 +19,7 @@
 #include "transport/auth.hpp"
 #include "transport/http_client.hpp"
 #ifdef GEOROUTE_EXAMPLE_EMULATOR
-#include "tests/emulator/emulator.hpp"
+#  include "tests/emulator/emulator.hpp"
 #endif
 
 #include <caf/all.hpp>
@@ -59,10 +59,11 @@ bool create_collection(const account& acc) {
   auto key = transport::parse_master_key(acc.key);
   if (!key) return false;
   transport::http_client http{transport::http_client_options{}};
-  for (auto [target, body] :
-       {std::pair<std::string, std::string>{"/dbs", R"({"id":"shop"})"},
-        {"/dbs/shop/colls",
-         R"({"id":"orders","partitionKey":{"paths":["/customer"],"kind":"Hash","version":2}})"}}) {
+  for (
+      auto [target, body] :
+      {std::pair<std::string, std::string>{"/dbs", R"({"id":"shop"})"},
+       {"/dbs/shop/colls",
+        R"({"id":"orders","partitionKey":{"paths":["/customer"],"kind":"Hash","version":2}})"}}) {
     transport::request r;
     r.method = "POST";
     r.endpoint = acc.endpoint;
@@ -90,10 +91,11 @@ caf::behavior order_desk(caf::event_based_actor* self, router_actor router,
   data_request place;
   place.op = data_op::create;
   place.collection_link = orders;
-  place.body = nlohmann::json{{"id", "order-" + std::to_string(n)},
-                              {"customer", customer},
-                              {"total", 10 * n}}
-                   .dump();
+  place.body = nlohmann::json{
+      {"id", "order-" + std::to_string(n)},
+      {"customer", customer},
+      {"total",
+       10 * n}}.dump();
   place.options = pk(customer);
   self->request(router, 2s, route_atom_v, place)
       .then(
@@ -107,8 +109,7 @@ caf::behavior order_desk(caf::event_based_actor* self, router_actor router,
                 .then(
                     [=](data_response& got) {
                       self->send(boss, caf::ok_atom_v,
-                                 "order " + std::to_string(n) +
-                                     " placed in " +
+                                 "order " + std::to_string(n) + " placed in " +
                                      placed.diag.attempts.back().region +
                                      ", read back (" +
                                      std::to_string(got.diag.attempts.size()) +
@@ -192,18 +193,17 @@ int main(int argc, char** argv) {
     for (int n = 0; n < desks; ++n)
       sys.spawn(order_desk, eng->router(), caf::actor{boss}, n);
     for (int i = 0; i < desks; ++i)
-      boss->receive(
-          [&](caf::ok_atom, const std::string& line) {
-            std::cout << line << "\n";
-          },
-          [&](failed_atom, const std::string& line) {
-            std::cout << line << "\n";
-            ++failed;
-          },
-          caf::after(30s) >> [&] {
-            std::cout << "a desk never reported\n";
-            ++failed;
-          });
+      boss->receive([&](caf::ok_atom,
+                        const std::string& line) { std::cout << line << "\n"; },
+                    [&](failed_atom, const std::string& line) {
+                      std::cout << line << "\n";
+                      ++failed;
+                    },
+                    caf::after(30s) >>
+                        [&] {
+                          std::cout << "a desk never reported\n";
+                          ++failed;
+                        });
     // Code that is not an actor uses the blocking client.
     client db{sys, *eng, 5s};
     auto o = db.read(orders, "order-3", pk("customer-3"));
