@@ -7,8 +7,8 @@
 // fault is lifted the same engine serves, every acknowledged write is in
 // the emulator and nothing unacknowledged was reported as a success.
 //
-// Each test is one row of /work/bad-input-table.md (the README table); the
-// decoders' own unit tests are named there too.
+// Each test is one row of the bad-input table in tests/integration/README.md;
+// the decoders' own unit tests are named there too.
 
 #include "tests/integration/engine_fixture.hpp"
 #include "transport/codecs.hpp"

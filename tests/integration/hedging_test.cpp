@@ -16,7 +16,7 @@ protected:
   std::function<void(config::settings&)> tweak;
 
   void configure() override {
-    settings.hedging.enabled = true; // off by default (README)
+    settings.hedging.enabled = true; // on by default; pinned here
     if (tweak) tweak(settings);
   }
 

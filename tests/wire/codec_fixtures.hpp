@@ -1,14 +1,14 @@
 #pragma once
 
-// Response bodies from gateway-protocol.md (A3, A4, A5, A8) shared by the
-// codec tests, and a helper to derive malformed variants from them.
+// Response bodies of the gateway (account, collection, pkranges, error) shared
+// by the codec tests, and a helper to derive malformed variants from them.
 
 #include <gtest/gtest.h>
 #include <string>
 
 namespace georoute::test {
 
-// gateway-protocol.md A3, verbatim but for the ports.
+// As the gateway sends it, verbatim but for the ports.
 constexpr const char* a3_account = R"json(
 {"_self":"","id":"test runacct","_rid":"test runacct.documents.azure.com","media":"//media/","addresses":"//addresses/","_dbs":"//dbs/",
  "writableLocations":[{"name":"Region A","databaseAccountEndpoint":"http://127.0.0.1:4301/"}],
@@ -22,7 +22,7 @@ constexpr const char* a3_account = R"json(
  "queryEngineConfiguration":"{\"maxSqlQueryInputLength\":262144,...}"}
 )json";
 
-// gateway-protocol.md A4 with the elided parts filled in.
+// As the gateway sends it with the elided parts filled in.
 constexpr const char* a4_collection = R"json(
 {"id":"c","_rid":"wRUaAK6VyWc=","_self":"dbs/wRUaAA==/colls/wRUaAK6VyWc=/","_etag":"\"00000a00-0000-0000-0000-000000000000\"","_ts":1700000000,
  "_docs":"docs/","_sprocs":"sprocs/","_triggers":"triggers/","_udfs":"udfs/","_conflicts":"conflicts/",
@@ -30,7 +30,7 @@ constexpr const char* a4_collection = R"json(
  "indexingPolicy":{"indexingMode":"consistent","automatic":true,"includedPaths":[{"path":"/*"}],"excludedPaths":[]},"geospatialConfig":{"type":"Geography"}}
 )json";
 
-// gateway-protocol.md A5 with the elided values filled in.
+// As the gateway sends it with the elided values filled in.
 constexpr const char* a5_pkranges = R"json(
 {"_rid":"wRUaAK6VyWc=","_count":2,"PartitionKeyRanges":[
  {"_rid":"wRUaAK6VyWcCAAAAAAAAUA==","id":"0","_etag":"\"00004a00-0000-0000-0000-000000000000\"","minInclusive":"","maxExclusive":"7F","ridPrefix":0,"_self":"dbs/wRUaAA==/colls/wRUaAK6VyWc=/pkranges/wRUaAK6VyWcCAAAAAAAAUA==/",
@@ -38,7 +38,7 @@ constexpr const char* a5_pkranges = R"json(
  {"id":"1","minInclusive":"7F","maxExclusive":"FF","parents":[]}]}
 )json";
 
-// gateway-protocol.md A8, verbatim.
+// As the gateway sends it, verbatim.
 constexpr const char* a8_plan = R"json(
 {"partitionedQueryExecutionInfoVersion":2,
  "queryInfo":{"distinctType":"None","top":null,"offset":null,"limit":null,
