@@ -16,10 +16,13 @@ public:
       : client_(std::move(client)) {
     if (!key.empty()) {
       auto parsed = transport::parse_master_key(key.reveal());
-      if (parsed)
-        key_ = std::make_shared<transport::master_key>(std::move(*parsed));
-      else
+      if (parsed) {
+        signer_ = std::make_unique<transport::hmac_signer>(*parsed);
+        if (!signer_->error().empty())
+          key_error_ = "the account key is not usable: " + signer_->error();
+      } else {
         key_error_ = "the account key is not usable: " + parsed.error().what;
+      }
     }
   }
 
@@ -32,15 +35,14 @@ public:
       done(std::move(o));
       return;
     }
-    if (key_)
-      transport::sign_request(req, *key_, std::chrono::system_clock::now(),
-                              req.rid_based);
+    if (signer_)
+      signer_->sign(req, std::chrono::system_clock::now(), req.rid_based);
     client_->send(std::move(req), std::move(done));
   }
 
 private:
   std::shared_ptr<transport::http_client> client_;
-  std::shared_ptr<transport::master_key> key_;
+  std::unique_ptr<transport::hmac_signer> signer_;
   std::string key_error_;
 };
 

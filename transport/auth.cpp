@@ -5,9 +5,12 @@
 #include <algorithm>
 #include <array>
 #include <ctime>
+#include <mutex>
+#include <openssl/core_names.h>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
+#include <openssl/params.h>
 
 namespace georoute::transport {
 
@@ -30,6 +33,11 @@ std::string lower(std::string_view s) {
   std::string r(s);
   std::transform(r.begin(), r.end(), r.begin(), ascii_lower);
   return r;
+}
+
+void append_lower(std::string& out, std::string_view s) {
+  for (char c : s)
+    out += ascii_lower(c);
 }
 
 bool iequals(std::string_view x, std::string_view y) {
@@ -372,6 +380,189 @@ void sign_request(request& req, const master_key& key,
   auto res = resource_for_path(req.target, rid_based);
   auto auth = authorization_header(key, req.method, res.type, res.link, date);
   hs.emplace_back("x-ms-date", date);
+  hs.emplace_back("x-ms-version", std::string(api_version));
+  hs.emplace_back("authorization", std::move(auth));
+}
+
+// -- hmac_signer
+// ---------------------------------------------------------------
+
+namespace {
+
+// The signed type and link of a request path, as views into the path, for
+// the common case of a path without %-escapes (resource_for_path decodes
+// segments, which needs copies). Nothing when the path has an escape.
+struct resource_view {
+  std::string_view type;
+  std::string_view link;
+};
+
+std::optional<resource_view> resource_view_for(std::string_view path,
+                                               bool rid_based) {
+  path = path.substr(0, path.find('?'));
+  while (!path.empty() && path.front() == '/')
+    path.remove_prefix(1);
+  while (!path.empty() && path.back() == '/')
+    path.remove_suffix(1);
+  if (path.find('%') != std::string_view::npos) return std::nullopt;
+  if (path.empty()) return resource_view{};
+  auto segments =
+      static_cast<size_t>(std::count(path.begin(), path.end(), '/')) + 1;
+  auto last_slash = path.rfind('/');
+  auto last =
+      last_slash == std::string_view::npos ? path : path.substr(last_slash + 1);
+  auto before_last = last_slash == std::string_view::npos
+                         ? std::string_view{}
+                         : path.substr(0, last_slash);
+  resource_view r;
+  std::string_view link;
+  if (segments % 2 == 0) {
+    auto slash = before_last.rfind('/');
+    r.type = slash == std::string_view::npos ? before_last
+                                             : before_last.substr(slash + 1);
+    link = path;
+  } else {
+    r.type = last;
+    link = before_last;
+  }
+  if (rid_based) {
+    auto slash = link.rfind('/');
+    link = slash == std::string_view::npos ? link : link.substr(slash + 1);
+  }
+  r.link = link;
+  return r;
+}
+
+} // namespace
+
+struct hmac_signer::impl {
+  std::mutex mtx;
+  EVP_MAC* mac = nullptr;
+  EVP_MAC_CTX* ctx = nullptr;
+  std::string error;
+  // Reused between signings (under mtx).
+  std::string to_sign;
+  std::time_t date_second = -1;
+  std::string date;
+
+  ~impl() {
+    EVP_MAC_CTX_free(ctx);
+    EVP_MAC_free(mac);
+  }
+
+  // HMAC of `msg` into `out` (32 bytes); false if OpenSSL failed.
+  bool mac_of(std::string_view msg, unsigned char* out) {
+    if (ctx == nullptr) return false;
+    size_t len = 0;
+    // A null key re-initialises the context with the key it was given.
+    return EVP_MAC_init(ctx, nullptr, 0, nullptr) == 1 &&
+           EVP_MAC_update(ctx,
+                          reinterpret_cast<const unsigned char*>(msg.data()),
+                          msg.size()) == 1 &&
+           EVP_MAC_final(ctx, out, &len, 32) == 1 && len == 32;
+  }
+
+  const std::string& date_of(std::chrono::system_clock::time_point now) {
+    auto second = std::chrono::system_clock::to_time_t(now);
+    if (second != date_second) {
+      date = rfc1123_date(now);
+      date_second = second;
+    }
+    return date;
+  }
+};
+
+hmac_signer::hmac_signer(const master_key& key) : impl_(new impl) {
+  static const unsigned char no_key = 0;
+  const auto& k = key.bytes();
+  impl_->mac = EVP_MAC_fetch(nullptr, "HMAC", nullptr);
+  if (impl_->mac != nullptr) impl_->ctx = EVP_MAC_CTX_new(impl_->mac);
+  if (impl_->ctx == nullptr) {
+    impl_->error = "OpenSSL has no HMAC implementation";
+    return;
+  }
+  char digest[] = "SHA256";
+  OSSL_PARAM params[] = {
+      OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST, digest, 0),
+      OSSL_PARAM_construct_end()};
+  if (EVP_MAC_init(impl_->ctx, k.empty() ? &no_key : k.data(), k.size(),
+                   params) != 1) {
+    EVP_MAC_CTX_free(impl_->ctx);
+    impl_->ctx = nullptr;
+    impl_->error = "OpenSSL refused the key for HMAC-SHA256";
+  }
+}
+
+hmac_signer::~hmac_signer() = default;
+
+const std::string& hmac_signer::error() const {
+  return impl_->error;
+}
+
+std::string hmac_signer::signature(std::string_view to_sign) {
+  unsigned char mac[32];
+  std::lock_guard<std::mutex> guard{impl_->mtx};
+  if (!impl_->mac_of(to_sign, mac)) return {};
+  return base64_encode(mac, sizeof(mac));
+}
+
+void hmac_signer::sign(request& req, std::chrono::system_clock::time_point now,
+                       bool rid_based) {
+  auto& hs = req.headers;
+  hs.erase(std::remove_if(hs.begin(), hs.end(),
+                          [](const auto& h) {
+                            return iequals(h.first, "x-ms-date") ||
+                                   iequals(h.first, "x-ms-version") ||
+                                   iequals(h.first, "authorization");
+                          }),
+           hs.end());
+  std::string auth;
+  std::string date;
+  {
+    std::lock_guard<std::mutex> guard{impl_->mtx};
+    if (impl_->ctx == nullptr) return;
+    date = impl_->date_of(now);
+    auto& ts = impl_->to_sign;
+    ts.clear();
+    append_lower(ts, req.method);
+    ts += '\n';
+    if (auto view = resource_view_for(req.target, rid_based)) {
+      append_lower(ts, view->type);
+      ts += '\n';
+      if (rid_based)
+        append_lower(ts, view->link);
+      else
+        ts += view->link;
+    } else {
+      auto res = resource_for_path(req.target, rid_based);
+      append_lower(ts, res.type);
+      ts += '\n';
+      ts += res.link;
+    }
+    ts += '\n';
+    append_lower(ts, date);
+    ts += "\n\n";
+    unsigned char mac[32];
+    if (!impl_->mac_of(ts, mac)) return;
+    // uri_component_encode("type=master&ver=1.0&sig=" + base64(mac)), built
+    // in place: of the base64 alphabet only '+', '/' and '=' are escaped.
+    static constexpr std::string_view prefix =
+        "type%3Dmaster%26ver%3D1.0%26sig%3D";
+    auth.reserve(prefix.size() + 44 * 3);
+    auth += prefix;
+    for (char c : base64_encode(mac, sizeof(mac))) {
+      if (c == '+')
+        auth += "%2B";
+      else if (c == '/')
+        auth += "%2F";
+      else if (c == '=')
+        auth += "%3D";
+      else
+        auth += c;
+    }
+  }
+  hs.reserve(hs.size() + 3);
+  hs.emplace_back("x-ms-date", std::move(date));
   hs.emplace_back("x-ms-version", std::string(api_version));
   hs.emplace_back("authorization", std::move(auth));
 }

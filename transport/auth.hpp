@@ -18,6 +18,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -106,6 +107,37 @@ parse_rfc1123(std::string_view text);
 void sign_request(request& req, const master_key& key,
                   std::chrono::system_clock::time_point now,
                   bool rid_based = false);
+
+/// Signs requests with one account key, keeping what can be kept between
+/// requests: the HMAC-SHA256 context keyed once (OpenSSL re-initialises it
+/// from the precomputed inner and outer pads, instead of hashing the key
+/// again for every request), the `x-ms-date` text of the current second, and
+/// the buffers the string to sign and the signature are built in. One lock
+/// around a signing: safe from any thread, and uncontended when one router
+/// signs. Produces exactly what `sign_request(req, key, ...)` produces.
+class hmac_signer {
+public:
+  /// Keys a context with `key`. A key OpenSSL refuses leaves the signer
+  /// unusable: `error()` says why and `sign` adds no header.
+  explicit hmac_signer(const master_key& key);
+  ~hmac_signer();
+  hmac_signer(const hmac_signer&) = delete;
+  hmac_signer& operator=(const hmac_signer&) = delete;
+
+  /// Empty when the signer works, else why not (never quotes the key).
+  const std::string& error() const;
+
+  /// base64(HMAC-SHA256(key, to_sign)).
+  std::string signature(std::string_view to_sign);
+
+  /// As `sign_request`.
+  void sign(request& req, std::chrono::system_clock::time_point now,
+            bool rid_based = false);
+
+private:
+  struct impl;
+  std::unique_ptr<impl> impl_;
+};
 
 /// The emulator's verdict on a request's authorization.
 enum class auth_verdict {
