@@ -88,7 +88,9 @@ struct data_operation {
       deadline; // started + budget; in router_state::deadlines
   bool budget_spent = false;
   waiting_for waiting = waiting_for::nothing;
-  std::optional<collection_info> coll;
+  // Shared with the router's collection LRU: a hit copies a pointer, not
+  // the collection's strings and key definition.
+  std::shared_ptr<const collection_info> coll;
   std::string epk;
   const partition_key_range* range = nullptr; // in `map`
   map_ptr map;
@@ -142,9 +144,10 @@ struct router_state {
   router_collaborators with;
   retry_actor pipeline;
   snapshot_holder snap;
-  lru_cache<std::string, collection_info> collections{1}; // by link
-  lru_cache<std::string, map_ptr> maps{1};                // by rid
-  session_container sessions{10000}; // by collection rid and range
+  lru_cache<std::string, std::shared_ptr<const collection_info>> collections{
+      1};                                  // by link
+  lru_cache<std::string, map_ptr> maps{1}; // by rid
+  session_container sessions{10000};       // by collection rid and range
   std::map<uint64_t, data_operation> ops;
   // The budgets and hedge times of the live operations, served by one
   // timer message: key 2 * id is a budget, 2 * id + 1 a hedge.
@@ -210,13 +213,15 @@ void settle_arms(router_state& st, uint64_t id, data_operation& op) {
 
 void primary_final(router_state& st, data_operation& op, policy_time now);
 
-void finish_ok(self_ptr self, uint64_t id, const transport::outcome& o,
+// Takes `o`'s body and headers into the response: callers do not read it
+// afterwards.
+void finish_ok(self_ptr self, uint64_t id, transport::outcome& o,
                uint32_t arm = 0) {
   auto& st = self->state;
   auto i = st.ops.find(id);
   if (i == st.ops.end()) return;
   auto& op = i->second;
-  auto r = to_response(o);
+  auto r = to_response(std::move(o));
   if (op.hedge && op.hedge->hedges_sent() > 0) {
     auto rec = arm == 0 ? op.primary_record : op.arms[arm - 1].record;
     op.diag.attempts[rec].winner = true;
@@ -373,9 +378,10 @@ void schedule_attempt(self_ptr self, uint64_t id,
                       std::chrono::milliseconds delay) {
   auto& op = self->state.ops.at(id);
   op.waiting = waiting_for::backoff;
-  if (delay.count() > 0)
+  if (delay.count() > 0) {
+    ++self->state.stats.timers_armed;
     self->delayed_send(self, delay, rt_attempt{id});
-  else
+  } else
     self->send(self, rt_attempt{id});
 }
 
@@ -411,8 +417,9 @@ void resolve_collection(self_ptr self, uint64_t id, bool force) {
               st.sessions.clear_by_rid(op.coll->rid);
               st.maps.erase(op.coll->rid);
             }
-            st.collections.put(op.link, c);
-            op.coll = std::move(c);
+            auto shared = std::make_shared<const collection_info>(std::move(c));
+            st.collections.put(op.link, shared);
+            op.coll = std::move(shared);
             op.diag.collection_rid = op.coll->rid;
             resolve_range(self, id, false);
           },
@@ -1128,6 +1135,7 @@ void arm_budget_tick(self_ptr self, std::optional<clock_type::time_point> at) {
   if (!at) return;
   auto now = self->clock().now();
   auto delay = *at > now ? *at - now : clock_type::duration::zero();
+  ++self->state.stats.timers_armed;
   self->delayed_send(self, delay, rt_budget_tick{*at});
 }
 
@@ -1324,7 +1332,8 @@ router_impl_actor::behavior_type router_impl(self_ptr self, router_config cfg,
   st.cfg = std::move(cfg);
   st.with = std::move(with);
   st.collections =
-      lru_cache<std::string, collection_info>{st.cfg.collection_capacity};
+      lru_cache<std::string, std::shared_ptr<const collection_info>>{
+          st.cfg.collection_capacity};
   st.maps = lru_cache<std::string, map_ptr>{st.cfg.collection_capacity};
   st.hedge_allowance = hedge_budget{st.cfg.hedging.budget};
   st.latencies = region_latencies{st.cfg.hedging.adaptive};

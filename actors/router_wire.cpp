@@ -64,47 +64,51 @@ bool valid_id(const std::string& id) {
 } // namespace
 
 std::optional<std::string> validate(const data_request& req) {
-  auto what =
-      std::string{to_string(req.op)} + " on '" + req.collection_link + "': ";
+  // Built only for an answer: a valid request allocates nothing here.
+  auto what = [&] {
+    return std::string{to_string(req.op)} + " on '" + req.collection_link +
+           "': ";
+  };
   if (req.options.budget.count() < 0)
-    return what + "the operation budget may not be negative";
+    return what() + "the operation budget may not be negative";
   if (!req.range_id.empty() && req.op != data_op::query)
-    return what + "only a query can target a partition-key range";
+    return what() + "only a query can target a partition-key range";
   if (!req.range_id.empty() && !req.options.partition_key_json.empty())
-    return what + "a query targets a partition key or a range, not both";
+    return what() + "a query targets a partition key or a range, not both";
   if (req.op != data_op::query || !req.options.partition_key_json.empty()) {
     if (req.options.partition_key_json.empty())
-      return what + "a partition key is required (options.partition_key_json, "
-                    "e.g. [\"p0\"])";
+      return what() +
+             "a partition key is required (options.partition_key_json, "
+             "e.g. [\"p0\"])";
     auto pk = parse_partition_key_json(req.options.partition_key_json);
     if (!pk)
-      return what + "the partition key " + req.options.partition_key_json +
+      return what() + "the partition key " + req.options.partition_key_json +
              " is not valid: " + pk.error().what;
   }
   if (needs_id(req.op) && !valid_id(req.id))
-    return what + "'" + req.id +
+    return what() + "'" + req.id +
            "' is not a document id (1 to 1023 characters, none of / \\ ? #)";
   if (needs_document(req.op)) {
     auto doc = nlohmann::json::parse(req.body, nullptr, false);
     if (doc.is_discarded() || !doc.is_object())
-      return what + "the document must be a JSON object";
+      return what() + "the document must be a JSON object";
     auto id = doc.find("id");
     if (id == doc.end() || !id->is_string() ||
         !valid_id(id->get<std::string>()))
-      return what + "the document needs a string \"id\" (1 to 1023 "
-                    "characters, none of / \\ ? #)";
+      return what() + "the document needs a string \"id\" (1 to 1023 "
+                      "characters, none of / \\ ? #)";
     if (req.op == data_op::replace && id->get<std::string>() != req.id)
-      return what + "the document's id \"" + id->get<std::string>() +
+      return what() + "the document's id \"" + id->get<std::string>() +
              "\" differs from the id replaced, \"" + req.id + "\"";
   }
   if (req.op == data_op::query) {
     auto spec = nlohmann::json::parse(req.body, nullptr, false);
     if (spec.is_discarded() || !spec.is_object() || !spec.contains("query") ||
         !spec["query"].is_string())
-      return what + "a query needs the body {\"query\": \"SELECT ...\", "
-                    "\"parameters\": [...]}";
+      return what() + "a query needs the body {\"query\": \"SELECT ...\", "
+                      "\"parameters\": [...]}";
     if (spec.contains("parameters") && !spec["parameters"].is_array())
-      return what + "query parameters must be a JSON array";
+      return what() + "query parameters must be a JSON array";
   }
   return std::nullopt;
 }
@@ -113,12 +117,23 @@ transport::request to_wire(const data_request& req, const wire_target& t) {
   transport::request r;
   r.endpoint = t.endpoint;
   r.timeout = t.timeout;
-  auto docs = "/" + t.collection_link + "/docs";
+  r.headers.reserve(8);
+  // "/{link}/docs", then "/{id}" for the operations on one document: built
+  // in place, one allocation.
+  auto& docs = r.target;
+  docs.clear();
+  docs.reserve(t.collection_link.size() + req.id.size() + 7);
+  docs += '/';
+  docs += t.collection_link;
+  docs += "/docs";
+  auto with_id = [&] {
+    docs += '/';
+    docs += req.id;
+  };
   switch (req.op) {
   case data_op::create:
   case data_op::upsert:
     r.method = "POST";
-    r.target = docs;
     r.body = req.body;
     r.headers.emplace_back("content-type", "application/json");
     if (req.op == data_op::upsert)
@@ -126,21 +141,20 @@ transport::request to_wire(const data_request& req, const wire_target& t) {
     break;
   case data_op::read:
     r.method = "GET";
-    r.target = docs + "/" + req.id;
+    with_id();
     break;
   case data_op::replace:
     r.method = "PUT";
-    r.target = docs + "/" + req.id;
+    with_id();
     r.body = req.body;
     r.headers.emplace_back("content-type", "application/json");
     break;
   case data_op::remove:
     r.method = "DELETE";
-    r.target = docs + "/" + req.id;
+    with_id();
     break;
   case data_op::query:
     r.method = "POST";
-    r.target = docs;
     r.body = req.body;
     r.headers.emplace_back("content-type", "application/query+json");
     r.headers.emplace_back("x-ms-documentdb-isquery", "True");
@@ -172,6 +186,17 @@ transport::request to_wire(const data_request& req, const wire_target& t) {
     r.headers.emplace_back("if-none-match", req.options.if_none_match);
   if (t.hub_header)
     r.headers.emplace_back("x-ms-cosmos-hub-region-processing-only", "True");
+  return r;
+}
+
+data_response to_response(transport::outcome&& o) {
+  data_response r;
+  r.status = o.status;
+  r.body = std::move(o.body);
+  r.etag = std::move(o.etag);
+  r.session_token = std::move(o.session_token);
+  r.continuation = std::move(o.continuation);
+  r.request_charge = o.request_charge;
   return r;
 }
 

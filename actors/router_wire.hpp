@@ -47,6 +47,8 @@ transport::request to_wire(const data_request& req, const wire_target& t);
 
 /// The response of a successful attempt (2xx, or 304 on a conditional read).
 data_response to_response(const transport::outcome& o);
+/// The same, taking the outcome's strings instead of copying them.
+data_response to_response(transport::outcome&& o);
 
 /// Checks the body of a successful attempt: a 2xx that carries a resource
 /// (a document, a query page) must carry one JSON object; 204, 304 and the

@@ -309,6 +309,10 @@ struct router_stats {
   /// pending for them (one, unless a shorter budget arrived after a longer).
   uint64_t deadlines_tracked = 0;
   uint64_t deadline_timers_pending = 0;
+  /// Timer messages the router armed in all (deadline ticks, delayed
+  /// attempts): with the one-timer deadline queue this stays far below one
+  /// per operation.
+  uint64_t timers_armed = 0;
   /// Hedging: arms sent after the primary, arms whose answer won, hedges
   /// the budget refused, the RU the hedges' answers were charged, and
   /// answers that came after their operation ended (they still mark).
@@ -472,8 +476,8 @@ typename Inspector::result_type inspect(Inspector& f, router_stats& x) {
            x.failover_decisions, x.failover_decisions_completed,
            x.decisions_after_budget, x.marks, x.refreshes, x.metadata_refreshes,
            x.live, x.rejected_overloaded, x.deadlines_tracked,
-           x.deadline_timers_pending, x.hedges_started, x.hedges_won,
-           x.hedges_refused, x.hedges_on_evidence, x.hedge_charge,
+           x.deadline_timers_pending, x.timers_armed, x.hedges_started,
+           x.hedges_won, x.hedges_refused, x.hedges_on_evidence, x.hedge_charge,
            x.late_answers, x.breaker_opened, x.breaker_probes, x.breaker_closed,
            x.breaker_reopened, x.breaker_skips, x.breaker_tracked);
 }

@@ -115,16 +115,27 @@ result<attempt_plan> attempt_loop::next_attempt(const location_table& table,
         !where.region.empty()) {
       // The candidates: the applicable endpoints from the policy's pick on,
       // one per region.
-      auto eps = table.applicable_endpoints(in.op, in.excluded_regions, now);
-      auto picked = normalize_endpoint(where.endpoint);
-      std::size_t start = 0;
-      for (std::size_t i = 0; i < eps.size(); ++i)
-        if (normalize_endpoint(eps[i]) == picked) {
-          start = i;
-          break;
-        }
+      bool fell_back = false;
+      std::vector<std::string> scratch;
+      const auto& eps = table.applicable_ref(in.op, in.excluded_regions, now,
+                                             fell_back, scratch);
+      // The pick is one of `eps` as spelled there; normalized only if not.
+      std::size_t start = eps.size();
+      for (std::size_t i = 0; i < eps.size() && start == eps.size(); ++i)
+        if (eps[i] == where.endpoint) start = i;
+      if (start == eps.size()) {
+        start = 0;
+        auto picked = normalize_endpoint(where.endpoint);
+        for (std::size_t i = 0; i < eps.size(); ++i)
+          if (normalize_endpoint(eps[i]) == picked) {
+            start = i;
+            break;
+          }
+      }
       std::vector<std::string> regions;
       std::vector<std::string> endpoints;
+      regions.reserve(eps.size());
+      endpoints.reserve(eps.size());
       for (std::size_t k = 0; k < eps.size(); ++k) {
         const auto& ep = eps[(start + k) % eps.size()];
         auto region = table.region_of(ep);

@@ -148,6 +148,18 @@ void location_table::rebuild(policy_time now) {
     effective_preferred_ = read_regions_;
   }
   updated_at_ = now;
+  // Every mark left is live at `now` (the expired ones were dropped above),
+  // and stays live until its own expiry: until the earliest of those the
+  // lists below are exact.
+  lists_valid_until_ = policy_time::max();
+  for (const auto& [key, m] : marks_) {
+    auto until = m.at > policy_time::max() - options_.unavailable_expiry
+                     ? policy_time::max()
+                     : m.at + options_.unavailable_expiry;
+    lists_valid_until_ = std::min(lists_valid_until_, until);
+  }
+  writes_at_rebuild_ = compute_write_endpoints(now);
+  reads_at_rebuild_ = compute_read_endpoints(now);
 }
 
 location_table location_table::with_account(const database_account& account,
@@ -279,14 +291,45 @@ location_table::preferred_available(const std::vector<region_entry>& by_name,
 }
 
 std::vector<std::string>
-location_table::write_endpoints(policy_time now) const {
+location_table::compute_write_endpoints(policy_time now) const {
   return preferred_available(write_map_, write_regions_, op_kind::write,
                              options_.default_endpoint, now);
 }
 
-std::vector<std::string> location_table::read_endpoints(policy_time now) const {
+std::vector<std::string>
+location_table::compute_read_endpoints(policy_time now) const {
   return preferred_available(read_map_, read_regions_, op_kind::read,
-                             write_endpoints(now).front(), now);
+                             compute_write_endpoints(now).front(), now);
+}
+
+std::vector<std::string>
+location_table::write_endpoints(policy_time now) const {
+  if (now <= lists_valid_until_) return writes_at_rebuild_;
+  return compute_write_endpoints(now);
+}
+
+std::vector<std::string> location_table::read_endpoints(policy_time now) const {
+  if (now <= lists_valid_until_) return reads_at_rebuild_;
+  return compute_read_endpoints(now);
+}
+
+const std::vector<std::string>& location_table::applicable_ref(
+    op_kind op, const std::vector<std::string>& excluded, policy_time now,
+    bool& fell_back, std::vector<std::string>& scratch) const {
+  if (excluded.empty() && now <= lists_valid_until_) {
+    fell_back = false;
+    return op == op_kind::read ? reads_at_rebuild_ : writes_at_rebuild_;
+  }
+  scratch = applicable(op, excluded, now, fell_back);
+  return scratch;
+}
+
+const std::string* location_table::known_key(std::string_view endpoint) const {
+  for (const auto* map : {&write_map_, &read_map_})
+    for (const auto& e : *map)
+      if (e.endpoint == endpoint) return &e.key;
+  if (endpoint == options_.default_endpoint) return &default_key_;
+  return nullptr;
 }
 
 std::vector<std::string>
@@ -328,7 +371,10 @@ location_table::account_read_endpoint(std::string_view region) const {
 }
 
 std::string location_table::region_of(std::string_view endpoint) const {
-  auto key = normalize_endpoint(endpoint);
+  std::string normalized;
+  const auto* known = known_key(endpoint);
+  if (known == nullptr) normalized = normalize_endpoint(endpoint);
+  const auto& key = known != nullptr ? *known : normalized;
   if (const auto* e = find_by_key(write_map_, key)) return e->name;
   if (const auto* e = find_by_key(read_map_, key)) return e->name;
   if (key == default_key_ && !write_regions_.empty())
@@ -370,7 +416,9 @@ resolution location_table::resolve(const resolve_input& in,
     }
   } else {
     bool fell_back = false;
-    auto eps = applicable(in.op, in.excluded_regions, now, fell_back);
+    std::vector<std::string> scratch;
+    const auto& eps =
+        applicable_ref(in.op, in.excluded_regions, now, fell_back, scratch);
     auto pick = in.location_index % eps.size();
     if (!in.avoid_endpoint.empty()) {
       const auto avoid = normalize_endpoint(in.avoid_endpoint);

@@ -184,6 +184,15 @@ public:
   applicable_endpoints(op_kind op, const std::vector<std::string>& excluded,
                        policy_time now) const;
 
+  /// The same list without a copy where the table holds it: a reference
+  /// into the table (valid while it lives), or into `scratch` when it had
+  /// to be computed (exclusions, or a mark expired since the table was
+  /// built). `fell_back` as in resolve's exclusion fallback.
+  const std::vector<std::string>&
+  applicable_ref(op_kind op, const std::vector<std::string>& excluded,
+                 policy_time now, bool& fell_back,
+                 std::vector<std::string>& scratch) const;
+
   // -- regions ---------------------------------------------------------------
 
   /// The client's preference list.
@@ -301,6 +310,11 @@ private:
   std::vector<std::string> applicable(op_kind op,
                                       const std::vector<std::string>& excluded,
                                       policy_time now, bool& fell_back) const;
+  std::vector<std::string> compute_write_endpoints(policy_time now) const;
+  std::vector<std::string> compute_read_endpoints(policy_time now) const;
+  // The normalized key of `endpoint`, without normalizing when the table
+  // lists that exact spelling (the common case: endpoints come from it).
+  const std::string* known_key(std::string_view endpoint) const;
 
   location_table_options options_;
   std::string default_key_;
@@ -314,6 +328,12 @@ private:
   std::vector<std::string> effective_preferred_;
   std::map<std::string, mark_state> marks_; ///< by normalized endpoint
   policy_time updated_at_{};
+  // The endpoint lists as of the last rebuild. They depend on time only
+  // through the marks' expiry, so they hold for every `now` up to the
+  // earliest expiry of a mark kept; after it they are computed afresh.
+  std::vector<std::string> reads_at_rebuild_;
+  std::vector<std::string> writes_at_rebuild_;
+  policy_time lists_valid_until_{};
 };
 
 } // namespace georoute

@@ -1,5 +1,6 @@
 #include "tests/bench/bench_command.hpp"
 
+#include "tests/bench/alloc_count.hpp"
 #include "tests/bench/bench_options.hpp"
 #include "tests/bench/georoute_load.hpp"
 #include "tests/bench/memory.hpp"
@@ -8,6 +9,7 @@
 
 #include <algorithm>
 #include <csignal>
+#include <functional>
 #include <iostream>
 #include <thread>
 
@@ -72,6 +74,57 @@ round_figures peer_round(node_peer* peer, const std::string& peer_skip,
   f.cpu_seconds_per_1k =
       f.ok > 0 ? f.cpu_seconds * 1000.0 / static_cast<double>(f.ok) : 0;
   return f;
+}
+
+/// One window of `in_flight` reads with the per-read counts: CPU, thread
+/// runs and sleeps of the whole process, heap allocations, router timers.
+/// `start` starts the load, `stop` stops it; `router` reads the router's
+/// counters (null for the raw client).
+template <class Start, class Stop>
+accounting_row
+accounting_round(const options& o, const std::string& client, size_t in_flight,
+                 Start start, Stop stop,
+                 std::function<router_stats()> router = nullptr) {
+  accounting_row a;
+  a.client = client;
+  a.in_flight = in_flight;
+  event_log log{in_flight};
+  start(log);
+  std::this_thread::sleep_for(to_ms(o.warmup));
+  auto r0 = router ? router() : router_stats{};
+  auto t0 = log.now_us();
+  auto th0 = process_threads();
+  auto cpu0 = process_cpu_seconds();
+  alloc_count::enable(true);
+  auto al0 = alloc_count::read();
+  std::this_thread::sleep_for(to_ms(o.seconds));
+  auto al1 = alloc_count::read();
+  alloc_count::enable(false);
+  auto cpu1 = process_cpu_seconds();
+  auto th1 = process_threads();
+  auto t1 = log.now_us();
+  auto r1 = router ? router() : router_stats{};
+  stop();
+  auto f = figures_of(log.take(), t0, t1, cpu1 - cpu0);
+  a.reads = f.ok;
+  a.threads = th1.threads;
+  if (a.reads == 0) {
+    a.skipped = "no read succeeded in the window";
+    return a;
+  }
+  auto per = [&](double x) { return x / static_cast<double>(a.reads); };
+  a.cpu_us = per((cpu1 - cpu0) * 1e6);
+  a.runs = per(static_cast<double>(th1.runs - th0.runs));
+  a.sleeps =
+      per(static_cast<double>(th1.voluntary_switches - th0.voluntary_switches));
+  if (alloc_count::available()) {
+    a.allocations = per(static_cast<double>(al1.count - al0.count));
+    a.alloc_bytes = per(static_cast<double>(al1.bytes - al0.bytes));
+  }
+  if (router)
+    a.router_timers =
+        per(static_cast<double>(r1.timers_armed - r0.timers_armed));
+  return a;
 }
 
 } // namespace
@@ -223,6 +276,29 @@ int run_bench_command(std::vector<std::string> args) {
                  : f.skipped));
         rep.rounds_raw.push_back(f);
       }
+    }
+  }
+
+  if (!o.skipped("accounting")) {
+    // Counted apart from the timed rounds: the allocation counter costs a
+    // little while it is on.
+    for (auto n : o.in_flight) {
+      if (n == 1) continue;
+      log("accounting x" + std::to_string(n) + ": raw");
+      std::unique_ptr<raw_load> rl;
+      rep.accounting.push_back(accounting_round(
+          o, "raw", n,
+          [&](event_log& l) {
+            rl = std::make_unique<raw_load>(*raw_req, n, l);
+          },
+          [&] { rl->stop(); }));
+      if (o.skipped("georoute")) continue;
+      log("accounting x" + std::to_string(n) + ": georoute");
+      std::unique_ptr<caller_load> gl;
+      rep.accounting.push_back(accounting_round(
+          o, "georoute", n,
+          [&](event_log& l) { gl = (*drv)->start_load(read, n, l, 10s); },
+          [&] { gl->stop(30s); }, [&] { return (*drv)->router_counters(); }));
     }
   }
 

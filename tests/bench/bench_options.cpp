@@ -28,7 +28,8 @@ const char* const usage =
     "  --cold=1,100,1000      callers of the cold-start trials\n"
     "  --memory-collections=N cached collections (default 10000; 0 = skip)\n"
     "  --memory-ranges=N      ranges per collection (default 100)\n"
-    "  --skip=LIST            any of raw,georoute,peer,failover,cold,memory\n"
+    "  --skip=LIST            any of raw,georoute,peer,failover,cold,memory,\n"
+    "                         accounting\n"
     "  --peer-dir=DIR         where npm installs @azure/cosmos (default: in "
     "the\n"
     "                         build tree)\n"
@@ -128,8 +129,9 @@ std::string parse(std::vector<std::string> args, options& o) {
       o.skip = split(value);
       for (const auto& s : o.skip)
         if (s != "raw" && s != "georoute" && s != "peer" && s != "failover" &&
-            s != "cold" && s != "memory")
-          return bad("any of raw,georoute,peer,failover,cold,memory");
+            s != "cold" && s != "memory" && s != "accounting")
+          return bad(
+              "any of raw,georoute,peer,failover,cold,memory,accounting");
     } else if (flag == "--peer-dir") {
       if (value.empty()) return bad("a directory");
       o.peer_dir = value;

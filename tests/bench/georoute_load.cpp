@@ -305,6 +305,11 @@ std::pair<uint64_t, uint64_t> georoute_driver::cache_loads() {
   return {c ? c->misses - c->evictions : 0, p ? p->misses - p->evictions : 0};
 }
 
+georoute::router_stats georoute_driver::router_counters() {
+  auto r = impl_->ask<router_stats>(impl_->eng->router(), 10s, stats_atom_v);
+  return r ? *r : router_stats{};
+}
+
 data_request point_read(const std::string& link, const std::string& id,
                         const std::string& pk) {
   data_request r;

@@ -84,6 +84,9 @@ public:
   /// cache misses, routing maps loaded) from their counters.
   std::pair<uint64_t, uint64_t> cache_loads();
 
+  /// The router's counters (zeroes if it does not answer).
+  georoute::router_stats router_counters();
+
   georoute_driver(const georoute_driver&) = delete;
   georoute_driver& operator=(const georoute_driver&) = delete;
 

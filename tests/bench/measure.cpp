@@ -3,8 +3,11 @@
 #include <algorithm>
 #include <cmath>
 #include <ctime>
+#include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sstream>
+#include <string_view>
 #include <unistd.h>
 
 namespace georoute::bench {
@@ -66,6 +69,33 @@ uint64_t resident_bytes() {
   uint64_t resident = 0;
   statm >> size >> resident;
   return resident * static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+}
+
+thread_totals process_threads() {
+  thread_totals t;
+  std::error_code ec;
+  for (const auto& entry :
+       std::filesystem::directory_iterator{"/proc/self/task", ec}) {
+    ++t.threads;
+    std::ifstream sched{entry.path() / "schedstat"};
+    uint64_t run_ns = 0;
+    uint64_t wait_ns = 0;
+    uint64_t runs = 0;
+    if (sched >> run_ns >> wait_ns >> runs) t.runs += runs;
+    std::ifstream status{entry.path() / "status"};
+    std::string line;
+    while (std::getline(status, line)) {
+      auto value = [&](std::string_view key) -> std::optional<uint64_t> {
+        if (line.rfind(key, 0) != 0) return std::nullopt;
+        return std::stoull(line.substr(key.size()));
+      };
+      if (auto v = value("voluntary_ctxt_switches:"))
+        t.voluntary_switches += *v;
+      else if (auto v = value("nonvoluntary_ctxt_switches:"))
+        t.involuntary_switches += *v;
+    }
+  }
+  return t;
 }
 
 double quantile_ms(const std::vector<int64_t>& sorted_us, double q) {

@@ -62,6 +62,31 @@ double process_cpu_seconds(int pid);
 uint64_t resident_bytes();
 
 /// The figures of one throughput round.
+/// Scheduler counts summed over every thread of this process.
+struct thread_totals {
+  uint64_t runs = 0; ///< times a thread got the CPU (schedstat's 3rd field)
+  uint64_t voluntary_switches = 0; ///< a thread went to sleep
+  uint64_t involuntary_switches = 0;
+  size_t threads = 0;
+};
+thread_totals process_threads();
+
+/// What one read costs, counted over a window of reads (the bench's
+/// accounting part).
+struct accounting_row {
+  std::string client;
+  size_t in_flight = 0;
+  uint64_t reads = 0;
+  double cpu_us = 0;         ///< process CPU per read
+  double runs = 0;           ///< thread runs (wake-ups) per read
+  double sleeps = 0;         ///< voluntary context switches per read
+  double allocations = -1;   ///< per read; -1 when not counted
+  double alloc_bytes = -1;   ///< per read
+  double router_timers = -1; ///< timers the router armed, per read
+  size_t threads = 0;        ///< threads of the process during the window
+  std::string skipped;
+};
+
 struct round_figures {
   std::string client; ///< "raw", "georoute", "peer"
   size_t in_flight = 0;

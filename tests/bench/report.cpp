@@ -276,6 +276,32 @@ std::string render_text(const report& r) {
         << (f.note.empty() ? "" : "  ") << f.note << "\n";
     }
   }
+  if (!r.accounting.empty()) {
+    o << "\nper read (one window each, counted over the whole process; "
+         "allocations = malloc/calloc/realloc calls)\n"
+      << "client   | in flight | reads  | CPU us | thread runs | sleeps | "
+         "allocations | alloc bytes | router timers\n"
+      << "---------|-----------|--------|--------|-------------|--------|"
+         "-------------|-------------|--------------\n";
+    auto opt = [](double v, const char* f) {
+      return v < 0 ? std::string{"-"} : fmt(f, v);
+    };
+    for (const auto& a : r.accounting) {
+      o << pad(a.client, 8, false) << " | "
+        << pad(std::to_string(a.in_flight), 9) << " | ";
+      if (!a.skipped.empty()) {
+        o << "skipped: " << a.skipped << "\n";
+        continue;
+      }
+      o << pad(std::to_string(a.reads), 6) << " | "
+        << pad(fmt("%.1f", a.cpu_us), 6) << " | "
+        << pad(fmt("%.2f", a.runs), 11) << " | "
+        << pad(fmt("%.2f", a.sleeps), 6) << " | "
+        << pad(opt(a.allocations, "%.1f"), 11) << " | "
+        << pad(opt(a.alloc_bytes, "%.0f"), 11) << " | "
+        << opt(a.router_timers, "%.4f") << "\n";
+    }
+  }
   if (!r.cold.empty()) {
     o << "\ncold start: K callers at once, uncached collection\n"
       << "callers | client   | collection reads | pkranges reads | document "
@@ -379,6 +405,18 @@ bool write_json(const report& r, const std::string& file) {
          {"slow", f.slow},
          {"skipped", f.skipped},
          {"note", f.note}});
+  for (const auto& a : r.accounting)
+    j["accounting"].push_back({{"client", a.client},
+                               {"in_flight", a.in_flight},
+                               {"reads", a.reads},
+                               {"cpu_us", a.cpu_us},
+                               {"thread_runs", a.runs},
+                               {"sleeps", a.sleeps},
+                               {"allocations", a.allocations},
+                               {"alloc_bytes", a.alloc_bytes},
+                               {"router_timers", a.router_timers},
+                               {"threads", a.threads},
+                               {"skipped", a.skipped}});
   for (const auto& c : r.cold)
     j["cold_start"].push_back(
         {{"client", c.client},

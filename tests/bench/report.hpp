@@ -57,6 +57,8 @@ struct report {
   std::vector<round_figures> rounds_raw;
   std::vector<failover_figures> failover;
   std::vector<cold_figures> cold;
+  /// Per-read counts (CPU, thread runs, sleeps, allocations, timers).
+  std::vector<accounting_row> accounting;
   bool has_memory = false;
   memory_figures memory;
   double total_seconds = 0;

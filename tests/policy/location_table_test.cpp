@@ -226,6 +226,25 @@ TEST(LocationTable, Mark_AtExpiryBoundary_LiveThenGone) {
   EXPECT_EQ(t.read_endpoints(t0 + expiry + 1ms), (strings{east, west, north}));
 }
 
+// The table keeps its lists as of its last rebuild; a mark that expires
+// later must still stop counting at its expiry, in resolve (the hot path)
+// and in the breaker's candidate list as in read_endpoints.
+TEST(LocationTable, Resolve_MarkExpiresWithoutRebuild_FirstRegionAgain) {
+  auto t = fixture(false).with_mark(east, true, false, t0);
+  auto in = req(op_kind::read, 0);
+  EXPECT_EQ(t.resolve(in, t0 + expiry).endpoint, west);
+  EXPECT_EQ(t.resolve(in, t0 + expiry + 1ms).endpoint, east);
+  bool fell_back = true;
+  strings scratch;
+  EXPECT_EQ(
+      t.applicable_ref(op_kind::read, {}, t0 + expiry, fell_back, scratch),
+      (strings{west, north, east}));
+  EXPECT_FALSE(fell_back);
+  EXPECT_EQ(t.applicable_ref(op_kind::read, {}, t0 + expiry + 1ms, fell_back,
+                             scratch),
+            (strings{east, west, north}));
+}
+
 TEST(LocationTable, Mark_RemarkLive_OrsFlagsAndRefreshesTime) {
   auto t = fixture(false)
                .with_mark(east, true, false, t0)
