@@ -1,6 +1,7 @@
 #include "actors/router_wire.hpp"
 
 #include "actors/policy/epk.hpp"
+#include "actors/policy/json_check.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -218,10 +219,12 @@ std::optional<std::string> success_body_problem(data_op op,
     if (op == data_op::remove) return std::nullopt;
     return std::string{"the body is empty; expected a JSON object"};
   }
-  // One pass on the hot path: accept() validates without building a
-  // document, and nlohmann's SAX parser keeps its nesting on the heap, so
-  // no depth pre-check is needed here. The parse that says where it broke
-  // runs only on the error path.
+  // One pass on the hot path, without a heap allocation: the scanner says
+  // yes only to a JSON object. Anything else (including objects nested
+  // deeper than it follows) goes to nlohmann, whose SAX parser keeps its
+  // nesting on the heap; the parse that says where it broke runs only on
+  // the error path.
+  if (is_json_object_text(o.body)) return std::nullopt;
   if (!nlohmann::json::accept(o.body)) {
     try {
       auto parsed = nlohmann::json::parse(o.body);

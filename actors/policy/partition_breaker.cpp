@@ -1,5 +1,6 @@
 #include "actors/policy/partition_breaker.hpp"
 
+#include <charconv>
 #include <iterator>
 #include <stdexcept>
 #include <utility>
@@ -9,13 +10,6 @@ namespace georoute {
 namespace {
 
 using std::chrono::milliseconds;
-
-std::string lower(std::string_view s) {
-  std::string out(s);
-  for (auto& c : out)
-    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-  return out;
-}
 
 std::string ms_text(milliseconds x) {
   return std::to_string(x.count()) + " ms";
@@ -119,13 +113,21 @@ std::string partition_breaker::index_key(std::string_view collection_rid,
                                          std::string_view range_id,
                                          std::string_view region) {
   // Length prefixes make the concatenation unambiguous for any spelling.
-  std::string k = std::to_string(collection_rid.size());
-  k += ':';
+  // Built in one allocation: this runs for every breaker-checked attempt.
+  std::string k;
+  k.reserve(collection_rid.size() + range_id.size() + region.size() + 42);
+  auto size_prefix = [&](size_t n) {
+    char digits[20];
+    auto r = std::to_chars(digits, digits + sizeof(digits), n);
+    k.append(digits, r.ptr);
+    k += ':';
+  };
+  size_prefix(collection_rid.size());
   k += collection_rid;
-  k += std::to_string(range_id.size());
-  k += ':';
+  size_prefix(range_id.size());
   k += range_id;
-  k += lower(region);
+  for (char c : region)
+    k += (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c;
   return k;
 }
 

@@ -32,6 +32,21 @@ std::string_view trim(std::string_view s) {
 
 } // namespace
 
+namespace {
+
+// "dbs/{db}/colls/{coll}" with no empty segment, nothing more: what
+// collection_name_path returns for it is the text itself.
+bool is_canonical_name_path(std::string_view name) {
+  if (name.substr(0, 4) != "dbs/") return false;
+  auto db_end = name.find('/', 4);
+  if (db_end == std::string_view::npos || db_end == 4) return false;
+  if (name.substr(db_end, 7) != "/colls/") return false;
+  auto coll = name.substr(db_end + 7);
+  return !coll.empty() && coll.find('/') == std::string_view::npos;
+}
+
+} // namespace
+
 std::string collection_name_path(std::string_view name) {
   auto parts = segments(name);
   if (parts.size() >= 4 && parts[0] == "dbs" && parts[2] == "colls") {
@@ -75,7 +90,14 @@ size_t session_container::capture(std::string_view collection_rid,
   if (parsed.empty()) return 0;
 
   std::string rid(collection_rid);
-  auto name = collection_name_path(collection_name);
+  // A link already in the canonical form is its own name path: no copy on
+  // every response (the router's links are normalized).
+  std::string computed;
+  std::string_view name = collection_name;
+  if (!is_canonical_name_path(name)) {
+    computed = collection_name_path(collection_name);
+    name = computed;
+  }
   auto it = index_.find(rid);
   if (it == index_.end()) {
     order_.push_front(rid);
@@ -92,8 +114,8 @@ size_t session_container::capture(std::string_view collection_rid,
         if (old->second.empty()) rids_by_name_.erase(old);
       }
     }
-    c.name = name;
-    rids_by_name_[name].insert(rid);
+    c.name = std::string(name);
+    rids_by_name_[c.name].insert(rid);
   }
   merge_into(c.tokens, parsed);
   counters_.captured += parsed.size();

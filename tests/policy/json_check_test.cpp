@@ -1,0 +1,166 @@
+// The hot path's JSON object check against nlohmann's accept: it may say
+// "an object" only where nlohmann accepts the text and it starts with '{'
+// (after whitespace, no byte-order mark), and should say so for every such
+// text within its nesting limit. Hand-picked cases, then a differential run
+// over random mutations of real bodies.
+
+#include "actors/policy/json_check.hpp"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace {
+
+using georoute::is_json_object_text;
+
+// What the check must answer: nlohmann accepts, and the first non-blank
+// byte is '{' (a BOM makes it not an object for the router, as before).
+bool expected(const std::string& s) {
+  if (!nlohmann::json::accept(s)) return false;
+  auto first = s.find_first_not_of(" \t\r\n");
+  return first != std::string::npos && s[first] == '{';
+}
+
+const std::vector<std::string> objects = {
+    R"({"id":"doc-1","pk":"p0","n":1,"_rid":"AAAAAAAAAAAAAAAAAAAAAA==","_etag":"\"0\"","_ts":1700000000})",
+    "{}",
+    " \t\r\n{ } \n",
+    R"({"a":[],"b":{},"c":[{}],"d":[[[]]]})",
+    R"({"n":[0,-0,1.5,-2e10,3E+2,4e-3,0.0e0,123456789012345678901234567890]})",
+    R"({"n":[1e308,-1.7976931348623157e308,1e-400,2.5E-3]})",
+    R"({"s":"\"\\\/\b\f\n\r\t\u00e9\uD83D\uDE00"})",
+    "{\"u\":\"caf\xC3\xA9 \xE2\x82\xAC \xF0\x9F\x98\x80 \xED\x9F\xBF "
+    "\xEE\x80\x80\"}",
+    R"({"t":true,"f":false,"z":null})",
+    R"({"a" : 1 , "b" : [ 1 , 2 ] })",
+};
+
+const std::vector<std::string> not_objects = {
+    "",
+    " ",
+    "[]",
+    "1",
+    "\"s\"",
+    "null",
+    "{",
+    "}",
+    "{}}",
+    "{} {}",
+    "{,}",
+    R"({"a"})",
+    R"({"a":})",
+    R"({"a":1,})",
+    R"({"a":[1})",
+    R"({"a":{"b":1]})",
+    R"({"a":[1,]})",
+    R"({a:1})",
+    R"({'a':1})",
+    R"({"a":01})",
+    R"({"a":1.})",
+    R"({"a":.5})",
+    R"({"a":1e})",
+    R"({"a":-})",
+    R"({"a":+1})",
+    R"({"a":tru})",
+    R"({"a":True})",
+    R"({"a":"\x"})",
+    R"({"a":"\u12"})",
+    R"({"a":"\uDE00"})",
+    R"({"a":"\uD83D"})",
+    R"({"a":"\uD83Dx"})",
+    R"({"a":"\uD83D\u0041"})",
+    "{\"a\":\"\x01\"}",
+    "{\"a\":\"\xC0\x80\"}",
+    "{\"a\":\"\xED\xA0\x80\"}",
+    "{\"a\":\"\xF4\x90\x80\x80\"}",
+    "{\"a\":\"\xE2\x82\"}",
+    "{\"a\":\"\xFF\"}",
+    "\xEF\xBB\xBF{}",
+    "{\"a\":1} x",
+    "{\"a\":1}/**/",
+    R"({"a":1e400})",
+    R"({"a":-1E+309})",
+};
+
+TEST(JsonCheck, Objects_Yes) {
+  for (const auto& s : objects) {
+    ASSERT_TRUE(expected(s)) << "bad fixture: " << s;
+    EXPECT_TRUE(is_json_object_text(s)) << s;
+  }
+}
+
+TEST(JsonCheck, NotObjects_No) {
+  for (const auto& s : not_objects) {
+    ASSERT_FALSE(expected(s)) << "bad fixture: " << s;
+    EXPECT_FALSE(is_json_object_text(s)) << s;
+  }
+}
+
+// nlohmann's lexer ends the input at a NUL byte, so it accepts what follows
+// one; the scanner does not, and the caller's fallback to nlohmann keeps the
+// old answer. The one place where the two differ.
+TEST(JsonCheck, NulByte_StricterThanNlohmann) {
+  std::string s("{\"a\":1}\0 junk", 13);
+  EXPECT_TRUE(nlohmann::json::accept(s));
+  EXPECT_FALSE(is_json_object_text(s));
+}
+
+TEST(JsonCheck, DeepNesting_FallsBackBeyondTheLimit) {
+  auto nested = [](size_t depth) {
+    std::string s = "{\"a\":";
+    for (size_t i = 1; i < depth; ++i)
+      s += "[";
+    s += "1";
+    for (size_t i = 1; i < depth; ++i)
+      s += "]";
+    return s + "}";
+  };
+  EXPECT_TRUE(is_json_object_text(nested(georoute::json_check_max_depth)));
+  // Valid, but deeper than the scanner follows: "not known", so the caller
+  // asks nlohmann.
+  auto deep = nested(georoute::json_check_max_depth + 1);
+  EXPECT_TRUE(expected(deep));
+  EXPECT_FALSE(is_json_object_text(deep));
+}
+
+// Random edits of valid bodies (a byte replaced, inserted or removed, with
+// bytes drawn from JSON's own alphabet and a few UTF-8 and control bytes):
+// the check and nlohmann must agree on every one.
+TEST(JsonCheck, Differential_RandomEditsAgreeWithNlohmann) {
+  const std::string alphabet =
+      "{}[]:,\"\\/ \t\n\r0123456789+-.eEtrufalsnbuUdDABCF\x01\x7F\x80\xBF\xC2"
+      "\xDF\xE0\xED\xEF\xF0\xF4\xF5\xFF";
+  std::mt19937 rng{20261202};
+  size_t yes = 0;
+  size_t checked = 0;
+  for (int round = 0; round < 60000; ++round) {
+    auto s = objects[rng() % objects.size()];
+    int edits = 1 + static_cast<int>(rng() % 3);
+    for (int e = 0; e < edits; ++e) {
+      auto pos = s.empty() ? 0 : rng() % (s.size() + 1);
+      char c = alphabet[rng() % alphabet.size()];
+      switch (rng() % 3) {
+      case 0:
+        if (pos < s.size()) s[pos] = c;
+        break;
+      case 1:
+        s.insert(s.begin() + static_cast<long>(pos), c);
+        break;
+      default:
+        if (pos < s.size()) s.erase(pos, 1);
+      }
+    }
+    bool want = expected(s);
+    ASSERT_EQ(is_json_object_text(s), want) << "text: " << s;
+    yes += want;
+    ++checked;
+  }
+  // Both sides were exercised.
+  EXPECT_GT(yes, checked / 20);
+  EXPECT_LT(yes, checked - checked / 20);
+}
+
+} // namespace
