@@ -38,13 +38,14 @@ protected:
 };
 
 // Sends (stop_atom) to the supervisor with its own timeout and records the
-// answer ("ok", or the error).
-caf::behavior stopper(caf::event_based_actor* self, engine_supervisor_actor sup,
+// answer: "ok, down" if the engine was down when it came (as the protocol
+// says), "ok, still running" if not, or the error.
+caf::behavior stopper(caf::event_based_actor* self, const engine* eng,
                       std::shared_ptr<replies> out) {
-  self->request(sup, 5s, stop_atom_v)
+  self->request(eng->supervisor(), 5s, stop_atom_v)
       .then(
           [=](caf::ok_atom) {
-            out->add("ok");
+            out->add(eng->running() ? "ok, still running" : "ok, down");
             self->quit();
           },
           [=](caf::error& e) {
@@ -57,9 +58,9 @@ caf::behavior stopper(caf::event_based_actor* self, engine_supervisor_actor sup,
 TEST_F(Embedding, StopByMessage_FromAnActorOnOneWorker_AnswersOnceDown) {
   auto hung = hung_caller();
   auto out = std::make_shared<replies>();
-  sys->spawn(stopper, eng->supervisor(), out);
+  sys->spawn(stopper, &*eng, out);
   wait_for([&] { return !out->all().empty(); }, "the stop's answer");
-  ASSERT_EQ(out->all(), std::vector<std::string>{"ok"});
+  ASSERT_EQ(out->all(), std::vector<std::string>{"ok, down"});
   // The answer came after the engine was down: the caller with work in
   // flight has its answer, and nothing keeps the actor system alive.
   EXPECT_FALSE(eng->running());
@@ -75,12 +76,12 @@ TEST_F(Embedding, StopByMessage_FromAnActorOnOneWorker_AnswersOnceDown) {
 
 TEST_F(Embedding, BlockingStop_AfterAStopByMessage_IsTrue) {
   auto out = std::make_shared<replies>();
-  sys->spawn(stopper, eng->supervisor(), out);
+  sys->spawn(stopper, &*eng, out);
   EXPECT_TRUE(eng->stop()); // whichever comes first, both see it down
   wait_for([&] { return !out->all().empty(); }, "the stop's answer");
   auto got = out->all().at(0);
   // The message either stopped the engine or met a supervisor already gone.
-  EXPECT_TRUE(got == "ok" ||
+  EXPECT_TRUE(got == "ok, down" ||
               got.find("request_receiver_down") != std::string::npos)
       << got;
   EXPECT_FALSE(eng->running());
