@@ -40,9 +40,9 @@ protected:
 // Sends (stop_atom) to the supervisor with its own timeout and records the
 // answer: "ok, down" if the engine was down when it came (as the protocol
 // says), "ok, still running" if not, or the error.
-caf::behavior stopper(caf::event_based_actor* self, const engine* eng,
-                      std::shared_ptr<replies> out) {
-  self->request(eng->supervisor(), 5s, stop_atom_v)
+caf::behavior stopper(caf::event_based_actor* self, engine_supervisor_actor sup,
+                      const engine* eng, std::shared_ptr<replies> out) {
+  self->request(sup, 5s, stop_atom_v)
       .then(
           [=](caf::ok_atom) {
             out->add(eng->running() ? "ok, still running" : "ok, down");
@@ -58,7 +58,7 @@ caf::behavior stopper(caf::event_based_actor* self, const engine* eng,
 TEST_F(Embedding, StopByMessage_FromAnActorOnOneWorker_AnswersOnceDown) {
   auto hung = hung_caller();
   auto out = std::make_shared<replies>();
-  sys->spawn(stopper, &*eng, out);
+  sys->spawn(stopper, eng->supervisor(), &*eng, out);
   wait_for([&] { return !out->all().empty(); }, "the stop's answer");
   ASSERT_EQ(out->all(), std::vector<std::string>{"ok, down"});
   // The answer came after the engine was down: the caller with work in
@@ -76,7 +76,7 @@ TEST_F(Embedding, StopByMessage_FromAnActorOnOneWorker_AnswersOnceDown) {
 
 TEST_F(Embedding, BlockingStop_AfterAStopByMessage_IsTrue) {
   auto out = std::make_shared<replies>();
-  sys->spawn(stopper, &*eng, out);
+  sys->spawn(stopper, eng->supervisor(), &*eng, out);
   EXPECT_TRUE(eng->stop()); // whichever comes first, both see it down
   wait_for([&] { return !out->all().empty(); }, "the stop's answer");
   auto got = out->all().at(0);
