@@ -2,18 +2,20 @@
 
 #include "actors/collection_cache.hpp"
 #include "actors/endpoint_manager.hpp"
+#include "actors/internal.hpp"
 #include "actors/location_cache.hpp"
 #include "actors/pkrange_cache.hpp"
 #include "actors/query_plan.hpp"
 #include "actors/retry.hpp"
 #include "actors/router.hpp"
-#include "config/georoute_config.hpp"
+#include "config/options.hpp"
 #include "messages/error.hpp"
 #include "transport/http_client.hpp"
 
 #include <caf/event_based_actor.hpp>
 #include <caf/scoped_actor.hpp>
 #include <caf/stateful_actor.hpp>
+#include <caf/typed_event_based_actor.hpp>
 #include <deque>
 #include <map>
 #include <mutex>
@@ -81,7 +83,9 @@ constexpr part all_parts[] = {
 
 } // namespace
 
-struct engine::shared {
+namespace detail {
+
+struct engine_state {
   caf::actor_system* sys = nullptr;
   config::settings settings;
   engine_options options;
@@ -93,18 +97,43 @@ struct engine::shared {
   bool running = true;
 };
 
+} // namespace detail
+
 namespace {
 
+using detail::engine_state;
+
+// Sent by the actor that closed the port (see `close_port`).
+struct port_closed {};
+
+} // namespace
+
+} // namespace georoute
+
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(georoute::port_closed)
+
+namespace georoute {
+
+namespace {
+
+// The supervisor's own interface: the public one plus what only this file
+// sends it (its first message, the port's closing).
+using supervisor_impl_actor =
+    engine_supervisor_actor::extend<caf::reacts_to<caf::ok_atom>,
+                                    caf::reacts_to<port_closed>>;
+
 struct supervisor_state {
-  std::shared_ptr<engine::shared> shared;
+  std::shared_ptr<engine_state> shared;
   engine_wiring wiring;
   std::map<part, std::deque<caf::actor_clock::time_point>> restarts;
   std::map<part, bool> alive;
   bool stopping = false;
+  bool closing = false;
+  std::vector<caf::typed_response_promise<caf::ok_atom>> stop_waiters;
   static inline const char* name = "georoute.engine";
 };
 
-using sup_ptr = caf::stateful_actor<supervisor_state>*;
+using sup_ptr = supervisor_impl_actor::stateful_pointer<supervisor_state>;
 
 caf::actor handle_of(const engine_wiring& w, part p) {
   switch (p) {
@@ -126,21 +155,19 @@ caf::actor handle_of(const engine_wiring& w, part p) {
   return {};
 }
 
-// Spawns `p` wired to the current collaborators and records it.
-void spawn_part(sup_ptr self, part p) {
-  auto& st = self->state;
-  auto& sys = self->system();
-  const auto& s = st.shared->settings;
-  auto http = std::static_pointer_cast<http_port>(st.shared->port);
-  auto& w = st.wiring;
-  auto me = self->address();
+// Spawns `p` wired to the collaborators in `w` and records it there. `me` is
+// the supervisor: the only sender whose re-wiring the new actor accepts.
+void spawn_part(caf::actor_system& sys, const engine_state& shared,
+                engine_wiring& w, const caf::actor_addr& me, part p) {
+  const auto& s = shared.settings;
+  auto http = std::static_pointer_cast<http_port>(shared.port);
   switch (p) {
   case part::locations:
     w.locations = spawn_location_cache(sys, location_options_from(s));
     break;
   case part::endpoints: {
     auto cfg = endpoint_manager_config_from(s);
-    cfg.sweep_after = st.shared->options.sweep_after;
+    cfg.sweep_after = shared.options.sweep_after;
     w.endpoints = spawn_endpoint_manager(sys, cfg, w.locations, http, me);
     break;
   }
@@ -175,8 +202,6 @@ void spawn_part(sup_ptr self, part p) {
                                s.cache_max_waiters, me);
     break;
   }
-  self->monitor(handle_of(w, p));
-  st.alive[p] = true;
 }
 
 void publish(sup_ptr self) {
@@ -199,6 +224,66 @@ bool may_restart(sup_ptr self, part p) {
   return true;
 }
 
+// Every actor is gone: close the port, then answer. Closing destroys the
+// Beast client, which joins its io threads; that wait must not hold a CAF
+// worker (on a one-worker scheduler it would hold the only one), so a
+// detached actor -- a thread of its own -- does it and reports back.
+void close_port(sup_ptr self) {
+  auto& st = self->state;
+  if (st.closing) return;
+  st.closing = true;
+  auto port = st.shared->port;
+  caf::actor_addr sup = self->address();
+  self->spawn<caf::detached>([port, sup](caf::event_based_actor* closer) {
+    port->close();
+    closer->send(caf::actor_cast<caf::actor>(sup), port_closed{});
+    closer->quit();
+  });
+}
+
+void all_parts_down(sup_ptr self) {
+  auto& st = self->state;
+  for (auto p : all_parts)
+    if (st.alive[p]) return;
+  close_port(self);
+}
+
+// The engine is down: the handles go, every stop request is answered and
+// the supervisor exits (which monitors and links see).
+void engine_down(sup_ptr self) {
+  auto& st = self->state;
+  // The engine lets go of the supervisor here, not in `stop()`: after a stop
+  // by message the program may destroy its actor system before the engine
+  // object, and the engine must then have nothing left to touch. (The
+  // scheduler holds the actor while this handler runs.)
+  caf::actor me;
+  {
+    std::lock_guard<std::mutex> guard{st.shared->mtx};
+    st.shared->running = false;
+    st.shared->wiring = engine_wiring{};
+    me = std::move(st.shared->supervisor);
+  }
+  for (auto& rp : st.stop_waiters)
+    rp.deliver(caf::ok_atom_v);
+  st.stop_waiters.clear();
+  self->quit(caf::exit_reason::user_shutdown);
+}
+
+void begin_stop(sup_ptr self, const caf::error& reason) {
+  auto& st = self->state;
+  if (st.stopping) return;
+  st.stopping = true;
+  // The actors stop in order (their waiters get "engine stopped", or the
+  // reason a linked actor exited with); never with `kill`, which would skip
+  // that.
+  caf::error why = reason;
+  if (!why || why == caf::exit_reason::kill)
+    why = caf::exit_reason::user_shutdown;
+  for (auto p : all_parts)
+    if (st.alive[p]) self->send_exit(handle_of(st.wiring, p), why);
+  all_parts_down(self);
+}
+
 void on_down(sup_ptr self, const caf::down_msg& dm) {
   auto& st = self->state;
   for (auto p : all_parts) {
@@ -211,7 +296,9 @@ void on_down(sup_ptr self, const caf::down_msg& dm) {
       ++st.shared->stats.gave_up;
       break;
     }
-    spawn_part(self, p);
+    spawn_part(self->system(), *st.shared, st.wiring, self->address(), p);
+    self->monitor(handle_of(st.wiring, p));
+    st.alive[p] = true;
     {
       std::lock_guard<std::mutex> guard{st.shared->mtx};
       ++st.shared->stats.restarts;
@@ -219,43 +306,67 @@ void on_down(sup_ptr self, const caf::down_msg& dm) {
     publish(self);
     // Everyone learns the successor; each takes what concerns it.
     for (auto q : all_parts)
-      if (q != p && st.alive[q]) self->send(handle_of(st.wiring, q), st.wiring);
+      if (q != p && st.alive[q])
+        // Untyped: the wiring is in each actor's own interface only.
+        caf::send_as(caf::actor_cast<caf::actor>(self), handle_of(st.wiring, q),
+                     st.wiring);
     break;
   }
-  if (st.stopping) {
-    for (auto p : all_parts)
-      if (st.alive[p]) return;
-    self->quit(caf::exit_reason::user_shutdown);
-  }
+  if (st.stopping) all_parts_down(self);
 }
 
-caf::behavior supervisor_impl(sup_ptr self,
-                              std::shared_ptr<engine::shared> shared) {
+// Spawned lazily: this runs on the supervisor's first message, which
+// `engine::start` sends once it has spawned the graph (as the supervisor,
+// whose address it needed first) and published the wiring.
+supervisor_impl_actor::behavior_type
+supervisor_impl(sup_ptr self, std::shared_ptr<engine_state> shared) {
   auto& st = self->state;
   st.shared = std::move(shared);
-  st.wiring.supervisor = self->address();
-  for (auto p : all_parts)
-    spawn_part(self, p);
-  publish(self);
-  for (auto p : all_parts)
-    self->send(handle_of(st.wiring, p), st.wiring);
+  {
+    std::lock_guard<std::mutex> guard{st.shared->mtx};
+    st.wiring = st.shared->wiring;
+  }
+  // An actor that died already is reported at once by `monitor`.
+  for (auto p : all_parts) {
+    self->monitor(handle_of(st.wiring, p));
+    st.alive[p] = true;
+  }
   self->set_down_handler([=](caf::down_msg& dm) { on_down(self, dm); });
-  self->set_exit_handler([=](caf::exit_msg& msg) {
-    auto& st = self->state;
-    if (st.stopping) return;
-    st.stopping = true;
-    bool any = false;
-    for (auto p : all_parts)
-      if (st.alive[p]) {
-        any = true;
-        self->send_exit(handle_of(st.wiring, p),
-                        msg.reason
-                            ? msg.reason
-                            : caf::error{caf::exit_reason::user_shutdown});
-      }
-    if (!any) self->quit(caf::exit_reason::user_shutdown);
-  });
-  return {[](caf::ok_atom) {}};
+  // A stop by exit message: `engine::stop` of old, or an actor linked to
+  // the supervisor that exited.
+  self->set_exit_handler(
+      [=](caf::exit_msg& msg) { begin_stop(self, msg.reason); });
+  return {
+      [](caf::ok_atom) {},
+      [=](stop_atom) -> caf::result<caf::ok_atom> {
+        auto rp = self->make_response_promise<caf::ok_atom>();
+        self->state.stop_waiters.push_back(rp);
+        begin_stop(self, caf::exit_reason::user_shutdown);
+        return rp;
+      },
+      [=](port_closed) { engine_down(self); },
+  };
+}
+
+// Spawns the graph from the calling thread, without waiting for any actor:
+// the supervisor first (lazily, so that it starts only once the graph
+// exists), then every part with the supervisor as the one sender of its
+// re-wiring, then the wiring itself, sent as the supervisor before `start`
+// returns -- so it is in every mailbox ahead of any request of the caller.
+void launch(caf::actor_system& sys, const std::shared_ptr<engine_state>& s) {
+  auto sup = sys.spawn<caf::lazy_init>(supervisor_impl, s);
+  s->supervisor = caf::actor_cast<caf::actor>(sup);
+  engine_wiring w;
+  w.supervisor = s->supervisor.address();
+  for (auto p : all_parts)
+    spawn_part(sys, *s, w, w.supervisor, p);
+  {
+    std::lock_guard<std::mutex> guard{s->mtx};
+    s->wiring = w;
+  }
+  for (auto p : all_parts)
+    caf::send_as(s->supervisor, handle_of(w, p), w);
+  caf::anon_send(s->supervisor, caf::ok_atom_v);
 }
 
 } // namespace
@@ -265,7 +376,7 @@ caf::expected<engine> engine::start(caf::actor_system& sys,
                                     engine_options options) {
   if (auto problems = config::check_settings(settings); !problems.empty())
     return make_error(errc::validation_error, problems.front());
-  auto s = std::make_shared<shared>();
+  auto s = std::make_shared<engine_state>();
   s->sys = &sys;
   s->settings = settings;
   s->options = options;
@@ -285,20 +396,11 @@ caf::expected<engine> engine::start(caf::actor_system& sys,
     s->port = std::make_shared<closable_port>(
         make_http_port(client, settings.account_key), client);
   }
-  s->supervisor = sys.spawn(supervisor_impl, s);
-  // The supervisor spawns the graph and publishes the wiring before it
-  // handles its first message: once it answered one, the handles are valid.
-  caf::error failed;
-  {
-    caf::scoped_actor self{sys, true};
-    self->request(s->supervisor, caf::infinite, caf::ok_atom_v)
-        .receive([] {}, [&](caf::error& e) { failed = std::move(e); });
-  }
-  if (failed) return failed;
+  launch(sys, s);
   return engine{std::move(s)};
 }
 
-engine::engine(std::shared_ptr<shared> s) : s_(std::move(s)) {}
+engine::engine(std::shared_ptr<engine_state> s) : s_(std::move(s)) {}
 engine::engine(engine&&) noexcept = default;
 engine& engine::operator=(engine&& other) noexcept {
   if (this != &other) {
@@ -328,9 +430,9 @@ GEOROUTE_WIRING_GETTER(retry_actor, retry, retry)
 
 #undef GEOROUTE_WIRING_GETTER
 
-engine_wiring engine::wiring() const {
+engine_supervisor_actor engine::supervisor() const {
   std::lock_guard<std::mutex> guard{s_->mtx};
-  return s_->wiring;
+  return caf::actor_cast<engine_supervisor_actor>(s_->supervisor);
 }
 
 engine_stats engine::stats() const {
@@ -346,23 +448,29 @@ bool engine::running() const {
 
 bool engine::stop() {
   if (!s_) return true;
+  caf::actor sup;
   {
     std::lock_guard<std::mutex> guard{s_->mtx};
-    if (!s_->running) return true;
-    s_->running = false;
+    sup = std::move(s_->supervisor);
   }
+  if (!sup) return true;
   bool ended = true;
   {
+    // The same stop as an actor's: one way down. A supervisor that is gone
+    // already (stopped by message, or by an actor linked to it) answers
+    // `request_receiver_down`: the engine is down.
     caf::scoped_actor self{*s_->sys, true};
-    self->monitor(s_->supervisor);
-    self->send_exit(s_->supervisor, caf::exit_reason::user_shutdown);
-    self->receive([](const caf::down_msg&) {},
-                  caf::after(s_->options.stop_timeout) >>
-                      [&] { ended = false; });
+    self->request(sup, s_->options.stop_timeout, stop_atom_v)
+        .receive([](caf::ok_atom) {},
+                 [&](caf::error& e) {
+                   if (e != caf::sec::request_receiver_down) ended = false;
+                 });
   }
+  // Closed already when the supervisor answered; not if it was killed or
+  // did not answer in time.
   s_->port->close();
-  s_->supervisor = nullptr;
   std::lock_guard<std::mutex> guard{s_->mtx};
+  s_->running = false;
   s_->wiring = engine_wiring{};
   return ended;
 }

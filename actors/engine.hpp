@@ -23,13 +23,34 @@
 //   the caller's own timeout; the next request is served by the successor.
 //   At most `max_restarts` restarts per actor within `restart_window`; past
 //   that the actor stays down (requests to it fail at once).
-// - `stop` ends every actor, timer and connection: every caller with work in
-//   flight gets `errc::shutting_down` ("engine stopped ..."), the HTTP
+// - Stopping ends every actor, timer and connection: every caller with work
+//   in flight gets `errc::shutting_down` ("engine stopped ..."), the HTTP
 //   client's io threads are joined, and afterwards the embedding program's
-//   `actor_system` destructs at once. The destructor stops too.
+//   `actor_system` destructs at once. Two ways:
+//     - from an actor: `request(eng.supervisor(), timeout, stop_atom_v)`;
+//       the answer (`caf::ok_atom`) says the engine is down. Nothing blocks.
+//     - from a thread that is not a CAF worker (main, a test): `stop()`,
+//       which sends the same message and waits for the answer. It must not
+//       run on a CAF worker: it would hold the worker the supervisor needs
+//       (on a one-worker scheduler it waits its full `stop_timeout` and
+//       fails). The destructor calls `stop()`, so an engine owned by an
+//       actor is stopped with the message first.
+//   Once the engine is down it holds nothing of the actor system: the
+//   system may go before the engine object. While it runs, the engine
+//   object must not outlive its `actor_system`.
+// - `start` does not block either: it spawns the actors and hands out their
+//   handles at once, so an actor may start an engine too.
+// - `supervisor()` is a typed handle (messages/interfaces.hpp) a host may
+//   monitor or link to. The supervisor exits once the engine is down, by
+//   either way of stopping or because an actor linked to it exited.
+//
+// What a host includes is the public protocol: this file, actors/client.hpp,
+// messages/ and config/. actors/http_port.hpp comes with it because a host
+// may substitute the transport (`engine_options::http`); the engine's
+// internal protocol (actors/internal.hpp: the re-wiring, the helpers its
+// actors share) is not part of it.
 
 #include "actors/http_port.hpp"
-#include "actors/internal.hpp"
 #include "config/settings.hpp"
 #include "messages/interfaces.hpp"
 
@@ -40,6 +61,10 @@
 #include <memory>
 
 namespace georoute {
+
+namespace detail {
+struct engine_state;
+} // namespace detail
 
 /// What the embedding program may choose beyond the settings.
 struct engine_options {
@@ -52,7 +77,7 @@ struct engine_options {
   /// Restart intensity of the supervisor, per actor.
   uint32_t max_restarts = 10;
   std::chrono::milliseconds restart_window = std::chrono::seconds{60};
-  /// How long `stop` waits for the actors to end.
+  /// How long the blocking `stop` waits for the engine to be down.
   std::chrono::milliseconds stop_timeout = std::chrono::seconds{10};
 };
 
@@ -65,9 +90,11 @@ struct engine_stats {
 /// See the file comment. Movable, not copyable.
 class engine {
 public:
-  /// Spawns the graph. Errors: `errc::validation_error` for settings the
-  /// engine cannot run with (no account endpoint, a TLS CA file that does
-  /// not load).
+  /// Spawns the graph and returns at once (callable from an actor). Errors:
+  /// `errc::validation_error` for settings the engine cannot run with: the
+  /// first line of `config::check_settings` (the option table's bounds, no
+  /// account endpoint, a key the transport cannot decode), or a TLS CA file
+  /// that does not load.
   static caf::expected<engine> start(caf::actor_system& sys,
                                      const config::settings& settings,
                                      engine_options options = {});
@@ -88,24 +115,26 @@ public:
   location_cache_actor locations() const;
   endpoint_manager_actor endpoints() const;
   retry_actor retry() const;
-  engine_wiring wiring() const;
+
+  /// The supervisor: monitor or link to it; `(stop_atom)` stops the engine
+  /// without blocking (see the file comment). Null once the engine is down.
+  engine_supervisor_actor supervisor() const;
 
   engine_stats stats() const;
 
-  /// Ends every actor, timer and connection; blocks until they are gone (at
-  /// most `stop_timeout`). Idempotent. Returns false if an actor did not end
-  /// in time.
+  /// Sends `(stop_atom)` to the supervisor and blocks until the answer (at
+  /// most `stop_timeout`). Not from a CAF worker (see the file comment).
+  /// Idempotent; also fine after a stop by message. Returns false if the
+  /// engine was not down in time.
   bool stop();
 
-  /// True until `stop`.
+  /// True until the engine is down (by `stop()`, by `(stop_atom)` or because
+  /// an actor linked to the supervisor exited).
   bool running() const;
 
-  /// Implementation detail (shared with the supervisor actor).
-  struct shared;
-
 private:
-  explicit engine(std::shared_ptr<shared> s);
-  std::shared_ptr<shared> s_;
+  explicit engine(std::shared_ptr<detail::engine_state> s);
+  std::shared_ptr<detail::engine_state> s_;
 };
 
 } // namespace georoute

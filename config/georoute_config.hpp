@@ -1,51 +1,28 @@
 #pragma once
 
-// The CAF configuration of georoute: every option under [georoute] and
-// [georoute.http], read from caf-application.ini (or --config-file), the
+// The configuration of the georoute program: every key of the option table
+// (config/options.hpp), read from caf-application.ini (or --config-file), the
 // command line (--georoute.preferred-regions=...) and, for two values, the
 // environment; then validated once into an immutable `settings`.
 //
 // CAF 0.17 silently drops INI values of the wrong type and keeps unknown keys;
 // `load` reads the file a second time without the option schema and reports
 // both, so a typo never falls back to a default unnoticed.
+//
+// This class is a whole program's configuration: it also applies
+// georoute.scheduler-threads to CAF's scheduler. A host with its own
+// `actor_system_config` uses `add_options` and `read_settings` instead, which
+// leave its scheduler settings alone.
 
+#include "config/options.hpp"
 #include "config/settings.hpp"
 
 #include <caf/actor_system_config.hpp>
-#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
 
 namespace georoute::config {
-
-/// Looks up an environment variable; tests pass a map instead of getenv.
-using env_lookup =
-    std::function<std::optional<std::string>(const std::string& name)>;
-
-/// Reads the process environment.
-env_lookup process_environment();
-
-/// Environment variables georoute reads.
-constexpr const char* account_key_env = "GEOROUTE_ACCOUNT_KEY";
-constexpr const char* hard_deadline_env =
-    "GEOROUTE_METADATA_HARD_DEADLINE_SECONDS";
-
-/// What `load` produced: settings and warnings, or one line per invalid
-/// value.
-struct load_result {
-  settings values;
-  std::vector<std::string> warnings;
-  std::vector<std::string> errors;
-  bool ok() const { return errors.empty(); }
-};
-
-/// The rules `load` applies that also hold for settings an embedding program
-/// built by hand: the account endpoint (present, an absolute URL, plain http
-/// only on loopback, no path), a key in base64, no empty ladder. One line per
-/// problem, as `load` words them; the key never appears. `engine::start`
-/// refuses settings that fail.
-std::vector<std::string> check_settings(const settings& s);
 
 /// See the file comment.
 class georoute_config : public caf::actor_system_config {

@@ -1,11 +1,16 @@
 #pragma once
 
 // The validated, immutable configuration of georoute. Built once by
-// `load_settings` (config/georoute_config.hpp) and handed to each actor by
-// value (or the slice it needs). No handler reads global configuration.
+// `read_settings` (config/options.hpp; `georoute_config::load` for the
+// georoute program) or by hand, checked by `check_settings` either way, and
+// handed to each actor by value (or the slice it needs). No handler reads
+// global configuration.
 //
-// Every default lives here, in-class, and is documented; config/georoute.ini
-// repeats them with the reason for each.
+// Every default lives here, in-class, and is documented. The option table
+// (config/options.cpp) maps each field to its key, bounds and help and reads
+// its default from a default-constructed `settings`; config/georoute.ini
+// repeats the defaults with the reason for each, and a test holds the file
+// to the table.
 
 #include "actors/policy/hedging.hpp"
 #include "actors/policy/partition_breaker.hpp"
@@ -127,7 +132,9 @@ struct settings {
   refresh_options refresh;
   retry_options retry;
   http_options http;
-  /// CAF scheduler workers; 0 in the file means one per core.
+  /// CAF scheduler workers of the georoute program; 0 in the file means one
+  /// per core. Only `georoute_config::load` applies it: a host's own
+  /// scheduler settings are left alone.
   size_t scheduler_threads = 0;
   /// Entries of the query-plan LRU cache.
   size_t query_plan_cache_size = 1024;

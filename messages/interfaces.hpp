@@ -180,4 +180,20 @@ using router_actor = caf::typed_actor<
     caf::replies_to<route_atom, document_request>::with<transport::outcome>,
     caf::replies_to<stats_atom>::with<router_stats>>;
 
+/// The engine's supervisor (actors/engine.hpp, `engine::supervisor()`): it
+/// spawns the other actors, restarts them and stops them as one unit. A host
+/// may monitor it (a `down_msg` says the engine is gone) or link to it (the
+/// engine stops when the linked actor exits, and vice versa).
+///
+/// - `(stop_atom)` -> `caf::ok_atom`: the asynchronous stop. Every actor is
+///   told to exit (callers with work in flight get `errc::shutting_down`),
+///   the HTTP client's io threads are joined off the CAF workers, and only
+///   then comes the answer: once it is there, the engine is down and the
+///   actor system may destruct. Idempotent while the supervisor lives; a
+///   stop sent after it is gone fails with CAF's `request_receiver_down`,
+///   which means the same. No deadline travels with it: a caller that wants
+///   one sets its own request timeout.
+using engine_supervisor_actor =
+    caf::typed_actor<caf::replies_to<stop_atom>::with<caf::ok_atom>>;
+
 } // namespace georoute

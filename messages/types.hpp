@@ -2,6 +2,26 @@
 
 // The single CAF type-ID block of georoute: every message payload and every
 // atom. Register it once per actor system with `register_types(cfg)`.
+//
+// The block starts at `caf::first_custom_type_id`, where a host program's
+// own block would normally start too. Two blocks must not overlap: CAF maps
+// each ID to one type (`caf::type_by_id`), so overlapping blocks in one
+// translation unit do not compile, and in two they are an ODR violation
+// (which type `add_message_types` registers for an ID depends on where it is
+// called). A host that embeds georoute starts its block where this one
+// ends:
+//
+//   #include "messages/types.hpp"
+//   CAF_BEGIN_TYPE_ID_BLOCK(host, caf::id_block::georoute::end)
+//     CAF_ADD_TYPE_ID(host, (host::order))
+//   CAF_END_TYPE_ID_BLOCK(host)
+//
+//   georoute::register_types(cfg);
+//   cfg.add_message_types<caf::id_block::host>();
+//
+// `caf::id_block::georoute::end` (= georoute_last_type_id + 1) moves when
+// georoute adds a type, and the host's IDs move with it on its next build.
+// (Atoms take no type ID in CAF 0.17.)
 
 #include "messages/payloads.hpp"
 
@@ -61,6 +81,7 @@ CAF_ADD_ATOM(georoute, georoute, detach_atom, "detach")
 CAF_ADD_ATOM(georoute, georoute, route_atom, "route")
 CAF_ADD_ATOM(georoute, georoute, stats_atom, "stats")
 CAF_ADD_ATOM(georoute, georoute, clear_session_atom, "clearsess")
+CAF_ADD_ATOM(georoute, georoute, stop_atom, "stop")
 CAF_END_TYPE_ID_BLOCK(georoute)
 
 // Snapshots are shared immutable tables: process-local by design.

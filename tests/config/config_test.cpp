@@ -3,7 +3,10 @@
 // allowed, in one line.
 
 #include "config/georoute_config.hpp"
+#include "transport/auth.hpp"
 
+#include <caf/config_value.hpp>
+#include <caf/deep_to_string.hpp>
 #include <fstream>
 #include <functional>
 #include <gtest/gtest.h>
@@ -600,6 +603,163 @@ TEST(Config, CircuitBreaker_CheckSettings_NamesTheKey) {
   EXPECT_NE(problems[0].find("georoute.circuit-breaker.max-open-period"),
             std::string::npos)
       << problems[0];
+}
+
+} // namespace
+
+// -- the option table (config/options.hpp) -----------------------------------
+
+namespace {
+
+// config/georoute.ini as (key, value text) in file order: "[section]" lines
+// and "name=value" lines, comments skipped.
+std::vector<std::pair<std::string, std::string>> shipped_ini_keys() {
+  std::ifstream in(GEOROUTE_SOURCE_DIR "/config/georoute.ini");
+  std::vector<std::pair<std::string, std::string>> keys;
+  std::string line, section;
+  while (std::getline(in, line)) {
+    if (line.empty() || line[0] == ';') continue;
+    if (line[0] == '[') {
+      section = line.substr(1, line.find(']') - 1);
+      continue;
+    }
+    auto eq = line.find('=');
+    if (eq == std::string::npos) continue;
+    keys.emplace_back(section + "." + line.substr(0, eq), line.substr(eq + 1));
+  }
+  return keys;
+}
+
+// Every key of the table is in georoute.ini with the default of `settings{}`,
+// in the table's order, and the file has no key the table lacks. Values are
+// compared as CAF parses them ("300s" and "5min" are one duration).
+TEST(OptionTable, ShippedIni_ListsEveryKeyWithItsDefault_AndNoOther) {
+  auto ini = shipped_ini_keys();
+  const auto& table = option_table();
+  ASSERT_FALSE(ini.empty());
+  const settings defaults;
+  size_t i = 0;
+  for (const auto& opt : table) {
+    SCOPED_TRACE(opt.key());
+    ASSERT_LT(i, ini.size()) << "missing from georoute.ini";
+    EXPECT_EQ(ini[i].first, opt.key()) << "georoute.ini lists keys in another "
+                                          "order, or lacks this one";
+    if (ini[i].first != opt.key()) break;
+    auto in_file = caf::config_value::parse(ini[i].second);
+    auto in_table = caf::config_value::parse(opt.text(defaults));
+    ASSERT_TRUE(in_file) << ini[i].second;
+    ASSERT_TRUE(in_table) << opt.text(defaults);
+    EXPECT_EQ(caf::deep_to_string(*in_file), caf::deep_to_string(*in_table))
+        << "georoute.ini says " << ini[i].second << ", settings{} says "
+        << opt.text(defaults);
+    ++i;
+  }
+  for (; i < ini.size(); ++i)
+    ADD_FAILURE() << ini[i].first << " is in georoute.ini, not in the table";
+}
+
+// The defaults pass the table's own checks, and every row's text reads back
+// into the same value (the dump can be fed back as a configuration file).
+TEST(OptionTable, Defaults_PassTheirChecks_AndTheDumpReadsBack) {
+  const settings defaults;
+  for (const auto& opt : option_table())
+    EXPECT_EQ(opt.check(defaults), std::nullopt) << opt.key();
+  auto r = load("[georoute]\npreferred-regions=[\"East US\"]\n"
+                "[georoute.hedging]\nthreshold=250ms\nmode=\"adaptive\"\n");
+  ASSERT_TRUE(r.ok()) << all_errors(r);
+  auto dump = render(r.values);
+  auto again = load(dump);
+  ASSERT_TRUE(again.ok()) << all_errors(again) << dump;
+  EXPECT_EQ(render(again.values), dump);
+}
+
+// Hand-built settings are held to the bounds loaded ones are, in the same
+// words.
+TEST(OptionTable, HandBuiltOutOfBounds_RefusedInTheWordsOfTheFile) {
+  auto loaded = load("[georoute]\nfailover-retries=20000\n");
+  ASSERT_EQ(loaded.errors.size(), 1u) << all_errors(loaded);
+  settings s;
+  s.account_endpoint = "https://acct.documents.azure.com:443/";
+  s.retry.failover_retries = 20000;
+  auto problems = check_settings(s);
+  ASSERT_EQ(problems.size(), 1u);
+  EXPECT_EQ(problems[0], loaded.errors[0]);
+  EXPECT_EQ(problems[0],
+            "georoute.failover-retries = 20000: must be between 0 and 10000");
+}
+
+// "QUJ=" has the shape of base64 (four characters of its alphabet, padded)
+// but is not canonical: its last character has bits the padding drops. The
+// old check of the configuration passed it and the transport refused it when
+// it signed; now both ask the transport.
+TEST(OptionTable, AKeyTheTransportRefuses_LoadAndCheckSettingsRefuseIt) {
+  const std::string bad_key = "QUJ=";
+  auto transport_says = georoute::transport::parse_master_key(bad_key);
+  ASSERT_FALSE(transport_says);
+  const auto& reason = transport_says.error().what;
+  auto loaded = load("", {}, {{"GEOROUTE_ACCOUNT_KEY", bad_key}});
+  ASSERT_EQ(loaded.errors.size(), 1u) << all_errors(loaded);
+  EXPECT_NE(loaded.errors[0].find(reason), std::string::npos)
+      << loaded.errors[0];
+  settings s;
+  s.account_endpoint = "https://acct.documents.azure.com:443/";
+  s.account_key = secret{bad_key};
+  auto problems = check_settings(s);
+  ASSERT_EQ(problems.size(), 1u);
+  EXPECT_NE(problems[0].find(reason), std::string::npos) << problems[0];
+  // A key the transport takes passes both.
+  s.account_key = secret{test_key};
+  EXPECT_TRUE(check_settings(s).empty());
+  EXPECT_TRUE(load("", {}, {{"GEOROUTE_ACCOUNT_KEY", test_key}}).ok());
+}
+
+// A host with its own configuration class: add_options registers georoute's
+// keys, read_settings reads them, and neither touches the host's scheduler.
+struct host_config : caf::actor_system_config {
+  host_config() {
+    opt_group{custom_options_, "host"}.add<int64_t>("port", "the host's own");
+    add_options(*this);
+  }
+};
+
+TEST(OptionTable, HostConfig_AddOptionsAndReadSettings_LeaveTheSchedulerAlone) {
+  host_config cfg;
+  std::istringstream ini{"[host]\nport=8080\n[scheduler]\nmax-threads=3\n"
+                         "[georoute]\nfailover-retries=7\n"
+                         "scheduler-threads=16\n"
+                         "[georoute.hedging]\nenabled=false\n"};
+  ASSERT_FALSE(cfg.parse({"--georoute.throttle-retries=8"}, ini));
+  auto r = read_settings(caf::content(cfg), env_of({}));
+  ASSERT_TRUE(r.ok()) << all_errors(r);
+  EXPECT_EQ(r.values.retry.failover_retries, 7u);
+  EXPECT_EQ(r.values.retry.throttle_retries, 8u);
+  EXPECT_EQ(r.values.scheduler_threads, 16u);
+  EXPECT_FALSE(r.values.hedging.enabled);
+  EXPECT_EQ(caf::get_or(caf::content(cfg), "scheduler.max-threads", size_t{0}),
+            3u);
+  EXPECT_EQ(caf::get_or(caf::content(cfg), "host.port", int64_t{0}), 8080);
+  // Without a scheduler section the host's stays unset (CAF's default).
+  host_config plain;
+  std::istringstream none{"[georoute]\nscheduler-threads=16\n"};
+  ASSERT_FALSE(plain.parse({}, none));
+  ASSERT_TRUE(read_settings(caf::content(plain), env_of({})).ok());
+  EXPECT_EQ(caf::get_if(&caf::content(plain), "scheduler.max-threads"),
+            nullptr);
+}
+
+// The help text of every key comes from the table, with its bounds and its
+// default.
+struct help_of : georoute_config {
+  const caf::config_option_set& options() const { return custom_options_; }
+};
+
+TEST(OptionTable, Help_NamesBoundsAndDefault) {
+  help_of cfg;
+  const auto* opt =
+      cfg.options().qualified_name_lookup("georoute.http", "io-threads");
+  ASSERT_NE(opt, nullptr);
+  auto help = std::string{opt->description().begin(), opt->description().end()};
+  EXPECT_EQ(help, "HTTP io threads; 1 to 16 (1)");
 }
 
 } // namespace
