@@ -36,7 +36,9 @@
 // (the same one the default scheduler's clock thread uses), so ordinary,
 // multi and request timeouts, delayed messages and every cancellation keep
 // CAF's semantics. Calls from other threads are queued, in order, and handed
-// to the loop (one post per batch).
+// to the loop (one post per batch). The loop sleeps until the earliest due
+// time; Asio's epoll wait rounds that up to the next millisecond, so a timer
+// fires up to about a millisecond late, never early.
 //
 // THE ONE RULE: nothing on the loop may block. An actor that sleeps, waits in
 // a `scoped_actor` receive, waits for a future or does blocking I/O stops
