@@ -2,6 +2,7 @@
 
 #include "actors/collection_cache.hpp"
 #include "actors/endpoint_manager.hpp"
+#include "actors/engine_loop.hpp"
 #include "actors/internal.hpp"
 #include "actors/location_cache.hpp"
 #include "actors/pkrange_cache.hpp"
@@ -389,6 +390,9 @@ caf::expected<engine> engine::start(caf::actor_system& sys,
     co.max_response_body = settings.http.response_body_limit;
     co.tls_ca_file = settings.http.tls_ca_file;
     co.io_threads = settings.http.io_threads;
+    // On the engine loop the client's sockets share the actors' thread (no
+    // io threads); under CAF's default scheduler it has io threads of its own.
+    co.loop = engine_loop_io(sys);
     auto client = std::make_shared<transport::http_client>(co);
     if (!client->tls_setup_error().empty())
       return make_error(errc::validation_error, "georoute.http.tls-ca-file: " +

@@ -2,6 +2,12 @@
 //
 //   georoute [command] [--config-file=F] [--georoute.<key>=<value> ...]
 //
+// The drill and the bench run their actors on the engine loop
+// (actors/engine_loop.hpp) unless `--engine-loop=false` chooses CAF's
+// default scheduler; the flag sets GEOROUTE_ENGINE_LOOP for this process
+// (tests/engine_loop_choice.hpp), so it works with every command and in any
+// position.
+//
 // Every command first loads and validates the configuration; an invalid value
 // prints one line naming the key, the value and what is allowed, and the
 // process exits with status 2 before any actor starts.
@@ -13,6 +19,7 @@
 #include "tests/emulator/emulator_main.hpp"
 
 #include <caf/actor_system.hpp>
+#include <cstdlib>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -34,15 +41,43 @@ constexpr const char* usage =
     "  --config-file=F           INI file (default: caf-application.ini)\n"
     "  --dump-config             print the effective configuration, key "
     "redacted\n"
+    "  --engine-loop=false       drill and bench on CAF's default scheduler\n"
+    "                            (default: the engine loop, one thread for\n"
+    "                            actors, timers and sockets)\n"
     "  --georoute.<key>=<value>  override a key of config/georoute.ini\n"
     "  --long-help               list every option\n"
     "\n"
     "The account key comes from GEOROUTE_ACCOUNT_KEY or georoute.key-file.\n";
 
+/// Takes `--engine-loop[=true|false]` out of `args` and records the choice
+/// in the environment; false on a value it does not know.
+bool take_engine_loop_flag(std::vector<std::string>& args) {
+  for (auto i = args.begin(); i != args.end();) {
+    const std::string& a = *i;
+    if (a != "--engine-loop" && a.rfind("--engine-loop=", 0) != 0) {
+      ++i;
+      continue;
+    }
+    std::string v = a == "--engine-loop" ? "true" : a.substr(14);
+    if (v == "true" || v == "1" || v == "yes" || v == "on")
+      setenv("GEOROUTE_ENGINE_LOOP", "1", 1);
+    else if (v == "false" || v == "0" || v == "no" || v == "off")
+      setenv("GEOROUTE_ENGINE_LOOP", "0", 1);
+    else {
+      std::cerr << "georoute: --engine-loop takes true or false, not '" << v
+                << "'\n";
+      return false;
+    }
+    i = args.erase(i);
+  }
+  return true;
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
+  if (!take_engine_loop_flag(args)) return 2;
   std::string command = "check-config";
   if (!args.empty() && !args.front().empty() && args.front()[0] != '-') {
     command = args.front();

@@ -20,6 +20,7 @@
 
 #include "transport/http_client.hpp"
 
+#include "transport/io_loop_asio.hpp"
 #include "transport/url.hpp"
 
 #include <algorithm>
@@ -31,6 +32,7 @@
 #include <boost/beast/ssl.hpp>
 #include <charconv>
 #include <chrono>
+#include <condition_variable>
 #include <deque>
 #include <filesystem>
 #include <limits>
@@ -96,22 +98,28 @@ class client_core;
 /// What the pool needs from a connection, whatever its stream type.
 class connection_base : public std::enable_shared_from_this<connection_base> {
 public:
-  connection_base(client_core& core, pool_ptr pool);
+  connection_base(std::shared_ptr<client_core> core, pool_ptr pool);
   virtual ~connection_base();
 
   connection_base(const connection_base&) = delete;
   connection_base& operator=(const connection_base&) = delete;
 
-  /// Runs `j` on this connection (posted to its strand).
+  /// Runs `j` on this connection: posted to its strand, or in loop mode
+  /// run right here when called on the loop thread. Never under a lock.
   virtual void start(job_ptr j) = 0;
 
   /// Closes the socket so that a pending step fails with "client shut down".
   virtual void abort() = 0;
 
+  /// The same, at once: loop mode, on the loop's driver thread only.
+  virtual void abort_now() = 0;
+
   const pool_ptr& pool() const { return pool_; }
 
 protected:
-  client_core& core_;
+  // Shared: in loop mode the core outlives `http_client` until the last
+  // aborted handler of its connections has run on the loop.
+  std::shared_ptr<client_core> core_;
   pool_ptr pool_;
 };
 
@@ -178,7 +186,7 @@ outcome failed(failure kind, std::string detail) {
   return o;
 }
 
-class client_core {
+class client_core : public std::enable_shared_from_this<client_core> {
 public:
   explicit client_core(http_client_options opts);
   ~client_core() { shutdown(); }
@@ -198,7 +206,24 @@ public:
   // The connection side.
   const http_client_options& options() const { return opts_; }
   ssl::context& tls_context() { return tls_ctx_; }
-  net::io_context& io() { return ioc_; }
+  net::io_context& io() { return *ioc_; }
+  /// Runs on an external io_loop, without threads of its own.
+  bool loop_mode() const { return loop_ != nullptr; }
+  /// Loop mode, on the loop thread, not inside another inline start: a
+  /// connection may start its job right away instead of posting it.
+  bool may_start_inline() const {
+    return loop_ && inline_starts_ == 0 && loop_->on_loop_thread();
+  }
+  /// Counts inline starts in progress (loop thread only): a start that
+  /// fails at once and hands the slot to the next queued job would
+  /// otherwise recurse once per queued job.
+  struct inline_start_scope {
+    explicit inline_start_scope(client_core& c) : core(c) {
+      ++core.inline_starts_;
+    }
+    ~inline_start_scope() { --core.inline_starts_; }
+    client_core& core;
+  };
   bool stopping() const { return stopping_flag_.load(); }
   void count_opened() { ++opened_; }
   void count_reused() { ++reused_; }
@@ -217,6 +242,12 @@ public:
   /// on a fresh connection that inherits the dead connection's slot.
   void retry(const connection_ptr& dead, job_ptr j);
 
+  /// Live connections (loop mode: what a driverless shutdown waits for).
+  size_t live_connections() {
+    std::lock_guard<std::mutex> guard{conns_mtx_};
+    return live_conns_.size();
+  }
+
   void forget(const connection_base* c) {
     std::lock_guard<std::mutex> guard{conns_mtx_};
     live_conns_.erase(c);
@@ -224,12 +255,19 @@ public:
 
 private:
   void post_complete(const job_ptr& j, outcome o) {
-    net::post(ioc_, [this, j, o = std::move(o)]() mutable {
-      complete(j, std::move(o));
-    });
+    net::post(*ioc_,
+              [self = shared_from_this(), j, o = std::move(o)]() mutable {
+                self->complete(j, std::move(o));
+              });
   }
+  void send_now(request req, http_client::callback cb);
+  void shutdown_threads();
+  void shutdown_on_loop();
+  void stop_step();
   connection_ptr make_connection_locked(const pool_ptr& p);
-  void dispatch_locked(const pool_ptr& p, const job_ptr& j);
+  /// The connection that is to run `j` (started by the caller once the lock
+  /// is released), or null when `j` waits in the pool's queue.
+  connection_ptr dispatch_locked(const pool_ptr& p, const job_ptr& j);
   static job_ptr pop_waiting_locked(endpoint_pool& p);
   void on_queue_timeout(const pool_ptr& p, const job_ptr& j);
 
@@ -248,7 +286,12 @@ private:
   std::mutex conns_mtx_;
   std::unordered_map<const connection_base*, std::weak_ptr<connection_base>>
       live_conns_;
-  net::io_context ioc_;
+  // Loop mode: the loop whose io_context this is (it outlives the core).
+  // Thread mode: the core's own io_context.
+  io_loop_ptr loop_;
+  std::optional<net::io_context> own_ioc_;
+  net::io_context* ioc_ = nullptr;
+  int inline_starts_ = 0; // loop thread only
   std::mutex mtx_;
   bool stopping_ = false;
   std::map<std::string, pool_ptr> pools_;
@@ -258,13 +301,19 @@ private:
       guard_;
   std::vector<std::thread> threads_;
   bool shut_ = false;
+  // Loop mode: the shutdown step (stop_step) ran.
+  std::mutex step_mtx_;
+  std::condition_variable step_cv_;
+  bool step_started_ = false;
+  bool step_done_ = false;
 };
 
-connection_base::connection_base(client_core& core, pool_ptr pool)
+connection_base::connection_base(std::shared_ptr<client_core> core,
+                                 pool_ptr pool)
     : core_(core), pool_(std::move(pool)) {}
 
 connection_base::~connection_base() {
-  core_.forget(this);
+  core_->forget(this);
 }
 
 /// One socket: resolve, connect, (handshake), then one request at a time.
@@ -276,31 +325,45 @@ public:
       std::conditional_t<Tls, beast::ssl_stream<beast::tcp_stream>,
                          beast::tcp_stream>;
 
-  connection(client_core& core, pool_ptr pool)
-      : connection_base(core, std::move(pool)),
-        strand_(net::make_strand(core.io())), resolver_(strand_),
-        timer_(strand_) {
+  connection(std::shared_ptr<client_core> core, pool_ptr pool)
+      : connection_base(std::move(core), std::move(pool)),
+        exec_(executor_for(*core_)), resolver_(exec_), timer_(exec_) {
     if constexpr (Tls)
-      stream_.emplace(strand_, core.tls_context());
+      stream_.emplace(exec_, core_->tls_context());
     else
-      stream_.emplace(strand_);
+      stream_.emplace(exec_);
   }
 
   void start(job_ptr j) override {
-    net::post(strand_, [self = self(), j = std::move(j)]() mutable {
+    if (core_->may_start_inline()) {
+      client_core::inline_start_scope scope{*core_};
+      auto keep = self(); // a failing start may drop the last reference
+      guarded([&] { on_start(std::move(j)); });
+      return;
+    }
+    net::post(exec_, [self = self(), j = std::move(j)]() mutable {
       self->guarded([&] { self->on_start(std::move(j)); });
     });
   }
 
   void abort() override {
-    net::post(strand_, [self = self()] {
-      self->aborted_ = true;
-      self->close();
-    });
+    net::post(exec_, [self = self()] { self->abort_now(); });
+  }
+
+  void abort_now() override {
+    aborted_ = true;
+    close();
   }
 
 private:
   enum class phase { idle, resolve, connect, handshake, write, read };
+
+  /// Thread mode: a strand per connection, handlers of one socket never run
+  /// concurrently. Loop mode: one thread runs every handler, no strand.
+  static net::any_io_executor executor_for(client_core& core) {
+    if (core.loop_mode()) return core.io().get_executor();
+    return net::make_strand(core.io());
+  }
 
   std::shared_ptr<connection> self() {
     return std::static_pointer_cast<connection>(shared_from_this());
@@ -324,13 +387,13 @@ private:
     job_ = std::move(j);
     timed_out_ = false;
     maybe_sent_ = false;
-    if (aborted_ || core_.stopping())
+    if (aborted_ || core_->stopping())
       return fail(net::error::operation_aborted);
     if (!connected_) return resolve();
     if (idle_socket_closed()) {
       // Nothing of this request was written: a fresh connection takes it,
       // whatever its method.
-      core_.count_stale_unsent();
+      core_->count_stale_unsent();
       return retry_fresh();
     }
     write();
@@ -401,7 +464,7 @@ private:
   void on_connect(error_code ec) {
     if (ec) return fail(ec);
     connected_ = true;
-    core_.count_opened();
+    core_->count_opened();
     // Only the idle probe reads synchronously; asynchronous operations do
     // not depend on this mode.
     error_code nb;
@@ -428,7 +491,7 @@ private:
     phase_ = phase::write;
     reused_attempt_ = served_ > 0;
     build_request();
-    if (reused_attempt_) core_.count_reused();
+    if (reused_attempt_) core_->count_reused();
     lowest().expires_at(job_->deadline);
     maybe_sent_ = true;
     http::async_write(*stream_, req_,
@@ -467,7 +530,7 @@ private:
     if (ec && written == 0 && !Tls) maybe_sent_ = false;
     if (ec) return unanswered(ec, false) ? on_unanswered(ec) : fail(ec);
     phase_ = phase::read;
-    const auto& opts = core_.options();
+    const auto& opts = core_->options();
     parser_.emplace();
     parser_->body_limit(static_cast<std::uint64_t>(opts.max_response_body));
     parser_->header_limit(static_cast<std::uint32_t>(std::min<size_t>(
@@ -488,7 +551,7 @@ private:
       return unanswered(ec, parser_->got_some()) ? on_unanswered(ec) : fail(ec);
     if (parser_->is_done()) return on_read({});
     auto length = parser_->content_length();
-    if (length && *length > core_.options().max_response_body)
+    if (length && *length > core_->options().max_response_body)
       return fail(http::error::body_limit);
     http::async_read(*stream_, buf_, *parser_,
                      [self = self()](error_code ec, std::size_t) {
@@ -511,7 +574,7 @@ private:
     // Release before the callback: a caller that sends its next request
     // from the callback (or right after it) finds this connection idle.
     release(keep);
-    core_.complete(j, std::move(o));
+    core_->complete(j, std::move(o));
   }
 
   /// A reused socket closed under the request: the write failed, or the
@@ -522,7 +585,7 @@ private:
   /// response byte, never after the deadline.
   bool unanswered(const error_code& ec, bool got_some) const {
     return reused_attempt_ && !got_some && !job_->retried && !timed_out_ &&
-           !aborted_ && !core_.stopping() && ec != beast::error::timeout &&
+           !aborted_ && !core_->stopping() && ec != beast::error::timeout &&
            is_peer_closed(ec);
   }
 
@@ -534,12 +597,12 @@ private:
         maybe_sent_ ? send_progress::maybe_sent : send_progress::unsent;
     if (resend_after_close(job_->req, progress)) {
       if (progress == send_progress::unsent)
-        core_.count_stale_unsent();
+        core_->count_stale_unsent();
       else
-        core_.count_resent();
+        core_->count_resent();
       return retry_fresh();
     }
-    core_.count_resend_refused();
+    core_->count_resend_refused();
     fail_with(failure::reset,
               where() + ec.message() +
                   " (the kept-alive connection closed after the request "
@@ -553,7 +616,7 @@ private:
     j->retried = true;
     phase_ = phase::idle;
     released_ = true; // the slot goes to the fresh connection
-    core_.retry(shared_from_this(), std::move(j));
+    core_->retry(shared_from_this(), std::move(j));
   }
 
   void fail(const error_code& ec) {
@@ -569,13 +632,13 @@ private:
     o.request_sent = maybe_sent_;
     maybe_sent_ = false;
     release(false);
-    if (j) core_.complete(j, std::move(o));
+    if (j) core_->complete(j, std::move(o));
   }
 
   void release(bool reusable) {
     if (released_) return;
     if (!reusable) released_ = true;
-    core_.release(shared_from_this(), reusable);
+    core_->release(shared_from_this(), reusable);
   }
 
   std::string where() const {
@@ -603,7 +666,7 @@ private:
   }
 
   std::pair<failure, std::string> classify(const error_code& ec) {
-    if (aborted_ || core_.stopping()) return {failure::reset, shut_down_text};
+    if (aborted_ || core_->stopping()) return {failure::reset, shut_down_text};
     auto at = where();
     if (timed_out_ || ec == beast::error::timeout ||
         ec == net::error::timed_out)
@@ -623,7 +686,7 @@ private:
     default:
       break;
     }
-    const auto& opts = core_.options();
+    const auto& opts = core_->options();
     if (ec == http::error::body_limit)
       return {failure::body_too_large,
               at + "response body exceeds the limit of " +
@@ -697,7 +760,7 @@ private:
     buf_.consume(buf_.size());
   }
 
-  net::strand<net::io_context::executor_type> strand_;
+  net::any_io_executor exec_;
   tcp::resolver resolver_;
   net::steady_timer timer_;
   std::optional<stream_type> stream_;
@@ -718,7 +781,13 @@ private:
   bool released_ = false;
 };
 
-client_core::client_core(http_client_options opts) : opts_(std::move(opts)) {
+client_core::client_core(http_client_options opts)
+    : opts_(std::move(opts)), loop_(std::move(opts_.loop)) {
+  opts_.loop = nullptr;
+  if (loop_)
+    ioc_ = &io_context_of(*loop_);
+  else
+    ioc_ = &own_ioc_.emplace();
   opts_.max_connections_per_endpoint =
       std::max<size_t>(1, opts_.max_connections_per_endpoint);
   opts_.io_threads = std::max<size_t>(1, opts_.io_threads);
@@ -744,12 +813,13 @@ client_core::client_core(http_client_options opts) : opts_(std::move(opts)) {
     if (ec)
       tls_error_ = "cannot load the system's TLS CA paths: " + ec.message();
   }
-  guard_.emplace(net::make_work_guard(ioc_));
+  if (loop_) return; // the loop's driver runs the handlers
+  guard_.emplace(net::make_work_guard(*ioc_));
   for (size_t i = 0; i < opts_.io_threads; ++i)
     threads_.emplace_back([this] {
       for (;;) {
         try {
-          ioc_.run();
+          ioc_->run();
           return;
         } catch (...) { // handlers are guarded; keep the thread alive anyway
         }
@@ -758,6 +828,19 @@ client_core::client_core(http_client_options opts) : opts_(std::move(opts)) {
 }
 
 void client_core::send(request req, http_client::callback cb) {
+  if (loop_ && !loop_->on_loop_thread()) {
+    // Loop mode, another thread: the pool and the sockets belong to the
+    // loop thread.
+    net::post(*ioc_, [self = shared_from_this(), req = std::move(req),
+                      cb = std::move(cb)]() mutable {
+      self->send_now(std::move(req), std::move(cb));
+    });
+    return;
+  }
+  send_now(std::move(req), std::move(cb));
+}
+
+void client_core::send_now(request req, http_client::callback cb) {
   ++requests_;
   auto j = std::make_shared<job>();
   j->deadline = steady::now() + req.timeout;
@@ -786,25 +869,32 @@ void client_core::send(request req, http_client::callback cb) {
     p->u = u;
     p->authority = authority_of(u);
   }
-  dispatch_locked(p, j);
+  auto c = dispatch_locked(p, j);
+  lock.unlock();
+  if (c) c->start(j);
 }
 
-void client_core::dispatch_locked(const pool_ptr& p, const job_ptr& j) {
+connection_ptr client_core::dispatch_locked(const pool_ptr& p,
+                                            const job_ptr& j) {
   if (!p->idle.empty()) {
     auto c = std::move(p->idle.back());
     p->idle.pop_back();
-    c->start(j);
-  } else if (p->open < opts_.max_connections_per_endpoint) {
+    return c;
+  }
+  if (p->open < opts_.max_connections_per_endpoint) {
     ++p->open;
-    make_connection_locked(p)->start(j);
-  } else {
+    return make_connection_locked(p);
+  }
+  {
     // All connections busy: wait in FIFO order, but not past the deadline.
     j->queued = true;
     p->waiting.push_back(j);
-    j->queue_timer = std::make_unique<net::steady_timer>(ioc_, j->deadline);
-    j->queue_timer->async_wait(
-        [this, p, j](error_code) { on_queue_timeout(p, j); });
+    j->queue_timer = std::make_unique<net::steady_timer>(*ioc_, j->deadline);
+    j->queue_timer->async_wait([self = shared_from_this(), p, j](error_code) {
+      self->on_queue_timeout(p, j);
+    });
   }
+  return nullptr;
 }
 
 void client_core::on_queue_timeout(const pool_ptr& p, const job_ptr& j) {
@@ -843,46 +933,52 @@ job_ptr client_core::pop_waiting_locked(endpoint_pool& p) {
 connection_ptr client_core::make_connection_locked(const pool_ptr& p) {
   connection_ptr c;
   if (p->u.tls())
-    c = std::make_shared<connection<true>>(*this, p);
+    c = std::make_shared<connection<true>>(shared_from_this(), p);
   else
-    c = std::make_shared<connection<false>>(*this, p);
+    c = std::make_shared<connection<false>>(shared_from_this(), p);
   std::lock_guard<std::mutex> guard{conns_mtx_};
   live_conns_.emplace(c.get(), c);
   return c;
 }
 
 void client_core::release(const connection_ptr& c, bool reusable) {
-  std::lock_guard<std::mutex> guard{mtx_};
-  const auto& p = c->pool();
-  if (stopping_) {
-    // Shutdown aborts every live connection; only the count matters.
-    --p->open;
-    return;
+  connection_ptr runner;
+  job_ptr next;
+  {
+    std::lock_guard<std::mutex> guard{mtx_};
+    const auto& p = c->pool();
+    if (stopping_) {
+      // Shutdown aborts every live connection; only the count matters.
+      --p->open;
+      return;
+    }
+    next = pop_waiting_locked(*p);
+    if (reusable) {
+      if (next)
+        runner = c;
+      else
+        p->idle.push_back(c);
+    } else {
+      --p->open;
+      if (next) {
+        ++p->open;
+        runner = make_connection_locked(p);
+      }
+    }
   }
-  auto next = pop_waiting_locked(*p);
-  if (reusable) {
-    if (next)
-      c->start(next);
-    else
-      p->idle.push_back(c);
-    return;
-  }
-  --p->open;
-  if (next) {
-    ++p->open;
-    make_connection_locked(p)->start(next);
-  }
+  if (runner) runner->start(std::move(next));
 }
 
 void client_core::retry(const connection_ptr& dead, job_ptr j) {
+  connection_ptr fresh;
   {
     std::lock_guard<std::mutex> guard{mtx_};
-    if (!stopping_) {
-      make_connection_locked(dead->pool())->start(std::move(j));
-      return;
-    }
-    --dead->pool()->open;
+    if (!stopping_)
+      fresh = make_connection_locked(dead->pool());
+    else
+      --dead->pool()->open;
   }
+  if (fresh) return fresh->start(std::move(j));
   complete(j, failed(failure::reset, shut_down_text));
 }
 
@@ -909,6 +1005,13 @@ void client_core::complete(const job_ptr& j, outcome o) {
 void client_core::shutdown() {
   if (shut_) return;
   shut_ = true;
+  if (loop_)
+    shutdown_on_loop();
+  else
+    shutdown_threads();
+}
+
+void client_core::shutdown_threads() {
   std::vector<job_ptr> queued;
   {
     std::lock_guard<std::mutex> guard{mtx_};
@@ -951,30 +1054,117 @@ void client_core::shutdown() {
     complete(j, failed(failure::reset, shut_down_text));
 }
 
+// Loop mode. The sockets belong to the loop's driver thread, so the work of
+// shutting down (stop_step) runs there:
+// - called on the loop thread (an actor or a completion dropped the last
+//   reference): right here. The loop cannot be run from here (this frame may
+//   be inside one of its handlers) nor waited for (it is this thread), and
+//   it need not be: every job completes now, and the aborted handlers that
+//   run later find their jobs done; they keep the core alive until then.
+// - another thread while the loop runs: posted, and waited for (the loop
+//   never blocks for long: a handler or a wake ends its sleep).
+// - another thread and nobody drives the loop (the actor system ended
+//   before the client): this thread becomes the driver, runs the step and
+//   then the aborted handlers of its own connections, within a bound (a
+//   resolve that is still waiting for DNS cannot be interrupted).
+void client_core::shutdown_on_loop() {
+  if (loop_->on_loop_thread()) return stop_step();
+  net::post(*ioc_, [self = shared_from_this()] { self->stop_step(); });
+  std::unique_lock<std::mutex> lock{step_mtx_};
+  for (;;) {
+    if (step_cv_.wait_for(lock, std::chrono::milliseconds{20},
+                          [this] { return step_done_; }))
+      return;
+    lock.unlock();
+    if (loop_->try_become_driver()) {
+      stop_step(); // the posted one will find it done
+      auto until = steady::now() + std::chrono::seconds{2};
+      try {
+        loop_->poll();
+        while (live_connections() > 0 && steady::now() < until)
+          loop_->run_one_until(
+              std::min(until, steady::now() + std::chrono::milliseconds{10}));
+      } catch (...) { // handlers are guarded; nothing to add here
+      }
+      loop_->stop_driving();
+      return;
+    }
+    lock.lock();
+  }
+}
+
+// On the loop's driver: what shutdown_threads does, without threads to join.
+void client_core::stop_step() {
+  {
+    std::lock_guard<std::mutex> guard{step_mtx_};
+    if (step_started_) return;
+    step_started_ = true;
+  }
+  std::vector<job_ptr> queued;
+  {
+    std::lock_guard<std::mutex> guard{mtx_};
+    stopping_ = true;
+    stopping_flag_ = true;
+    for (auto& [key, p] : pools_)
+      while (auto j = pop_waiting_locked(*p))
+        queued.push_back(std::move(j));
+  }
+  for (auto& j : queued)
+    complete(j, failed(failure::reset, shut_down_text));
+  std::vector<std::weak_ptr<connection_base>> conns;
+  {
+    std::lock_guard<std::mutex> guard{conns_mtx_};
+    for (auto& [ptr, weak] : live_conns_)
+      conns.push_back(weak);
+  }
+  for (auto& weak : conns)
+    if (auto c = weak.lock()) c->abort_now();
+  conns.clear();
+  {
+    std::lock_guard<std::mutex> guard{mtx_};
+    for (auto& [key, p] : pools_)
+      p->idle.clear();
+    pools_.clear();
+  }
+  std::unordered_map<const job*, job_ptr> left;
+  {
+    std::lock_guard<std::mutex> guard{jobs_mtx_};
+    left.swap(live_jobs_);
+  }
+  for (auto& [ptr, j] : left)
+    complete(j, failed(failure::reset, shut_down_text));
+  {
+    std::lock_guard<std::mutex> guard{step_mtx_};
+    step_done_ = true;
+  }
+  step_cv_.notify_all();
+}
+
 } // namespace
 
 struct http_client::impl {
-  explicit impl(http_client_options opts) : core(std::move(opts)) {}
-  client_core core;
+  explicit impl(http_client_options opts)
+      : core(std::make_shared<client_core>(std::move(opts))) {}
+  std::shared_ptr<client_core> core;
 };
 
 http_client::http_client(http_client_options opts)
     : impl_(std::make_unique<impl>(std::move(opts))) {}
 
 http_client::~http_client() {
-  impl_->core.shutdown();
+  impl_->core->shutdown();
 }
 
 void http_client::send(request req, callback cb) {
-  impl_->core.send(std::move(req), std::move(cb));
+  impl_->core->send(std::move(req), std::move(cb));
 }
 
 http_client_stats http_client::stats() const {
-  return impl_->core.stats();
+  return impl_->core->stats();
 }
 
 const std::string& http_client::tls_setup_error() const {
-  return impl_->core.tls_setup_error();
+  return impl_->core->tls_setup_error();
 }
 
 } // namespace georoute::transport

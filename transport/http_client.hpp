@@ -14,6 +14,15 @@
 // handshake, write and read. The completion callback runs on an io thread: it
 // must only hand the outcome on (the CAF bridge does `anon_send`), never touch
 // actor state.
+//
+// Loop mode (`http_client_options::loop`): the client has no thread of its
+// own; its sockets live on a shared io_loop, whose driver thread runs every
+// handler and every completion (with the engine loop scheduler, the thread
+// of the actors: a completion's `anon_send` is then a local enqueue). A
+// `send` made on that thread starts the request right there (no post, no
+// strand); from any other thread it is posted to the loop. Destruction
+// completes what is in flight with "client shut down" before it returns, as
+// in thread mode; see `~http_client` for the three cases.
 
 #include "transport/outcome.hpp"
 
@@ -24,6 +33,8 @@
 #include <string>
 
 namespace georoute::transport {
+
+class io_loop;
 
 /// Options of one client; all limits are per client instance.
 struct http_client_options {
@@ -36,8 +47,11 @@ struct http_client_options {
   /// PEM file of trusted CAs for https; empty = the system's default paths.
   /// Peer verification and SNI are always on.
   std::string tls_ca_file;
-  /// Number of io threads.
+  /// Number of io threads (thread mode only).
   size_t io_threads = 1;
+  /// Loop mode: run on this loop (whose driver must keep running it while
+  /// requests are in flight) instead of io threads of the client's own.
+  std::shared_ptr<io_loop> loop;
 };
 
 /// Counters for tests and benchmarks.
@@ -65,12 +79,20 @@ public:
 
   /// Stops the io threads. Requests still in flight complete with
   /// `failure::reset` ("client shut down") before this returns.
+  ///
+  /// Loop mode: on the loop thread, the sockets are closed and the callbacks
+  /// run right here (the loop is neither run nor waited for: this thread is
+  /// the loop). On another thread, that work is posted to the loop and
+  /// waited for; if nobody drives the loop any more (its actor system
+  /// ended), this thread drives it for that work and for the aborted socket
+  /// operations (at most 2 s: a DNS lookup in progress cannot be cut).
   ~http_client();
 
   http_client(const http_client&) = delete;
   http_client& operator=(const http_client&) = delete;
 
-  /// Sends `req` and calls `cb` exactly once, on an io thread. Thread-safe.
+  /// Sends `req` and calls `cb` exactly once, on an io thread (loop mode:
+  /// on the loop thread, possibly before `send` returns). Thread-safe.
   /// An unparsable endpoint completes at once with `failure::protocol`.
   void send(request req, callback cb);
 

@@ -1,8 +1,10 @@
 #include "tests/bench/georoute_load.hpp"
 
 #include "actors/engine.hpp"
+#include "actors/engine_loop.hpp"
 #include "messages/error.hpp"
 #include "messages/types.hpp"
+#include "tests/engine_loop_choice.hpp"
 #include "transport/http_client.hpp"
 
 #include <algorithm>
@@ -27,7 +29,11 @@ constexpr auto pause_after_failure = 10ms;
 struct bench_config : caf::actor_system_config {
   explicit bench_config(size_t threads) {
     register_types(*this);
-    set("scheduler.max-threads", static_cast<int>(threads));
+    // The engine loop unless --engine-loop=false
+    // (tests/engine_loop_choice.hpp); `threads` only sizes CAF's default
+    // scheduler.
+    if (!test::load_chosen_scheduler(*this, true))
+      set("scheduler.max-threads", static_cast<int>(threads));
   }
 };
 
@@ -159,18 +165,20 @@ georoute_driver::start(driver_options opts) {
   s.http.max_connections_per_endpoint = opts.connections;
   s.scheduler_threads = opts.scheduler_threads;
   if (opts.hedging) s.hedging.enabled = *opts.hedging;
+  // The system first: on the engine loop the client shares its thread.
+  m.cfg = std::make_unique<bench_config>(opts.scheduler_threads);
+  m.sys = std::make_unique<caf::actor_system>(*m.cfg);
   http_port_ptr inner = opts.port;
   if (!inner) {
     transport::http_client_options co;
     co.max_connections_per_endpoint = s.http.max_connections_per_endpoint;
     co.max_response_body = s.http.response_body_limit;
     co.io_threads = s.http.io_threads;
+    co.loop = engine_loop_io(*m.sys);
     m.client = std::make_shared<transport::http_client>(co);
     inner = make_http_port(m.client, s.account_key);
   }
   m.port = std::make_shared<counting_port>(inner);
-  m.cfg = std::make_unique<bench_config>(opts.scheduler_threads);
-  m.sys = std::make_unique<caf::actor_system>(*m.cfg);
   engine_options eo;
   eo.http = m.port;
   eo.sweep_after = opts.sweep_after;

@@ -2,6 +2,7 @@
 
 #include "messages/error.hpp"
 #include "messages/types.hpp"
+#include "tests/engine_loop_choice.hpp"
 #include "transport/auth.hpp"
 #include "transport/http_client.hpp"
 
@@ -38,7 +39,11 @@ const std::vector<std::string>& region_names() {
 struct drill_system_config : caf::actor_system_config {
   explicit drill_system_config(size_t threads) {
     register_types(*this);
-    if (threads > 0) set("scheduler.max-threads", threads);
+    // The engine loop unless --engine-loop=false
+    // (tests/engine_loop_choice.hpp); `threads` only sizes CAF's default
+    // scheduler.
+    if (!test::load_chosen_scheduler(*this, true) && threads > 0)
+      set("scheduler.max-threads", threads);
   }
 };
 

@@ -10,6 +10,7 @@
 #include "messages/error.hpp"
 #include "messages/types.hpp"
 #include "tests/emulator/emulator.hpp"
+#include "tests/engine_loop_choice.hpp"
 #include "transport/auth.hpp"
 #include "transport/http_client.hpp"
 
@@ -30,7 +31,8 @@ using namespace std::chrono_literals;
 struct engine_config : caf::actor_system_config {
   engine_config() {
     register_types(*this);
-    set("scheduler.max-threads", 2);
+    // GEOROUTE_ENGINE_LOOP=1 runs the suite on the engine loop.
+    if (!load_chosen_scheduler(*this, false)) set("scheduler.max-threads", 2);
   }
 };
 

@@ -15,6 +15,7 @@
 #include "actors/router.hpp"
 #include "messages/types.hpp"
 #include "tests/emulator/emulator.hpp"
+#include "tests/engine_loop_choice.hpp"
 #include "transport/auth.hpp"
 #include "transport/http_client.hpp"
 
@@ -31,7 +32,8 @@ namespace georoute::test {
 struct integration_config : caf::actor_system_config {
   integration_config() {
     register_types(*this);
-    set("scheduler.max-threads", 2);
+    // GEOROUTE_ENGINE_LOOP=1 runs the suite on the engine loop.
+    if (!load_chosen_scheduler(*this, false)) set("scheduler.max-threads", 2);
   }
 };
 
@@ -83,6 +85,7 @@ protected:
     sys = std::make_unique<caf::actor_system>(cfg);
     transport::http_client_options co;
     co.max_connections_per_endpoint = 4;
+    co.loop = engine_loop_io(*sys); // null on CAF's default scheduler
     client = std::make_shared<transport::http_client>(co);
     http = make_http_port(client, settings.account_key);
     locations = spawn_location_cache(*sys, location_options_from(settings));
