@@ -25,8 +25,9 @@
 //   that the actor stays down (requests to it fail at once).
 // - Stopping ends every actor, timer and connection: every caller with work
 //   in flight gets `errc::shutting_down` ("engine stopped ..."), the HTTP
-//   client's io threads are joined, and afterwards the embedding program's
-//   `actor_system` destructs at once. Two ways:
+//   client's connections are closed (its io threads joined, or on the
+//   engine loop its sockets closed there), and afterwards the embedding
+//   program's `actor_system` destructs at once. Two ways:
 //     - from an actor: `request(eng.supervisor(), timeout, stop_atom_v)`;
 //       the answer (`caf::ok_atom`) says the engine is down. Nothing blocks.
 //     - from a thread that is not a CAF worker (main, a test): `stop()`,

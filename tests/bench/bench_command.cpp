@@ -1,6 +1,7 @@
 #include "tests/bench/bench_command.hpp"
 
 #include "tests/bench/alloc_count.hpp"
+#include "tests/engine_loop_choice.hpp"
 #include "tests/bench/bench_options.hpp"
 #include "tests/bench/georoute_load.hpp"
 #include "tests/bench/memory.hpp"
@@ -207,6 +208,24 @@ int run_bench_command(std::vector<std::string> args) {
     return 1;
   }
 
+  // The same engine on CAF's default scheduler (the embedding default
+  // without the loop module), beside the one on the program's choice.
+  rep.georoute_scheduler = test::engine_loop_chosen(true)
+                               ? "engine loop"
+                               : "CAF default scheduler";
+  auto def_d = d;
+  def_d.engine_loop = false;
+  auto def = georoute_driver::start(def_d);
+  if (!def) {
+    std::cerr << "georoute bench: " << def.error().what << "\n";
+    return 1;
+  }
+  if (!(*def)->route_once(read, &err)) {
+    std::cerr << "georoute bench: the first routed read failed ("
+              << default_scheduler_client << "): " << err << "\n";
+    return 1;
+  }
+
   std::unique_ptr<node_peer> peer;
   std::string peer_skip = "skipped (--skip=peer)";
   if (!o.skipped("peer")) {
@@ -237,8 +256,8 @@ int run_bench_command(std::vector<std::string> args) {
 
   // Interleaved rounds: every level and client once per round, the client
   // order rotating, so that noise hits all alike.
-  const std::vector<std::string> clients{"raw", "georoute", rep.alt_client,
-                                         "peer"};
+  const std::vector<std::string> clients{
+      "raw", "georoute", default_scheduler_client, rep.alt_client, "peer"};
   for (int round = 0; round < o.rounds; ++round) {
     for (auto n : o.in_flight) {
       for (size_t c = 0; c < clients.size(); ++c) {
@@ -246,7 +265,9 @@ int run_bench_command(std::vector<std::string> args) {
             clients[(c + static_cast<size_t>(round)) % clients.size()];
         round_figures f;
         if (o.skipped(client) ||
-            (client == rep.alt_client && o.skipped("georoute"))) {
+            ((client == rep.alt_client ||
+              client == default_scheduler_client) &&
+             o.skipped("georoute"))) {
           f = skipped_round(client, n, round, "skipped (--skip)");
         } else if (client == "raw") {
           std::unique_ptr<raw_load> load;
@@ -256,8 +277,11 @@ int run_bench_command(std::vector<std::string> args) {
                 load = std::make_unique<raw_load>(*raw_req, n, l);
               },
               [&] { load->stop(); });
-        } else if (client == "georoute" || client == rep.alt_client) {
-          auto& engine = client == "georoute" ? *drv : *alt;
+        } else if (client == "georoute" || client == rep.alt_client ||
+                   client == default_scheduler_client) {
+          auto& engine = client == "georoute"    ? *drv
+                         : client == rep.alt_client ? *alt
+                                                    : *def;
           std::unique_ptr<caller_load> load;
           f = timed_round(
               o, n, em,
@@ -299,6 +323,12 @@ int run_bench_command(std::vector<std::string> args) {
           o, "georoute", n,
           [&](event_log& l) { gl = (*drv)->start_load(read, n, l, 10s); },
           [&] { gl->stop(30s); }, [&] { return (*drv)->router_counters(); }));
+      log("accounting x" + std::to_string(n) + ": " + default_scheduler_client);
+      std::unique_ptr<caller_load> dl;
+      rep.accounting.push_back(accounting_round(
+          o, default_scheduler_client, n,
+          [&](event_log& l) { dl = (*def)->start_load(read, n, l, 10s); },
+          [&] { dl->stop(30s); }, [&] { return (*def)->router_counters(); }));
     }
   }
 
@@ -324,6 +354,7 @@ int run_bench_command(std::vector<std::string> args) {
   peer.reset();
   drv->reset();
   alt->reset();
+  def->reset();
 
   if (!o.skipped("memory") && o.memory_collections > 0) {
     log("memory: " + std::to_string(o.memory_collections) + " collections x " +

@@ -27,8 +27,15 @@ using namespace std::chrono_literals;
 constexpr auto pause_after_failure = 10ms;
 
 struct bench_config : caf::actor_system_config {
-  explicit bench_config(size_t threads) {
+  bench_config(size_t threads, std::optional<bool> loop) {
     register_types(*this);
+    if (loop) {
+      if (*loop)
+        load<engine_loop>();
+      else
+        set("scheduler.max-threads", static_cast<int>(threads));
+      return;
+    }
     // The engine loop unless --engine-loop=false
     // (tests/engine_loop_choice.hpp); `threads` only sizes CAF's default
     // scheduler.
@@ -166,7 +173,8 @@ georoute_driver::start(driver_options opts) {
   s.scheduler_threads = opts.scheduler_threads;
   if (opts.hedging) s.hedging.enabled = *opts.hedging;
   // The system first: on the engine loop the client shares its thread.
-  m.cfg = std::make_unique<bench_config>(opts.scheduler_threads);
+  m.cfg =
+      std::make_unique<bench_config>(opts.scheduler_threads, opts.engine_loop);
   m.sys = std::make_unique<caf::actor_system>(*m.cfg);
   http_port_ptr inner = opts.port;
   if (!inner) {

@@ -38,6 +38,9 @@ struct driver_options {
   std::chrono::milliseconds sweep_after{5000};
   /// Overrides `georoute.hedging.enabled` (unset: the library's default).
   std::optional<bool> hedging;
+  /// The engine loop (true) or CAF's default scheduler (false); unset: the
+  /// program's choice (`--engine-loop`, the loop by default).
+  std::optional<bool> engine_loop;
 };
 
 /// A running set of callers (see `georoute_driver::start_load`).

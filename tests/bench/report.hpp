@@ -34,6 +34,10 @@ struct ratio_row {
   /// Throughput with hedging on / with it off (nothing slow: the cost of
   /// the machinery); -1 when unknown.
   double hedging_on_over_off = -1;
+  /// The engine on CAF's default scheduler: throughput over raw and CPU per
+  /// read over raw's.
+  double default_over_raw = -1;
+  double default_cpu_us_over_raw = 0;
 };
 
 /// One target of issue 10 and whether this run reached it.
@@ -46,6 +50,10 @@ struct target_row {
 /// "georoute-hedging-off" when the library hedges by default, else
 /// "georoute-hedging-on".
 std::string alt_client_name();
+
+/// The engine on CAF's default scheduler, measured beside "georoute" (the
+/// engine loop).
+constexpr const char* default_scheduler_client = "georoute-caf-sched";
 
 struct report {
   std::string command;
@@ -65,6 +73,8 @@ struct report {
   /// The georoute client with hedging the other way round from the
   /// library's default ("georoute" runs the default).
   std::string alt_client = alt_client_name();
+  /// What "georoute" ran on: "engine loop" or "CAF default scheduler".
+  std::string georoute_scheduler = "engine loop";
 
   // Filled by summarize().
   std::vector<summary_row> summary;

@@ -21,8 +21,10 @@ function(expect_positive what)
 endfunction()
 
 string(JSON n LENGTH "${doc}" summary)
-if(NOT n EQUAL 8) # 2 levels x raw, georoute, georoute with hedging the other way, peer
-  message(FATAL_ERROR "summary: expected 8 rows, got ${n}")
+# 2 levels x raw, georoute (engine loop), georoute on CAF's default
+# scheduler, georoute with hedging the other way, peer
+if(NOT n EQUAL 10)
+  message(FATAL_ERROR "summary: expected 10 rows, got ${n}")
 endif()
 math(EXPR last "${n} - 1")
 foreach(i RANGE ${last})
@@ -40,6 +42,21 @@ foreach(i RANGE ${last})
 endforeach()
 expect_positive("georoute/raw at 4" ratios 1 georoute_over_raw)
 expect_positive("hedging on / off at 4" ratios 1 hedging_on_over_off)
+expect_positive("default scheduler/raw at 4" ratios 1 default_scheduler_over_raw)
+
+# Per-read accounting at 4 in flight: raw, georoute, the default scheduler.
+string(JSON n LENGTH "${doc}" accounting)
+if(NOT n EQUAL 3)
+  message(FATAL_ERROR "accounting: expected 3 rows, got ${n}")
+endif()
+foreach(i 0 1 2)
+  expect_positive("accounting ${i} reads" accounting ${i} reads)
+  expect_positive("accounting ${i} thread runs" accounting ${i} thread_runs)
+  string(JSON allocs GET "${doc}" accounting ${i} allocations)
+  if(NOT allocs EQUAL -1 AND NOT allocs GREATER 0) # -1: a sanitizer build
+    message(FATAL_ERROR "accounting ${i}: allocations '${allocs}'")
+  endif()
+endforeach()
 
 string(JSON n LENGTH "${doc}" failover)
 if(NOT n EQUAL 6)
