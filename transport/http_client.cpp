@@ -215,8 +215,62 @@ std::string request_problem(const request& r) {
   return {};
 }
 
+/// Where a response's header fields live: a block the connection keeps,
+/// handed out front to back and taken back whole once the response has
+/// been mapped (Beast otherwise allocates every field on the heap). A
+/// header larger than the block spills into heap blocks, freed the same way.
+class header_arena {
+public:
+  void* allocate(size_t n, size_t align) {
+    size_t at = (used_ + align - 1) & ~(align - 1);
+    if (at + n <= sizeof block_) {
+      used_ = at + n;
+      return block_ + at;
+    }
+    // operator new[] aligns for any fundamental type, which is all Beast's
+    // field elements need.
+    spill_.push_back(std::make_unique<char[]>(n));
+    return spill_.back().get();
+  }
+  /// Only when nothing allocated here is in use any more.
+  void reset() {
+    used_ = 0;
+    spill_.clear();
+  }
+
+private:
+  alignas(std::max_align_t) char block_[4096];
+  size_t used_ = 0;
+  std::vector<std::unique_ptr<char[]>> spill_;
+};
+
+template <class T>
+struct arena_allocator {
+  using value_type = T;
+  header_arena* arena;
+  explicit arena_allocator(header_arena* a) noexcept : arena(a) {}
+  template <class U>
+  arena_allocator(const arena_allocator<U>& o) noexcept : arena(o.arena) {}
+  T* allocate(size_t n) {
+    return static_cast<T*>(arena->allocate(n * sizeof(T), alignof(T)));
+  }
+  void deallocate(T*, size_t) noexcept {} // taken back by reset()
+  template <class U>
+  bool operator==(const arena_allocator<U>& o) const noexcept {
+    return arena == o.arena;
+  }
+  template <class U>
+  bool operator!=(const arena_allocator<U>& o) const noexcept {
+    return arena != o.arena;
+  }
+};
+
+using response_parser =
+    http::response_parser<http::string_body, arena_allocator<char>>;
+using response_message = response_parser::value_type;
+
 /// Maps the wire to the normalized outcome, exactly once per response.
-outcome to_outcome(http::response<http::string_body>& res) {
+outcome to_outcome(response_message& res) {
   outcome o;
   o.status = static_cast<int>(res.result_int());
   o.substatus = parse_number<int>(res["x-ms-substatus"], 0);
@@ -611,7 +665,10 @@ private:
     if (ec) return unanswered(ec, false) ? on_unanswered(ec) : fail(ec);
     phase_ = phase::read;
     const auto& opts = core_->options();
-    parser_.emplace();
+    parser_.reset();
+    arena_.reset();
+    parser_.emplace(std::piecewise_construct, std::make_tuple(),
+                    std::make_tuple(arena_allocator<char>{&arena_}));
     parser_->body_limit(static_cast<std::uint64_t>(opts.max_response_body));
     parser_->header_limit(static_cast<std::uint32_t>(std::min<size_t>(
         opts.max_header_bytes, std::numeric_limits<std::uint32_t>::max())));
@@ -847,7 +904,8 @@ private:
   beast::flat_buffer buf_;
   std::string wire_; ///< the request as written, kept between requests
   bool head_ = false;
-  std::optional<http::response_parser<http::string_body>> parser_;
+  header_arena arena_; ///< the fields of the response being read
+  std::optional<response_parser> parser_;
   job_ptr job_;
   phase phase_ = phase::idle;
   uint64_t served_ = 0;

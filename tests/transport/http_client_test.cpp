@@ -148,6 +148,40 @@ TEST(HttpClient, Request_CrLfInHeaderOrTarget_RefusedBeforeSending) {
   EXPECT_EQ(o.error, failure::none) << o.error_detail;
 }
 
+TEST(HttpClient, Response_HeaderLargerThanTheConnectionsBlock_MappedWhole) {
+  // A response's fields live in a block the connection keeps; a header
+  // block larger than it spills to the heap and is mapped just the same,
+  // and the next response on the connection starts clean.
+  std::atomic<int> n{0};
+  const std::string big(9000, 'c');
+  loopback_server srv{[&](const server_request&) {
+    reply r;
+    if (n++ == 0) {
+      for (int i = 0; i < 40; ++i)
+        r.headers.emplace_back("x-filler-" + std::to_string(i),
+                               std::string(100, 'f'));
+      r.headers.emplace_back("x-ms-continuation", big);
+    }
+    r.headers.emplace_back("x-ms-session-token", "0:" + std::to_string(n));
+    r.body = "b" + std::to_string(n);
+    return r;
+  }};
+  http_client_options opts;
+  opts.max_header_bytes = 64 * 1024;
+  http_client client{opts};
+  auto o = send_sync(client, get(srv.endpoint(), "/a"));
+  ASSERT_EQ(o.error, failure::none) << o.error_detail;
+  EXPECT_EQ(o.continuation, big);
+  EXPECT_EQ(o.session_token, "0:1");
+  EXPECT_EQ(o.body, "b1");
+  o = send_sync(client, get(srv.endpoint(), "/b"));
+  ASSERT_EQ(o.error, failure::none) << o.error_detail;
+  EXPECT_EQ(o.continuation, "");
+  EXPECT_EQ(o.session_token, "0:2");
+  EXPECT_EQ(o.body, "b2");
+  EXPECT_EQ(srv.accepted(), 1);
+}
+
 TEST(HttpClient, Response_MsHeaders_MappedIntoOutcome) {
   loopback_server srv{[](const server_request&) {
     reply r;
