@@ -162,7 +162,11 @@ std::vector<std::string> hedge_regions(const location_table& table, op_kind op,
                                        const std::vector<std::string>& excluded,
                                        policy_time now) {
   std::vector<std::string> out;
-  for (const auto& endpoint : table.applicable_endpoints(op, excluded, now)) {
+  // The table's cached list: no copy of the endpoints per hedged read.
+  std::vector<std::string> scratch;
+  bool fell_back = false;
+  for (const auto& endpoint :
+       table.applicable_ref(op, excluded, now, fell_back, scratch)) {
     // A marked region is known bad: a hedge there would only add load and
     // wait (the table lists it last, as a fallback for plain retries).
     if (table.is_unavailable(endpoint, op, now)) continue;

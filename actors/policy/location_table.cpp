@@ -224,6 +224,9 @@ bool location_table::unavailable_by_key(const std::string& key, op_kind op,
 
 bool location_table::is_unavailable(std::string_view endpoint, op_kind op,
                                     policy_time now) const {
+  // The table's own spellings skip normalizing (an allocation per call).
+  if (const auto* known = known_key(endpoint))
+    return unavailable_by_key(*known, op, now);
   return unavailable_by_key(normalize_endpoint(endpoint), op, now);
 }
 
