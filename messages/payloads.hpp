@@ -25,6 +25,8 @@ struct region_mark {
   std::string endpoint;
   bool read = false;
   bool write = false;
+  /// Why, for the log ("503/0 from East US"); may be empty.
+  std::string reason;
 };
 
 /// An immutable location snapshot, pushed to subscribers on every change.
@@ -392,7 +394,7 @@ typename Inspector::result_type inspect(Inspector& f, resolution& x) {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, region_mark& x) {
-  return f(x.endpoint, x.read, x.write);
+  return f(x.endpoint, x.read, x.write, x.reason);
 }
 
 template <class Inspector>
