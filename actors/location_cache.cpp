@@ -116,17 +116,17 @@ void arm_expiry(self_ptr self) {
 void log_mark(self_ptr self, const region_mark& m, bool was_read,
               bool was_write, policy_time now) {
   auto& st = self->state;
-  if (!st.log.enabled(log_level::debug)) return;
+  if (!st.log.enabled(log_level::warn)) return; // the least any line needs
   bool fresh = (m.read && !was_read) || (m.write && !was_write);
   auto expiry = st.table->options().unavailable_expiry;
   auto why = m.reason.empty() ? std::string{} : ": " + m.reason;
-  if (fresh && st.log.enabled(log_level::warn)) {
+  if (fresh) {
     st.log.log(log_level::warn, cache_state::name, "region.marked",
                where(*st.table, m.endpoint) + " marked unavailable for " +
                    ops_text(m.read, m.write) + why + "; demoted for " +
                    std::to_string(expiry.count()) + "ms, until " +
                    utc_in(expiry));
-  } else if (!fresh) {
+  } else if (st.log.enabled(log_level::debug)) {
     st.log.log(log_level::debug, cache_state::name, "region.mark_renewed",
                where(*st.table, m.endpoint) + " mark for " +
                    ops_text(m.read, m.write) + " renewed" + why);

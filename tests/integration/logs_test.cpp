@@ -136,6 +136,17 @@ TEST_F(Logs, RegionRemoved_OnceNamingIt) {
       << changed[0].message;
 }
 
+TEST_F(Logs, MultiWriteSwitched_Once) {
+  emu->control().set_multi_write(true);
+  ASSERT_TRUE(refresh());
+  ASSERT_TRUE(refresh());
+  auto switched = logs->of("topology.multi_write");
+  ASSERT_EQ(switched.size(), 1u) << dump(logs->all());
+  EXPECT_NE(switched[0].message.find("multi-write switched on"),
+            std::string::npos)
+      << switched[0].message;
+}
+
 TEST_F(Logs, RegionMarked_OnceThenItsExpiryOnce) {
   for (int i = 0; i < 3; ++i)
     ASSERT_TRUE(route(point(data_op::create, "doc" + std::to_string(i))));
