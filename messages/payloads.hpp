@@ -25,8 +25,10 @@ struct region_mark {
   std::string endpoint;
   bool read = false;
   bool write = false;
-  /// Why, for the log ("503/0 from East US"); may be empty.
-  std::string reason;
+  /// Why, for the log ("refused (...) (router)"); may be empty. (Its
+  /// default initializer keeps `region_mark{endpoint, read, write}` free of
+  /// -Wmissing-field-initializers.)
+  std::string reason{};
 };
 
 /// An immutable location snapshot, pushed to subscribers on every change.

@@ -75,7 +75,7 @@ TEST_F(LocationCache, Subscribe_ReturnsCurrent_ThenPushesEveryNewSnapshot) {
   EXPECT_EQ(log->got[0].version, 1u);
   ASSERT_TRUE(log->got[0].table);
   EXPECT_TRUE(log->got[0].table->has_account());
-  self->send(cache, mark_atom_v, region_mark{west_ep, true, false, {}});
+  self->send(cache, mark_atom_v, region_mark{west_ep, true, false});
   run();
   ASSERT_EQ(log->got.size(), 2u);
   EXPECT_EQ(log->got[1].version, 2u);
@@ -85,7 +85,7 @@ TEST_F(LocationCache, Mark_DemotesTheRegion_UntilTheExpiry) {
   self->send(cache, account_atom_v, account());
   run();
   EXPECT_EQ(resolve_read().region, "West US");
-  self->send(cache, mark_atom_v, region_mark{west_ep, true, true, {}});
+  self->send(cache, mark_atom_v, region_mark{west_ep, true, true});
   run();
   EXPECT_EQ(resolve_read().region, "East US");
   advance(301s); // marks expire by time: no message needed
@@ -119,7 +119,7 @@ TEST_F(LocationCache, MarkAndExpiry_LoggedOnceEach) {
             std::string::npos)
       << got.back().message;
   advance(100s);
-  self->send(logged, mark_atom_v, region_mark{west_ep, true, false, {}});
+  self->send(logged, mark_atom_v, region_mark{west_ep, true, false});
   run();
   EXPECT_EQ(events().size(), 1u); // renewed: nothing at info
   advance(201s);                  // 301 s after the first mark
