@@ -56,6 +56,7 @@ class Logs : public engine_test {
 protected:
   std::shared_ptr<capture> logs = std::make_shared<capture>();
   log_level level = log_level::info;
+  uint32_t max_restarts = 10;
 
   void configure() override {
     settings.location.unavailable_region_expiry = 1s;
@@ -70,6 +71,7 @@ protected:
   void configure_engine(engine_options& eo) override {
     eo.log = logs->sink(logs);
     eo.log_min_level = level;
+    eo.max_restarts = max_restarts;
   }
 
   caf::expected<data_response> route(data_request r,
@@ -249,6 +251,25 @@ TEST_F(Logs, ActorRestart_Once) {
       << restarts[0].message;
   // The successor serves.
   EXPECT_TRUE(route(point(data_op::upsert, "doc1")));
+}
+
+// No restart allowed: the supervisor gives up on the actor, and says so.
+class LogsNoRestart : public Logs {
+protected:
+  LogsNoRestart() { max_restarts = 0; }
+};
+
+TEST_F(LogsNoRestart, ActorGivenUp_OnceAtError) {
+  kill(caf::actor_cast<caf::actor>(eng->retry()));
+  wait_for_event("engine.gave_up", "the give-up");
+  std::this_thread::sleep_for(200ms);
+  auto gave_up = logs->of("engine.gave_up");
+  ASSERT_EQ(gave_up.size(), 1u) << dump(logs->all());
+  EXPECT_EQ(gave_up[0].level, log_level::error);
+  EXPECT_NE(gave_up[0].message.find("georoute.retry exited (kill)"),
+            std::string::npos)
+      << gave_up[0].message;
+  EXPECT_TRUE(logs->of("engine.restart").empty());
 }
 
 // Trace, the most verbose level: requests are logged now, and still no line
