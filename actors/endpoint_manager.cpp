@@ -78,6 +78,9 @@ struct manager_state {
   std::map<uint64_t, attempt_state> attempts;
   uint64_t next_id = 1;
   endpoint_manager_stats stats;
+  /// Failed account reads since the last success (logged: the first one,
+  /// then the recovery).
+  uint64_t failures_in_row = 0;
   static inline const char* name = "georoute.endpoint_manager";
 };
 
@@ -135,18 +138,102 @@ bool launch_next(self_ptr self) {
   return true;
 }
 
+std::string names_of(const std::vector<account_region>& regions) {
+  std::string out = "[";
+  for (const auto& r : regions) {
+    if (out.size() > 1) out += ", ";
+    out += r.name;
+  }
+  return out + "]";
+}
+
+std::string names_of(const std::vector<std::string>& names) {
+  std::string out = "[";
+  for (const auto& n : names) {
+    if (out.size() > 1) out += ", ";
+    out += n;
+  }
+  return out + "]";
+}
+
+std::string first_write_region(const database_account* a) {
+  if (a == nullptr || a->writable.empty()) return "(none)";
+  return a->writable.front().name;
+}
+
+// One line per kind of change (the policy's diff says what changed).
+void log_topology(const manager_state& st, const database_account* before,
+                  const database_account& after,
+                  const topology_change& change) {
+  const auto& log = st.cfg.log;
+  if (!log.enabled(log_level::info)) return;
+  const char* me = manager_state::name;
+  if (change.first) {
+    log.log(log_level::info, me, "topology.first_account",
+            "account " + after.id + ": write regions " +
+                names_of(after.writable) + ", read regions " +
+                names_of(after.readable) + ", multi-write " +
+                (after.enable_multiple_write_locations ? "on" : "off"));
+    return;
+  }
+  if (change.write_region_switched)
+    log.log(log_level::warn, me, "topology.write_region_moved",
+            "write region moved: " + first_write_region(before) + " -> " +
+                first_write_region(&after) + " (write regions now " +
+                names_of(after.writable) + ")");
+  if (!change.added.empty() || !change.removed.empty())
+    log.log(log_level::info, me, "topology.regions_changed",
+            "read regions added " + names_of(change.added) + ", removed " +
+                names_of(change.removed) + "; now " +
+                names_of(after.readable));
+  if (change.multi_write_changed)
+    log.log(log_level::info, me, "topology.multi_write",
+            std::string{"multi-write switched "} +
+                (after.enable_multiple_write_locations ? "on" : "off") +
+                " (write regions " + names_of(after.writable) + ")");
+}
+
+void log_fetch_result(manager_state& st, const caf::error* failure) {
+  const auto& log = st.cfg.log;
+  const char* me = manager_state::name;
+  if (failure != nullptr) {
+    if (st.failures_in_row++ == 0) {
+      if (log.enabled(log_level::warn))
+        log.log(log_level::warn, me, "account.refresh_failed",
+                "account read failed: " + context_of(*failure) +
+                    "; the last known topology stays, reads are retried "
+                    "(further failures are logged at debug until one "
+                    "succeeds)");
+    } else if (log.enabled(log_level::debug)) {
+      log.log(log_level::debug, me, "account.refresh_failed",
+              "account read failed again (" +
+                  std::to_string(st.failures_in_row) +
+                  " in a row): " + context_of(*failure));
+    }
+    return;
+  }
+  if (st.failures_in_row > 0 && log.enabled(log_level::info))
+    log.log(log_level::info, me, "account.refresh_recovered",
+            "account read succeeded after " +
+                std::to_string(st.failures_in_row) + " failed reads");
+  st.failures_in_row = 0;
+}
+
 void finish_fetch(self_ptr self, caf::expected<database_account> result) {
   auto& st = self->state;
   auto waiters = std::move(st.fetch->waiters);
   st.fetch.reset();
   if (!result) {
     ++st.stats.fetches_failed;
+    log_fetch_result(st, &result.error());
     for (auto& w : waiters)
       w.deliver(result.error());
     return;
   }
   ++st.stats.fetches_succeeded;
+  log_fetch_result(st, nullptr);
   auto change = diff_accounts(st.account ? &*st.account : nullptr, *result);
+  log_topology(st, st.account ? &*st.account : nullptr, *result, change);
   if (change.any()) {
     ++st.stats.topology_changes;
     st.stats.write_region_switches += change.write_region_switched ? 1 : 0;

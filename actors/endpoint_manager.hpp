@@ -24,6 +24,7 @@
 //   removed) goes to the location cache. It never waits on a caller.
 
 #include "actors/http_port.hpp"
+#include "actors/log.hpp"
 #include "actors/policy/timeout_ladder.hpp"
 #include "config/settings.hpp"
 #include "messages/interfaces.hpp"
@@ -43,6 +44,8 @@ struct endpoint_manager_config {
   timeout_ladders ladders;
   /// How long the global endpoint may take before the sweep starts.
   std::chrono::milliseconds sweep_after = std::chrono::seconds{5};
+  /// Topology changes, refresh failures and recoveries (actors/log.hpp).
+  logger log;
 };
 
 /// Builds the slice from validated settings.

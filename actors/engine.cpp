@@ -90,6 +90,7 @@ struct engine_state {
   caf::actor_system* sys = nullptr;
   config::settings settings;
   engine_options options;
+  logger log;
   std::shared_ptr<closable_port> port;
   caf::actor supervisor;
   mutable std::mutex mtx;
@@ -136,6 +137,26 @@ struct supervisor_state {
 
 using sup_ptr = supervisor_impl_actor::stateful_pointer<supervisor_state>;
 
+const char* name_of(part p) {
+  switch (p) {
+  case part::locations:
+    return "georoute.location_cache";
+  case part::endpoints:
+    return "georoute.endpoint_manager";
+  case part::router:
+    return "georoute.router";
+  case part::retry:
+    return "georoute.retry";
+  case part::collections:
+    return "georoute.collection_cache";
+  case part::pkranges:
+    return "georoute.pkrange_cache";
+  case part::plans:
+    return "georoute.query_plan";
+  }
+  return "?";
+}
+
 caf::actor handle_of(const engine_wiring& w, part p) {
   switch (p) {
   case part::locations:
@@ -164,26 +185,35 @@ void spawn_part(caf::actor_system& sys, const engine_state& shared,
   auto http = std::static_pointer_cast<http_port>(shared.port);
   switch (p) {
   case part::locations:
-    w.locations = spawn_location_cache(sys, location_options_from(s));
+    w.locations =
+        spawn_location_cache(sys, location_options_from(s), shared.log);
     break;
   case part::endpoints: {
     auto cfg = endpoint_manager_config_from(s);
     cfg.sweep_after = shared.options.sweep_after;
+    cfg.log = shared.log;
     w.endpoints = spawn_endpoint_manager(sys, cfg, w.locations, http, me);
     break;
   }
-  case part::router:
+  case part::router: {
     // On the first start the caches do not exist yet: the wiring sent once
     // everything is spawned fills them in.
-    w.router = spawn_router(sys, router_config_from(s),
+    auto cfg = router_config_from(s);
+    cfg.log = shared.log;
+    cfg.pipeline.log = shared.log;
+    w.router = spawn_router(sys, std::move(cfg),
                             {w.locations, w.endpoints, w.collections,
                              w.pkranges, http, w.plans, me});
     break;
-  case part::retry:
+  }
+  case part::retry: {
+    auto cfg = retry_config_from(s);
+    cfg.log = shared.log;
     w.retry = spawn_retry(
-        sys, retry_config_from(s),
+        sys, std::move(cfg),
         {w.locations, w.endpoints, http, w.router, caf::actor{}, me});
     break;
+  }
   case part::collections:
     w.collections = spawn_collection_cache(
         sys, w.retry, caf::actor{},
@@ -292,9 +322,20 @@ void on_down(sup_ptr self, const caf::down_msg& dm) {
     if (!h || h.address() != dm.source) continue;
     st.alive[p] = false;
     if (st.stopping) break;
+    const auto& opts = st.shared->options;
     if (!may_restart(self, p)) {
-      std::lock_guard<std::mutex> guard{st.shared->mtx};
-      ++st.shared->stats.gave_up;
+      {
+        std::lock_guard<std::mutex> guard{st.shared->mtx};
+        ++st.shared->stats.gave_up;
+      }
+      if (st.shared->log.enabled(log_level::error))
+        st.shared->log.log(
+            log_level::error, supervisor_state::name, "engine.gave_up",
+            std::string{name_of(p)} + " exited (" +
+                describe_reason(dm.reason) + ") after " +
+                std::to_string(opts.max_restarts) + " restarts within " +
+                std::to_string(opts.restart_window.count()) +
+                "ms; it stays down and requests to it fail at once");
       break;
     }
     spawn_part(self->system(), *st.shared, st.wiring, self->address(), p);
@@ -304,6 +345,16 @@ void on_down(sup_ptr self, const caf::down_msg& dm) {
       std::lock_guard<std::mutex> guard{st.shared->mtx};
       ++st.shared->stats.restarts;
     }
+    if (st.shared->log.enabled(log_level::warn))
+      st.shared->log.log(log_level::warn, supervisor_state::name,
+                         "engine.restart",
+                         std::string{name_of(p)} + " exited (" +
+                             describe_reason(dm.reason) +
+                             "); restarted (" +
+                             std::to_string(st.restarts[p].size()) + " of " +
+                             std::to_string(opts.max_restarts) + " within " +
+                             std::to_string(opts.restart_window.count()) +
+                             "ms)");
     publish(self);
     // Everyone learns the successor; each takes what concerns it.
     for (auto q : all_parts)
@@ -381,6 +432,7 @@ caf::expected<engine> engine::start(caf::actor_system& sys,
   s->sys = &sys;
   s->settings = settings;
   s->options = options;
+  s->log = logger{options.log, options.log_min_level};
   if (options.http) {
     s->port = std::make_shared<closable_port>(options.http, nullptr);
   } else {

@@ -45,13 +45,18 @@
 //   monitor or link to. The supervisor exits once the engine is down, by
 //   either way of stopping or because an actor linked to it exited.
 //
-// What a host includes is the public protocol: this file, actors/client.hpp,
-// messages/ and config/. actors/http_port.hpp comes with it because a host
+// - Logs: `engine_options::log` receives the engine's events (topology,
+//   marks, breaker, refresh failures, restarts) once each; actors/log.hpp
+//   lists them. The supervisor logs its restarts and give-ups.
+//
+// What a host includes is the public protocol: this file, actors/log.hpp,
+// actors/client.hpp, messages/ and config/. actors/http_port.hpp comes with it because a host
 // may substitute the transport (`engine_options::http`); the engine's
 // internal protocol (actors/internal.hpp: the re-wiring, the helpers its
 // actors share) is not part of it.
 
 #include "actors/http_port.hpp"
+#include "actors/log.hpp"
 #include "config/settings.hpp"
 #include "messages/interfaces.hpp"
 
@@ -80,6 +85,14 @@ struct engine_options {
   std::chrono::milliseconds restart_window = std::chrono::seconds{60};
   /// How long the blocking `stop` waits for the engine to be down.
   std::chrono::milliseconds stop_timeout = std::chrono::seconds{10};
+  /// Where the engine's logs go (actors/log.hpp: the events, their levels).
+  /// Called on actor threads, several at once: thread-safe and quick. Null:
+  /// nothing is logged and nothing is formatted.
+  log_sink log;
+  /// The least severe level passed to `log`. At `info` (the default) and
+  /// above the engine logs events (topology, marks, breaker, refresh
+  /// failures, restarts), never one line per request.
+  log_level log_min_level = log_level::info;
 };
 
 /// Counters of the supervisor.

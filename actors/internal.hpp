@@ -90,9 +90,10 @@ void retarget(Self* self, Handle& current, const Handle& next) {
 /// stateful actor whose state has `snap` (snapshot_holder) and
 /// `with.locations`.
 /// `done` runs once the mark is confirmed (or the cache failed to answer).
+/// `reason` (the failure that caused the mark) goes to the cache's log.
 template <class Self, class Done>
 void mark_region(Self* self, const std::string& endpoint, bool read, bool write,
-                 Done done) {
+                 Done done, std::string reason = {}) {
   auto& st = self->state;
   auto seq = st.snap.mark(endpoint, read, write, self->clock().now());
   if (!st.with.locations) {
@@ -101,7 +102,7 @@ void mark_region(Self* self, const std::string& endpoint, bool read, bool write,
     return;
   }
   self->request(st.with.locations, caf::infinite, mark_atom_v,
-                region_mark{endpoint, read, write})
+                region_mark{endpoint, read, write, std::move(reason)})
       .then(
           [=](uint64_t) {
             self->state.snap.confirm(seq);
@@ -115,8 +116,8 @@ void mark_region(Self* self, const std::string& endpoint, bool read, bool write,
 
 template <class Self>
 void mark_region(Self* self, const std::string& endpoint, bool read,
-                 bool write) {
-  mark_region(self, endpoint, read, write, [] {});
+                 bool write, std::string reason = {}) {
+  mark_region(self, endpoint, read, write, [] {}, std::move(reason));
 }
 
 /// Takes the location cache's current table into the subscriber's own

@@ -5,6 +5,9 @@
 
 #include <algorithm>
 #include <caf/send.hpp>
+#include <chrono>
+#include <ctime>
+#include <map>
 #include <caf/stateful_actor.hpp>
 #include <caf/typed_event_based_actor.hpp>
 #include <memory>
@@ -14,17 +17,44 @@ namespace georoute {
 
 namespace {
 
+// The timer that looks for expired marks (only while one is logged).
+struct lc_expiry {};
+
+} // namespace
+
+} // namespace georoute
+
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(georoute::lc_expiry)
+
+namespace georoute {
+
+namespace {
+
+// A mark as the log knows it: what it covers, when it was last set, why.
+struct logged_mark {
+  std::string endpoint;
+  bool read = false;
+  bool write = false;
+  policy_time at;
+  std::string reason;
+};
+
 struct cache_state {
   std::shared_ptr<const location_table> table;
   uint64_t version = 0;
   std::vector<caf::actor> subscribers;
+  logger log;
+  /// Live marks by normalized endpoint, kept only to log their expiry.
+  std::map<std::string, logged_mark> marks;
+  bool expiry_timer = false;
   static inline const char* name = "georoute.location_cache";
 };
 
 // The cache depends on nobody, but the supervisor tells everyone about a
 // restart: the wiring is accepted and ignored.
 using cache_impl_actor =
-    location_cache_actor::extend<caf::reacts_to<engine_wiring>>;
+    location_cache_actor::extend<caf::reacts_to<engine_wiring>,
+                                 caf::reacts_to<lc_expiry>>;
 
 using self_ptr = cache_impl_actor::stateful_pointer<cache_state>;
 
@@ -43,8 +73,105 @@ void publish(self_ptr self, location_table next) {
     caf::unsafe_send_as(self, sub, snapshot_atom_v, snap);
 }
 
+std::string ops_text(bool read, bool write) {
+  return read && write ? "reads and writes" : read ? "reads" : "writes";
+}
+
+std::string where(const location_table& t, const std::string& endpoint) {
+  auto region = t.region_of(endpoint);
+  return region.empty() ? endpoint : region + " (" + endpoint + ")";
+}
+
+// "2026-12-03T05:55:00Z": the wall-clock time `d` from now.
+std::string utc_in(std::chrono::milliseconds d) {
+  auto t = std::chrono::system_clock::to_time_t(
+      std::chrono::system_clock::now() +
+      std::chrono::duration_cast<std::chrono::system_clock::duration>(d));
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+// Arms the one expiry timer for the earliest logged mark.
+void arm_expiry(self_ptr self) {
+  auto& st = self->state;
+  if (st.expiry_timer || st.marks.empty()) return;
+  auto earliest = st.marks.begin()->second.at;
+  for (const auto& [key, m] : st.marks)
+    earliest = std::min(earliest, m.at);
+  auto due = earliest + st.table->options().unavailable_expiry;
+  auto now = now_of(self);
+  auto wait = due > now ? std::chrono::duration_cast<std::chrono::milliseconds>(
+                              due - now) +
+                              std::chrono::milliseconds{1}
+                        : std::chrono::milliseconds{1};
+  st.expiry_timer = true;
+  self->delayed_send(self, wait, lc_expiry{});
+}
+
+// A mark arrived: one warn line when the region becomes unavailable for an
+// operation it was available for; a renewal is debug.
+void log_mark(self_ptr self, const region_mark& m, bool was_read,
+              bool was_write, policy_time now) {
+  auto& st = self->state;
+  if (!st.log.enabled(log_level::warn)) return; // the least any line needs
+  bool fresh = (m.read && !was_read) || (m.write && !was_write);
+  auto expiry = st.table->options().unavailable_expiry;
+  auto why = m.reason.empty() ? std::string{} : ": " + m.reason;
+  if (fresh) {
+    st.log.log(log_level::warn, cache_state::name, "region.marked",
+               where(*st.table, m.endpoint) + " marked unavailable for " +
+                   ops_text(m.read, m.write) + why + "; demoted for " +
+                   std::to_string(expiry.count()) + "ms, until " +
+                   utc_in(expiry));
+  } else if (st.log.enabled(log_level::debug)) {
+    st.log.log(log_level::debug, cache_state::name, "region.mark_renewed",
+               where(*st.table, m.endpoint) + " mark for " +
+                   ops_text(m.read, m.write) + " renewed" + why);
+  }
+  if (!st.log.enabled(log_level::info)) return;
+  auto& lm = st.marks[normalize_endpoint(m.endpoint)];
+  if (lm.endpoint.empty()) lm.endpoint = m.endpoint;
+  lm.read = lm.read || m.read;
+  lm.write = lm.write || m.write;
+  lm.at = now;
+  if (!m.reason.empty()) lm.reason = m.reason;
+  arm_expiry(self);
+}
+
+// One info line per logged mark that has expired by `now`.
+void sweep_expired(self_ptr self, policy_time now) {
+  auto& st = self->state;
+  const auto& t = *st.table;
+  for (auto i = st.marks.begin(); i != st.marks.end();) {
+    const auto& m = i->second;
+    if (t.is_unavailable(m.endpoint, op_kind::read, now) ||
+        t.is_unavailable(m.endpoint, op_kind::write, now)) {
+      ++i;
+      continue;
+    }
+    st.log.log(log_level::info, cache_state::name, "region.mark_expired",
+               where(t, m.endpoint) + " available again for " +
+                   ops_text(m.read, m.write) + ": its mark expired after " +
+                   std::to_string(t.options().unavailable_expiry.count()) +
+                   "ms");
+    i = st.marks.erase(i);
+  }
+}
+
+// The expiry timer.
+void on_expiry(self_ptr self) {
+  self->state.expiry_timer = false;
+  sweep_expired(self, now_of(self));
+  arm_expiry(self);
+}
+
 cache_impl_actor::behavior_type
-location_cache_impl(self_ptr self, location_table_options options) {
+location_cache_impl(self_ptr self, location_table_options options,
+                    logger log) {
+  self->state.log = std::move(log);
   self->state.table =
       std::make_shared<const location_table>(std::move(options));
   self->set_down_handler([=](const caf::down_msg& dm) {
@@ -63,8 +190,15 @@ location_cache_impl(self_ptr self, location_table_options options) {
         return self->state.table->resolve(in, now_of(self));
       },
       [=](mark_atom, const region_mark& m) {
-        publish(self, self->state.table->with_mark(m.endpoint, m.read, m.write,
-                                                   now_of(self)));
+        auto now = now_of(self);
+        auto before = self->state.table;
+        bool was_read = before->is_unavailable(m.endpoint, op_kind::read, now);
+        bool was_write =
+            before->is_unavailable(m.endpoint, op_kind::write, now);
+        // A mark that expired before the timer noticed: its line first.
+        if (!self->state.marks.empty()) sweep_expired(self, now);
+        publish(self, before->with_mark(m.endpoint, m.read, m.write, now));
+        if (m.read || m.write) log_mark(self, m, was_read, was_write, now);
         return self->state.version;
       },
       [=](subscribe_atom, caf::actor& sub) {
@@ -81,6 +215,7 @@ location_cache_impl(self_ptr self, location_table_options options) {
             .refresh;
       },
       [](const engine_wiring&) {},
+      [=](lc_expiry) { on_expiry(self); },
   };
 }
 
@@ -97,9 +232,10 @@ location_table_options location_options_from(const config::settings& s) {
 }
 
 location_cache_actor spawn_location_cache(caf::actor_system& sys,
-                                          location_table_options options) {
+                                          location_table_options options,
+                                          logger log) {
   return caf::actor_cast<location_cache_actor>(
-      sys.spawn(location_cache_impl, std::move(options)));
+      sys.spawn(location_cache_impl, std::move(options), std::move(log)));
 }
 
 } // namespace georoute

@@ -141,7 +141,8 @@ caf::error failure_error(const operation& op, const std::string& why) {
 // Keeps the hedge's place in the deadline queue equal to its due time.
 void sync_hedge_due(self_ptr self, uint64_t op_id, operation& op);
 
-void mark(self_ptr self, const std::string& endpoint, bool read, bool write);
+void mark(self_ptr self, const std::string& endpoint, bool read, bool write,
+          const transport::outcome* why = nullptr);
 void clear_session(self_ptr self, const loop_effects& fx,
                    const std::string& collection_name);
 void refresh_detached(self_ptr self, bool force);
@@ -149,7 +150,8 @@ void refresh_detached(self_ptr self, bool force);
 uint64_t send_request(self_ptr self, uint64_t op_id, const metadata_request& r,
                       const attempt_plan& plan, bool hedge);
 void late_effects(self_ptr self, const loop_effects& fx,
-                  const std::string& collection_name);
+                  const std::string& collection_name,
+                  const transport::outcome* why = nullptr);
 
 // Sends the next ladder step of an abandoned attempt, unless its endpoint
 // is marked meanwhile (the region is known bad) or there is none.
@@ -179,7 +181,7 @@ void settle_late(self_ptr self, uint64_t op_id, late_attempt late,
     st.late.emplace(http_id, std::move(late));
     return;
   }
-  late_effects(self, step.effects, late.req.collection_name);
+  late_effects(self, step.effects, late.req.collection_name, &o);
 }
 
 void finish(self_ptr self, uint64_t op_id,
@@ -387,9 +389,14 @@ void subscribe(self_ptr self) {
             });
 }
 
-void mark(self_ptr self, const std::string& endpoint, bool read, bool write) {
+void mark(self_ptr self, const std::string& endpoint, bool read, bool write,
+          const transport::outcome* why) {
   ++self->state.stats.marks;
-  mark_region(self, endpoint, read, write);
+  std::string reason;
+  // For the location cache's log; built only when it can be logged.
+  if (why != nullptr && self->state.cfg.log.enabled(log_level::warn))
+    reason = describe_outcome(*why) + " (metadata)";
+  mark_region(self, endpoint, read, write, std::move(reason));
 }
 
 void clear_session(self_ptr self, const loop_effects& fx,
@@ -401,9 +408,11 @@ void clear_session(self_ptr self, const loop_effects& fx,
   }
 }
 
-void carry_out(self_ptr self, uint64_t op_id, const loop_effects& fx) {
+void carry_out(self_ptr self, uint64_t op_id, const loop_effects& fx,
+               const transport::outcome* why = nullptr) {
   auto& op = self->state.ops.at(op_id);
-  if (fx.marks()) mark(self, fx.mark_endpoint, fx.mark_read, fx.mark_write);
+  if (fx.marks())
+    mark(self, fx.mark_endpoint, fx.mark_read, fx.mark_write, why);
   clear_session(self, fx, op.req.collection_name);
 }
 
@@ -457,8 +466,10 @@ void refresh_then_attempt(self_ptr self, uint64_t op_id, bool force,
 }
 
 void late_effects(self_ptr self, const loop_effects& fx,
-                  const std::string& collection_name) {
-  if (fx.marks()) mark(self, fx.mark_endpoint, fx.mark_read, fx.mark_write);
+                  const std::string& collection_name,
+                  const transport::outcome* why) {
+  if (fx.marks())
+    mark(self, fx.mark_endpoint, fx.mark_read, fx.mark_write, why);
   clear_session(self, fx, collection_name);
   if (fx.refresh_account) refresh_detached(self, fx.force_refresh);
 }
@@ -486,7 +497,7 @@ void on_hedge_outcome(self_ptr self, uint64_t op_id, transport::outcome& o) {
       op.hedge->on_hedge_result(attempt_result_of(o), st.hedge_slots,
                                 *st.snap.table(), self->clock().now());
   st.stats.metadata_hedge_slots = st.hedge_slots.in_use();
-  carry_out(self, op_id, answer.effects);
+  carry_out(self, op_id, answer.effects, &o);
   if (answer.effects.refresh_account)
     refresh_detached(self, answer.effects.force_refresh);
   if (answer.hold) op.hedge_held = o;
@@ -534,7 +545,7 @@ void on_outcome(self_ptr self, uint64_t http_id, transport::outcome& o) {
   auto step = op.loop->on_result(attempt_result_of(o), *st.snap.table(),
                                  self->clock().now(), false);
   op.climbing = step.ladder_climb;
-  carry_out(self, op_id, step.effects);
+  carry_out(self, op_id, step.effects, &o);
   metadata_primary_step hs;
   if (op.hedge) {
     hs = op.hedge->on_primary_failure(attempt_result_of(o), step);

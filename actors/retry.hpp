@@ -42,6 +42,7 @@
 // attempt finished, `errc::deadline_exceeded`.
 
 #include "actors/http_port.hpp"
+#include "actors/log.hpp"
 #include "actors/policy/client_retry_policy.hpp"
 #include "actors/policy/hedging.hpp"
 #include "actors/policy/timeout_ladder.hpp"
@@ -73,6 +74,8 @@ struct retry_config {
   /// first pkranges page still unanswered after `threshold` is sent once to
   /// the next region; `max_concurrent` hedges at most in flight (0: off).
   metadata_hedge_options metadata_hedge;
+  /// Per-operation detail at debug and trace only (actors/log.hpp).
+  logger log;
 };
 
 /// Builds the slice from validated settings.

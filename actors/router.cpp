@@ -235,6 +235,12 @@ void finish_ok(self_ptr self, uint64_t id, transport::outcome& o,
   r.diag = std::move(op.diag);
   r.request_charge = r.diag.request_charge;
   r.hedge_charge = r.diag.hedge_charge;
+  if (st.cfg.log.enabled(log_level::trace))
+    st.cfg.log.log(log_level::trace, router_state::name, "operation.done",
+                   describe(op) + ": " + std::to_string(r.status) + " after " +
+                       std::to_string(r.diag.attempts.size()) +
+                       " attempts in " + std::to_string(r.diag.total_us) +
+                       "us");
   op.rp.deliver(std::move(r));
   forget_deadlines(st, id, op);
   st.ops.erase(i);
@@ -249,6 +255,9 @@ void finish_error(self_ptr self, uint64_t id, errc code, std::string text) {
   op.diag.total_us = micros(self->clock().now() - op.started);
   op.diag.metadata_refreshes = op.loop ? op.loop->metadata_refreshes() : 0;
   settle_arms(st, id, op);
+  if (st.cfg.log.enabled(log_level::debug))
+    st.cfg.log.log(log_level::debug, router_state::name, "operation.failed",
+                   std::string{to_string(code)} + ": " + text);
   op.rp.deliver(make_error(code, std::move(text), op.diag));
   forget_deadlines(st, id, op);
   st.ops.erase(i);
@@ -290,13 +299,51 @@ write_op write_op_of(data_op op) {
                                   : write_op::create;
 }
 
+// Why a region is marked, for the location cache's log; built only when
+// that line can be logged.
+std::string mark_reason(const router_state& st, const transport::outcome* o) {
+  if (o == nullptr || !st.cfg.log.enabled(log_level::warn)) return {};
+  return describe_outcome(*o) + " (router)";
+}
+
 // -- the circuit breaker ------------------------------------------------------
 
 // Moves the breaker's transitions into `op`'s diagnostics (when an
 // operation caused them); the counters in `router_stats` count them all.
+void log_transition(const router_state& st, const breaker_transition& t) {
+  const auto& log = st.cfg.log;
+  // Every transition is an event of the range in the region, never of a
+  // request: at most one per open period.
+  const char* event = "breaker.opened"; // closed -> open
+  auto level = log_level::warn;
+  switch (t.to) {
+  case breaker_state::probing:
+    event = "breaker.probe";
+    level = log_level::info;
+    break;
+  case breaker_state::half_open:
+    event = "breaker.half_open";
+    level = log_level::info;
+    break;
+  case breaker_state::closed:
+    event = "breaker.closed";
+    level = log_level::info;
+    break;
+  case breaker_state::open:
+    if (t.from != breaker_state::closed) event = "breaker.reopened";
+    break;
+  }
+  if (!log.enabled(level)) return;
+  log.log(level, router_state::name, event,
+          t.key.region + " range " + t.key.range_id + " of collection " +
+              t.key.collection_rid + ": " + to_string(t.from) + " -> " +
+              to_string(t.to) + " (" + to_string(t.reason) + ")");
+}
+
 void note_transitions(router_state& st, data_operation* op) {
   if (!st.breaker) return;
   for (auto& t : st.breaker->drain_transitions()) {
+    log_transition(st, t);
     if (op == nullptr) continue;
     op->diag.breaker_transitions.push_back(
         t.key.region + " range " + t.key.range_id + ": " + to_string(t.from) +
@@ -626,7 +673,8 @@ void carry_out(self_ptr self, uint64_t id, const loop_step& s) {
   };
   if (mark) {
     ++st.stats.marks;
-    mark_region(self, fx.mark_endpoint, fx.mark_read, fx.mark_write, one_done);
+    mark_region(self, fx.mark_endpoint, fx.mark_read, fx.mark_write, one_done,
+                mark_reason(st, op.last_failure ? &*op.last_failure : nullptr));
   }
   if (!refresh) return;
   ++st.stats.refreshes;
@@ -857,7 +905,8 @@ void on_hedge_outcome(self_ptr self, uint64_t id, uint32_t arm,
   const auto& fx = answer.effects;
   if (fx.marks()) {
     ++st.stats.marks;
-    mark_region(self, fx.mark_endpoint, fx.mark_read, fx.mark_write);
+    mark_region(self, fx.mark_endpoint, fx.mark_read, fx.mark_write,
+                mark_reason(st, &o));
   }
   if (!op.last_failure || op.hedge->primary_done()) {
     op.last_failure = o;
@@ -905,7 +954,8 @@ void on_late_answer(self_ptr self, uint64_t id, uint32_t arm,
   const auto& fx = step.effects;
   if (fx.marks()) {
     ++st.stats.marks;
-    mark_region(self, fx.mark_endpoint, fx.mark_read, fx.mark_write);
+    mark_region(self, fx.mark_endpoint, fx.mark_read, fx.mark_write,
+                mark_reason(st, &o));
   }
   if (fx.refresh_account && st.with.endpoints) {
     ++st.stats.refreshes;
@@ -1078,6 +1128,12 @@ void on_outcome(self_ptr self, uint64_t id, uint32_t arm,
   op.last_region = op.region;
   auto step = op.loop->on_result(attempt_result_of(o), *st.snap.table(),
                                  self->clock().now(), op.budget_spent);
+  if (st.cfg.log.enabled(log_level::debug))
+    st.cfg.log.log(log_level::debug, router_state::name, "operation.retry",
+                   describe(op) + ": " + describe_outcome(o) + " from " +
+                       op.region + " (" + o.endpoint + "); " +
+                       (step.reason.empty() ? std::string{"no retry"}
+                                            : step.reason));
   switch (step.next) {
   case loop_next::refresh_ranges:
     // Range gone: refresh the map and re-route; a targeted range that is

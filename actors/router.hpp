@@ -100,6 +100,9 @@ struct router_config {
   partition_failover_options ppaf;
   /// Retry writes that may have been applied (`georoute.write-retries`).
   bool write_retries = false;
+  /// Breaker transitions; per-operation detail at debug and trace
+  /// (actors/log.hpp).
+  logger log;
 };
 
 /// Builds the slice from validated settings.

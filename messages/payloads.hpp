@@ -25,6 +25,10 @@ struct region_mark {
   std::string endpoint;
   bool read = false;
   bool write = false;
+  /// Why, for the log ("refused (...) (router)"); may be empty. (Its
+  /// default initializer keeps `region_mark{endpoint, read, write}` free of
+  /// -Wmissing-field-initializers.)
+  std::string reason{};
 };
 
 /// An immutable location snapshot, pushed to subscribers on every change.
@@ -392,7 +396,7 @@ typename Inspector::result_type inspect(Inspector& f, resolution& x) {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, region_mark& x) {
-  return f(x.endpoint, x.read, x.write);
+  return f(x.endpoint, x.read, x.write, x.reason);
 }
 
 template <class Inspector>

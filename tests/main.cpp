@@ -8,10 +8,15 @@
 // (tests/engine_loop_choice.hpp), so it works with every command and in any
 // position.
 //
+// `--log-level=trace|debug|info|warn|error` (any position) sends the
+// drill's engines' logs (actors/log.hpp) to stderr, through
+// GEOROUTE_LOG_LEVEL like the engine-loop flag.
+//
 // Every command first loads and validates the configuration; an invalid value
 // prints one line naming the key, the value and what is allowed, and the
 // process exits with status 2 before any actor starts.
 
+#include "actors/log.hpp"
 #include "config/georoute_config.hpp"
 #include "messages/types.hpp"
 #include "tests/bench/bench_command.hpp"
@@ -45,6 +50,8 @@ constexpr const char* usage =
     "                            (default: the engine loop, one thread for\n"
     "                            actors, timers and sockets)\n"
     "  --georoute.<key>=<value>  override a key of config/georoute.ini\n"
+    "  --log-level=L             the drill's engines log to stderr at L and\n"
+    "                            above: trace, debug, info, warn, error\n"
     "  --long-help               list every option\n"
     "\n"
     "The account key comes from GEOROUTE_ACCOUNT_KEY or georoute.key-file.\n";
@@ -73,11 +80,33 @@ bool take_engine_loop_flag(std::vector<std::string>& args) {
   return true;
 }
 
+/// Takes `--log-level=L` out of `args` into GEOROUTE_LOG_LEVEL; false on a
+/// level it does not know.
+bool take_log_level_flag(std::vector<std::string>& args) {
+  for (auto i = args.begin(); i != args.end();) {
+    if (i->rfind("--log-level=", 0) != 0) {
+      ++i;
+      continue;
+    }
+    auto v = i->substr(12);
+    if (!georoute::parse_log_level(v)) {
+      std::cerr << "georoute: --log-level takes trace, debug, info, warn, "
+                   "error or off, not '"
+                << v << "'\n";
+      return false;
+    }
+    setenv("GEOROUTE_LOG_LEVEL", v.c_str(), 1);
+    i = args.erase(i);
+  }
+  return true;
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
   if (!take_engine_loop_flag(args)) return 2;
+  if (!take_log_level_flag(args)) return 2;
   std::string command = "check-config";
   if (!args.empty() && !args.front().empty() && args.front()[0] != '-') {
     command = args.front();

@@ -92,4 +92,45 @@ TEST_F(LocationCache, Mark_DemotesTheRegion_UntilTheExpiry) {
   EXPECT_EQ(resolve_read().region, "West US");
 }
 
+// The log: a region newly unavailable is one warn line, a renewal none at
+// info, and the expiry one info line when the last renewal's mark ends.
+TEST_F(LocationCache, MarkAndExpiry_LoggedOnceEach) {
+  std::vector<log_record> got;
+  location_table_options o;
+  o.default_endpoint = global_ep;
+  o.unavailable_expiry = 300s;
+  auto logged = spawn_location_cache(
+      sys, o,
+      logger{[&](const log_record& r) { got.push_back(r); }, log_level::info});
+  self->send(logged, account_atom_v, account());
+  run();
+  auto events = [&] {
+    std::vector<std::string> out;
+    for (const auto& r : got)
+      if (r.event.rfind("region.", 0) == 0) out.push_back(r.event);
+    return out;
+  };
+  self->send(logged, mark_atom_v,
+             region_mark{west_ep, true, false, "refused (router)"});
+  run();
+  ASSERT_EQ(events(), std::vector<std::string>{"region.marked"});
+  EXPECT_NE(got.back().message.find("West US"), std::string::npos);
+  EXPECT_NE(got.back().message.find("for reads: refused (router)"),
+            std::string::npos)
+      << got.back().message;
+  advance(100s);
+  self->send(logged, mark_atom_v, region_mark{west_ep, true, false});
+  run();
+  EXPECT_EQ(events().size(), 1u); // renewed: nothing at info
+  advance(201s);                  // 301 s after the first mark
+  EXPECT_EQ(events().size(), 1u); // the renewal holds until 400 s
+  advance(100s);
+  EXPECT_EQ(events(),
+            (std::vector<std::string>{"region.marked", "region.mark_expired"}));
+  advance(500s);
+  EXPECT_EQ(events().size(), 2u);
+  self->send_exit(logged, caf::exit_reason::user_shutdown);
+  run();
+}
+
 } // namespace

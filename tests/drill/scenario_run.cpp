@@ -10,9 +10,11 @@
 #include <caf/all.hpp>
 #include <cctype>
 #include <condition_variable>
+#include <cstdlib>
 #include <fstream>
 #include <functional>
 #include <future>
+#include <iostream>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -256,7 +258,22 @@ bool scenario_run::setup(world_options w) {
     for (const auto& r : regions_)
       if (r != regions_[i]) order.push_back(r);
     s.location.preferred_regions = order;
-    auto e = engine::start(*sys_, s);
+    // `georoute --log-level=L` sets GEOROUTE_LOG_LEVEL: every site's engine
+    // logs to stderr, its lines tagged with the site.
+    engine_options eo;
+    if (const char* v = std::getenv("GEOROUTE_LOG_LEVEL"); v && *v) {
+      if (auto level = parse_log_level(v)) {
+        auto out = make_stream_sink(std::cerr);
+        auto site = "site " + regions_[i] + ": ";
+        eo.log = [out, site](const log_record& r) {
+          auto tagged = r;
+          tagged.component = site + r.component;
+          out(tagged);
+        };
+        eo.log_min_level = *level;
+      }
+    }
+    auto e = engine::start(*sys_, s, eo);
     if (!e) {
       note("engine " + std::to_string(i) +
            " did not start: " + sys_->render(e.error()));
