@@ -22,6 +22,7 @@
 
 #include "transport/io_loop_asio.hpp"
 #include "transport/url.hpp"
+#include "transport/version.hpp"
 
 #include <algorithm>
 #include <atomic>
@@ -502,8 +503,8 @@ private:
 
   /// The request target is `request::target` as given; of the endpoint only
   /// scheme, host and port are used (a base path in the endpoint URL is
-  /// ignored). Caller headers go in verbatim; Host, Connection and
-  /// Content-Length are the client's.
+  /// ignored). Caller headers go in verbatim; Host, Connection,
+  /// Content-Length and User-Agent ("georoute/<version>") are the client's.
   void build_request() {
     const auto& r = job_->req;
     req_ = {};
@@ -518,6 +519,7 @@ private:
     for (const auto& [name, value] : r.headers)
       req_.insert(name, value);
     req_.set(http::field::host, pool_->u.host_header());
+    req_.set(http::field::user_agent, user_agent());
     req_.keep_alive(true);
     req_.body() = r.body;
     req_.prepare_payload();

@@ -101,6 +101,8 @@ protected:
 
   /// Hook: adjust `settings` before the engine starts.
   virtual void configure() {}
+  /// Hook: adjust the engine's options before it starts.
+  virtual void configure_engine(engine_options&) {}
 
   void SetUp() override { start(); }
 
@@ -128,6 +130,7 @@ protected:
     sys = std::make_unique<caf::actor_system>(cfg);
     engine_options eo;
     eo.sweep_after = 500ms;
+    configure_engine(eo);
     auto e = engine::start(*sys, settings, eo);
     ASSERT_TRUE(e) << sys->render(e.error());
     eng.emplace(std::move(*e));
