@@ -163,7 +163,8 @@ TEST_F(Metrics, EveryAttempt_CarriesTheActivityIdOfItsAnswer) {
   ASSERT_FALSE(e);
   ASSERT_NE(diagnostics_of(e.error()), nullptr);
   std::set<std::string> ids;
-  for (const auto* d : {&c->diag, &r->diag, diagnostics_of(e.error())}) {
+  const diagnostics* all[] = {&c->diag, &r->diag, diagnostics_of(e.error())};
+  for (const auto* d : all) {
     ASSERT_EQ(d->attempts.size(), 1u);
     const auto& id = d->attempts[0].activity_id;
     EXPECT_EQ(id.size(), 36u) << id; // a GUID, one per response
