@@ -314,15 +314,18 @@ std::optional<std::string> normalize_collection_link(std::string_view link) {
     link.remove_prefix(1);
   while (!link.empty() && link.back() == '/')
     link.remove_suffix(1);
-  std::vector<std::string_view> segs;
+  // dbs/{db}/colls/{coll}: four non-empty segments, checked in place.
+  std::string_view segs[4];
+  size_t count = 0;
   size_t start = 0;
   for (;;) {
     auto slash = link.find('/', start);
-    segs.push_back(link.substr(start, slash - start));
+    if (count == 4) return std::nullopt;
+    segs[count++] = link.substr(start, slash - start);
     if (slash == std::string_view::npos) break;
     start = slash + 1;
   }
-  if (segs.size() != 4 || segs[0] != "dbs" || segs[2] != "colls" ||
+  if (count != 4 || segs[0] != "dbs" || segs[2] != "colls" ||
       segs[1].empty() || segs[3].empty())
     return std::nullopt;
   return std::string{link};

@@ -9,6 +9,7 @@
 #include "actors/policy/metadata_hedge.hpp"
 #include "actors/policy/metadata_rules.hpp"
 #include "actors/policy/snapshot_holder.hpp"
+#include "transport/url.hpp"
 #include "messages/error.hpp"
 
 #include <algorithm>
@@ -261,7 +262,15 @@ uint64_t send_request(self_ptr self, uint64_t op_id, const metadata_request& r,
   transport::request req;
   req.method = r.method;
   req.endpoint = plan.endpoint;
-  req.target = r.path;
+  // Names in the path (database, collection, document ids) may hold what a
+  // path cannot carry as it is: encoded here, decoded again for signing.
+  // Ids cannot hold '?': a query string, if any, goes as it is.
+  auto query = std::min(r.path.find('?'), r.path.size());
+  req.target.clear();
+  req.target.reserve(r.path.size());
+  transport::append_encoded_path(
+      req.target, std::string_view{r.path}.substr(0, query), true);
+  req.target.append(r.path, query, std::string::npos);
   req.headers = r.headers;
   req.body = r.body;
   req.rid_based = r.rid_based;

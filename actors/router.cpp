@@ -1294,7 +1294,7 @@ caf::result<data_response> start(self_ptr self, data_request& req) {
   op.req = std::move(req);
   op.write_retries = write_retries;
   op.tracking_id = std::move(tracking_id);
-  op.link = *link;
+  op.link = std::move(*link);
   op.rp = self->make_response_promise<data_response>();
   op.started = self->clock().now();
   op.budget = op.req.options.budget.count() > 0 ? op.req.options.budget

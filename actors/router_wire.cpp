@@ -2,6 +2,7 @@
 
 #include "actors/policy/epk.hpp"
 #include "actors/policy/json_check.hpp"
+#include "transport/url.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -72,6 +73,20 @@ std::optional<std::string> validate(const data_request& req) {
   };
   if (req.options.budget.count() < 0)
     return what() + "the operation budget may not be negative";
+  // These travel as header values: a CR or LF would split the request.
+  const std::pair<const char*, const std::string*> header_options[] = {
+      {"partition_key_json", &req.options.partition_key_json},
+      {"consistency_level", &req.options.consistency_level},
+      {"session_token", &req.options.session_token},
+      {"continuation", &req.options.continuation},
+      {"if_match", &req.options.if_match},
+      {"if_none_match", &req.options.if_none_match}};
+  for (const auto& [name, value] : header_options)
+    if (value->find_first_of(std::string_view{"\r\n\0", 3}) !=
+        std::string::npos)
+      return what() + "options." + name +
+             " contains a CR, LF or NUL character; it is sent as an HTTP "
+             "header value, which must be one line";
   if (!req.range_id.empty() && req.op != data_op::query)
     return what() + "only a query can target a partition-key range";
   if (!req.range_id.empty() && !req.options.partition_key_json.empty())
@@ -125,11 +140,11 @@ transport::request to_wire(const data_request& req, const wire_target& t) {
   docs.clear();
   docs.reserve(t.collection_link.size() + req.id.size() + 7);
   docs += '/';
-  docs += t.collection_link;
+  transport::append_encoded_path(docs, t.collection_link, true);
   docs += "/docs";
   auto with_id = [&] {
     docs += '/';
-    docs += req.id;
+    transport::append_encoded_path(docs, req.id, false);
   };
   switch (req.op) {
   case data_op::create:

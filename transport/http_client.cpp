@@ -31,6 +31,7 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <boost/beast/ssl.hpp>
+#include <cctype>
 #include <charconv>
 #include <chrono>
 #include <condition_variable>
@@ -86,7 +87,8 @@ using connection_ptr = std::shared_ptr<connection_base>;
 /// fields are guarded by client_core::mtx_; `u` and `authority` never change.
 struct endpoint_pool {
   url u;
-  std::string authority; ///< "host:port" for error texts
+  std::string authority;   ///< "host:port" for error texts
+  std::string host_header; ///< the Host header's value
   size_t open = 0;       ///< connections alive or being established
   std::vector<connection_ptr> idle;
   std::deque<job_ptr> waiting;
@@ -164,8 +166,113 @@ bool is_tls_error(const error_code& ec) {
          ec.category() == ssl::error::get_stream_category();
 }
 
+bool iequals(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    auto x = static_cast<unsigned char>(a[i]);
+    auto y = static_cast<unsigned char>(b[i]);
+    if (x != y && std::tolower(x) != std::tolower(y)) return false;
+  }
+  return true;
+}
+
+/// Headers the client writes itself; a caller's are left out.
+bool client_owned(std::string_view name) {
+  return iequals(name, "host") || iequals(name, "user-agent") ||
+         iequals(name, "content-length") || iequals(name, "connection") ||
+         iequals(name, "transfer-encoding");
+}
+
+/// RFC 9110 token characters (methods, header names).
+bool is_token(std::string_view s) {
+  if (s.empty()) return false;
+  for (char c : s) {
+    auto u = static_cast<unsigned char>(c);
+    if (std::isalnum(u)) continue;
+    if (std::string_view{"!#$%&'*+-.^_`|~"}.find(c) == std::string_view::npos)
+      return false;
+  }
+  return true;
+}
+
+/// What in `r` cannot be written as one well-formed HTTP/1.1 request (a
+/// CR or LF would split it and smuggle a header or a second request), or
+/// "" when it can. Checked before anything is sent.
+std::string request_problem(const request& r) {
+  if (!is_token(r.method))
+    return "the method '" + r.method + "' is not an HTTP token";
+  for (char c : r.target) {
+    auto u = static_cast<unsigned char>(c);
+    if (u <= 0x20 || u == 0x7f)
+      return "the target contains a space or a control character";
+  }
+  for (const auto& [name, value] : r.headers) {
+    if (!is_token(name))
+      return "the header name '" + name + "' is not an HTTP token";
+    for (char c : value)
+      if (c == '\r' || c == '\n' || c == '\0')
+        return "the value of header '" + name +
+               "' contains a CR, LF or NUL character";
+  }
+  return {};
+}
+
+/// Where a response's header fields live: a block the connection keeps,
+/// handed out front to back and taken back whole once the response has
+/// been mapped (Beast otherwise allocates every field on the heap). A
+/// header larger than the block spills into heap blocks, freed the same way.
+class header_arena {
+public:
+  void* allocate(size_t n, size_t align) {
+    size_t at = (used_ + align - 1) & ~(align - 1);
+    if (at + n <= sizeof block_) {
+      used_ = at + n;
+      return block_ + at;
+    }
+    // operator new[] aligns for any fundamental type, which is all Beast's
+    // field elements need.
+    spill_.push_back(std::make_unique<char[]>(n));
+    return spill_.back().get();
+  }
+  /// Only when nothing allocated here is in use any more.
+  void reset() {
+    used_ = 0;
+    spill_.clear();
+  }
+
+private:
+  alignas(std::max_align_t) char block_[4096];
+  size_t used_ = 0;
+  std::vector<std::unique_ptr<char[]>> spill_;
+};
+
+template <class T>
+struct arena_allocator {
+  using value_type = T;
+  header_arena* arena;
+  explicit arena_allocator(header_arena* a) noexcept : arena(a) {}
+  template <class U>
+  arena_allocator(const arena_allocator<U>& o) noexcept : arena(o.arena) {}
+  T* allocate(size_t n) {
+    return static_cast<T*>(arena->allocate(n * sizeof(T), alignof(T)));
+  }
+  void deallocate(T*, size_t) noexcept {} // taken back by reset()
+  template <class U>
+  bool operator==(const arena_allocator<U>& o) const noexcept {
+    return arena == o.arena;
+  }
+  template <class U>
+  bool operator!=(const arena_allocator<U>& o) const noexcept {
+    return arena != o.arena;
+  }
+};
+
+using response_parser =
+    http::response_parser<http::string_body, arena_allocator<char>>;
+using response_message = response_parser::value_type;
+
 /// Maps the wire to the normalized outcome, exactly once per response.
-outcome to_outcome(http::response<http::string_body>& res) {
+outcome to_outcome(response_message& res) {
   outcome o;
   o.status = static_cast<int>(res.result_int());
   o.substatus = parse_number<int>(res["x-ms-substatus"], 0);
@@ -296,6 +403,7 @@ private:
   std::mutex mtx_;
   bool stopping_ = false;
   std::map<std::string, pool_ptr> pools_;
+  std::unordered_map<std::string, pool_ptr> pools_by_endpoint_;
   std::mutex jobs_mtx_;
   std::unordered_map<const job*, job_ptr> live_jobs_;
   std::optional<net::executor_work_guard<net::io_context::executor_type>>
@@ -495,34 +603,64 @@ private:
     if (reused_attempt_) core_->count_reused();
     lowest().expires_at(job_->deadline);
     maybe_sent_ = true;
-    http::async_write(*stream_, req_,
-                      [self = self()](error_code ec, std::size_t n) {
-                        self->guarded([&] { self->on_write(ec, n); });
-                      });
+    net::async_write(*stream_, net::buffer(wire_),
+                     [self = self()](error_code ec, std::size_t n) {
+                       self->guarded([&] { self->on_write(ec, n); });
+                     });
   }
 
   /// The request target is `request::target` as given; of the endpoint only
   /// scheme, host and port are used (a base path in the endpoint URL is
-  /// ignored). Caller headers go in verbatim; Host, Connection,
-  /// Content-Length and User-Agent ("georoute/<version>") are the client's.
+  /// ignored). Caller headers go in verbatim, in their order; Host,
+  /// User-Agent ("georoute/<version>"), Content-Length, Connection and
+  /// Transfer-Encoding are the client's (a caller's are left out). The
+  /// request is written into one buffer that the connection keeps between
+  /// requests: no allocation per header, and none at all once the buffer
+  /// has grown to the largest request.
+  /// `request_problem` has refused what could not be written safely.
   void build_request() {
     const auto& r = job_->req;
-    req_ = {};
-    auto verb = http::string_to_verb(r.method);
-    if (verb == http::verb::unknown)
-      req_.method_string(r.method);
-    else
-      req_.method(verb);
-    req_.target(r.target.empty() ? std::string_view{"/"}
-                                 : std::string_view{r.target});
-    req_.version(11);
+    head_ = r.method == "HEAD";
+    const auto& host = pool_->host_header;
+    auto agent = user_agent();
+    size_t size = r.method.size() + r.target.size() + host.size() +
+                  agent.size() + r.body.size() + 80;
     for (const auto& [name, value] : r.headers)
-      req_.insert(name, value);
-    req_.set(http::field::host, pool_->u.host_header());
-    req_.set(http::field::user_agent, user_agent());
-    req_.keep_alive(true);
-    req_.body() = r.body;
-    req_.prepare_payload();
+      size += name.size() + value.size() + 4;
+    wire_.clear();
+    wire_.reserve(size);
+    wire_ += r.method;
+    wire_ += ' ';
+    if (r.target.empty())
+      wire_ += '/';
+    else
+      wire_ += r.target;
+    wire_ += " HTTP/1.1\r\nHost: ";
+    wire_ += host;
+    wire_ += "\r\nUser-Agent: ";
+    wire_ += agent;
+    wire_ += "\r\n";
+    for (const auto& [name, value] : r.headers) {
+      if (client_owned(name)) continue;
+      wire_ += name;
+      wire_ += ": ";
+      wire_ += value;
+      wire_ += "\r\n";
+    }
+    // What Beast's prepare_payload writes: a length for a body, and for
+    // an empty one only where a body is expected.
+    if (!r.body.empty() || r.method == "POST" || r.method == "PUT" ||
+        r.method == "OPTIONS") {
+      char digits[24];
+      auto [end, ec] =
+          std::to_chars(digits, digits + sizeof digits, r.body.size());
+      (void) ec;
+      wire_ += "Content-Length: ";
+      wire_.append(digits, end);
+      wire_ += "\r\n";
+    }
+    wire_ += "\r\n";
+    wire_ += r.body;
   }
 
   void on_write(error_code ec, std::size_t written) {
@@ -533,11 +671,14 @@ private:
     if (ec) return unanswered(ec, false) ? on_unanswered(ec) : fail(ec);
     phase_ = phase::read;
     const auto& opts = core_->options();
-    parser_.emplace();
+    parser_.reset();
+    arena_.reset();
+    parser_.emplace(std::piecewise_construct, std::make_tuple(),
+                    std::make_tuple(arena_allocator<char>{&arena_}));
     parser_->body_limit(static_cast<std::uint64_t>(opts.max_response_body));
     parser_->header_limit(static_cast<std::uint32_t>(std::min<size_t>(
         opts.max_header_bytes, std::numeric_limits<std::uint32_t>::max())));
-    if (req_.method() == http::verb::head) parser_->skip(true);
+    if (head_) parser_->skip(true);
     // Header first, then body. Beast 1.74's eager parsing (what async_read
     // does) loses the body_limit error for a Content-Length over the limit
     // when body bytes arrive in the same buffer as the header;
@@ -767,8 +908,10 @@ private:
   net::steady_timer timer_;
   std::optional<stream_type> stream_;
   beast::flat_buffer buf_;
-  http::request<http::string_body> req_;
-  std::optional<http::response_parser<http::string_body>> parser_;
+  std::string wire_; ///< the request as written, kept between requests
+  bool head_ = false;
+  header_arena arena_; ///< the fields of the response being read
+  std::optional<response_parser> parser_;
   job_ptr job_;
   phase phase_ = phase::idle;
   uint64_t served_ = 0;
@@ -852,24 +995,49 @@ void client_core::send_now(request req, http_client::callback cb) {
     std::lock_guard<std::mutex> guard{jobs_mtx_};
     live_jobs_.emplace(j.get(), j);
   }
-  auto parsed = parse_url(j->req.endpoint);
-  if (auto* err = std::get_if<std::string>(&parsed))
+  if (auto problem = request_problem(j->req); !problem.empty())
     return post_complete(
-        j, failed(failure::protocol,
-                  "bad endpoint '" + j->req.endpoint + "': " + *err));
-  auto& u = std::get<url>(parsed);
-  if (u.tls() && !tls_error_.empty())
-    return post_complete(j, failed(failure::tls, tls_error_));
+        j, failed(failure::protocol, "request not sent: " + problem));
   std::unique_lock<std::mutex> lock{mtx_};
   if (stopping_) {
     lock.unlock();
     return complete(j, failed(failure::reset, shut_down_text));
   }
-  auto& p = pools_[endpoint_key(u)];
-  if (!p) {
-    p = std::make_shared<endpoint_pool>();
-    p->u = u;
-    p->authority = authority_of(u);
+  // The endpoint strings seen so far map straight to their pools: the URL
+  // is parsed once per endpoint, not once per request.
+  pool_ptr p;
+  if (auto known = pools_by_endpoint_.find(j->req.endpoint);
+      known != pools_by_endpoint_.end()) {
+    p = known->second;
+  } else {
+    lock.unlock();
+    auto parsed = parse_url(j->req.endpoint);
+    if (auto* err = std::get_if<std::string>(&parsed))
+      return post_complete(
+          j, failed(failure::protocol,
+                    "bad endpoint '" + j->req.endpoint + "': " + *err));
+    auto& u = std::get<url>(parsed);
+    lock.lock();
+    if (stopping_) {
+      lock.unlock();
+      return complete(j, failed(failure::reset, shut_down_text));
+    }
+    auto& slot = pools_[endpoint_key(u)];
+    if (!slot) {
+      slot = std::make_shared<endpoint_pool>();
+      slot->u = u;
+      slot->authority = authority_of(u);
+      slot->host_header = u.host_header();
+    }
+    p = slot;
+    // Bounded: spellings of endpoints are few in practice, but a caller
+    // could invent them without end.
+    if (pools_by_endpoint_.size() < 4096)
+      pools_by_endpoint_.emplace(j->req.endpoint, p);
+  }
+  if (p->u.tls() && !tls_error_.empty()) {
+    lock.unlock();
+    return post_complete(j, failed(failure::tls, tls_error_));
   }
   auto c = dispatch_locked(p, j);
   lock.unlock();
@@ -1045,6 +1213,7 @@ void client_core::shutdown_threads() {
     for (auto& [key, p] : pools_)
       p->idle.clear();
     pools_.clear();
+    pools_by_endpoint_.clear();
   }
   // Safety net: nothing should be left, but every callback runs once.
   std::unordered_map<const job*, job_ptr> left;
@@ -1127,6 +1296,7 @@ void client_core::stop_step() {
     for (auto& [key, p] : pools_)
       p->idle.clear();
     pools_.clear();
+    pools_by_endpoint_.clear();
   }
   std::unordered_map<const job*, job_ptr> left;
   {

@@ -150,4 +150,24 @@ std::optional<std::string> percent_decode(std::string_view text) {
   return out;
 }
 
+void append_encoded_path(std::string& out, std::string_view text,
+                         bool keep_slash) {
+  static constexpr char hex[] = "0123456789ABCDEF";
+  static constexpr std::string_view marks = "-._~!$&'()*+,;=:@";
+  for (char c : text) {
+    auto u = static_cast<unsigned char>(c);
+    bool safe = (u >= 'a' && u <= 'z') || (u >= 'A' && u <= 'Z') ||
+                (u >= '0' && u <= '9') ||
+                (u != 0 && marks.find(c) != std::string_view::npos) ||
+                (keep_slash && c == '/');
+    if (safe) {
+      out += c;
+    } else {
+      out += '%';
+      out += hex[u >> 4];
+      out += hex[u & 0xF];
+    }
+  }
+}
+
 } // namespace georoute::transport

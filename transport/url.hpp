@@ -46,4 +46,13 @@ int hex_digit_value(char c);
 /// hex digits is an error (std::nullopt). '+' stays '+'.
 std::optional<std::string> percent_decode(std::string_view text);
 
+/// Appends `text` to a request path, percent-encoding (upper-case hex) every
+/// byte a path segment cannot carry as it is: all but RFC 3986's unreserved
+/// characters, sub-delimiters, ':' and '@' (so a space, '%', quotes and
+/// non-ASCII bytes are escaped); '/' stays a separator when `keep_slash`.
+/// Signing and the gateway decode each segment, so an id "a b" travels as
+/// "a%20b" and is signed as "a b", as the SDKs do.
+void append_encoded_path(std::string& out, std::string_view text,
+                         bool keep_slash);
+
 } // namespace georoute::transport

@@ -109,36 +109,34 @@ partition_breaker::partition_breaker(partition_breaker_options options)
     throw std::invalid_argument("partition_breaker: " + p->what);
 }
 
-std::string partition_breaker::index_key(std::string_view collection_rid,
-                                         std::string_view range_id,
-                                         std::string_view region) {
+const std::string& partition_breaker::index_key(const breaker_key& key) const {
   // Length prefixes make the concatenation unambiguous for any spelling.
-  // Built in one allocation: this runs for every breaker-checked attempt.
-  std::string k;
-  k.reserve(collection_rid.size() + range_id.size() + region.size() + 42);
+  // This runs for every breaker-checked attempt: the buffer is reused.
+  auto& k = key_buf_;
+  k.clear();
   auto size_prefix = [&](size_t n) {
     char digits[20];
     auto r = std::to_chars(digits, digits + sizeof(digits), n);
     k.append(digits, r.ptr);
     k += ':';
   };
-  size_prefix(collection_rid.size());
-  k += collection_rid;
-  size_prefix(range_id.size());
-  k += range_id;
-  for (char c : region)
+  size_prefix(key.collection_rid.size());
+  k += key.collection_rid;
+  size_prefix(key.range_id.size());
+  k += key.range_id;
+  for (char c : key.region)
     k += (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c;
   return k;
 }
 
 partition_breaker::slot* partition_breaker::find(const breaker_key& key) {
-  auto i = index_.find(index_key(key.collection_rid, key.range_id, key.region));
+  auto i = index_.find(index_key(key));
   return i == index_.end() ? nullptr : &i->second;
 }
 
 const partition_breaker::entry*
 partition_breaker::find(const breaker_key& key) const {
-  auto i = index_.find(index_key(key.collection_rid, key.range_id, key.region));
+  auto i = index_.find(index_key(key));
   return i == index_.end() ? nullptr : &*i->second.it;
 }
 
@@ -147,7 +145,7 @@ partition_breaker::slot& partition_breaker::insert(const breaker_key& key,
   closed_.emplace_front();
   closed_.front().key = key;
   closed_.front().period = options_.open_period;
-  auto& s = index_[index_key(key.collection_rid, key.range_id, key.region)];
+  auto& s = index_[index_key(key)];
   s = slot{closed_.begin(), false};
   if (size() > options_.capacity) evict_one(now);
   return s;
@@ -173,7 +171,7 @@ void partition_breaker::touch(slot& s) {
 }
 
 void partition_breaker::erase(const breaker_key& key) {
-  auto i = index_.find(index_key(key.collection_rid, key.range_id, key.region));
+  auto i = index_.find(index_key(key));
   if (i == index_.end()) return;
   (i->second.tripped ? tripped_ : closed_).erase(i->second.it);
   index_.erase(i);

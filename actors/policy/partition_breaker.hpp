@@ -373,9 +373,9 @@ private:
     bool tripped = false;
   };
 
-  static std::string index_key(std::string_view collection_rid,
-                               std::string_view range_id,
-                               std::string_view region);
+  /// The index's key of `key`, built in `key_buf_` (reused: a lookup
+  /// allocates nothing once the buffer has grown).
+  const std::string& index_key(const breaker_key& key) const;
   static bool is_current(const entry& e, breaker_ticket t);
 
   // The LRU: an index over two lists, so that eviction can prefer closed
@@ -415,6 +415,7 @@ private:
   entry_list closed_;  ///< closed entries with counts, most recent first
   entry_list tripped_; ///< open, probing, half_open, most recent first
   std::unordered_map<std::string, slot> index_;
+  mutable std::string key_buf_;
   std::deque<breaker_transition> log_;
   partition_breaker_counters counters_;
   uint64_t last_ticket_ = 0;

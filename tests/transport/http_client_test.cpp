@@ -92,6 +92,114 @@ TEST(HttpClient, Request_EveryOne_CarriesGeorouteUserAgent) {
   }
 }
 
+TEST(HttpClient, Request_ClientOwnedHeaders_CallersLeftOut) {
+  loopback_server srv{[](const server_request&) { return ok(); }};
+  http_client client{{}};
+  // A caller's Host, Content-Length, Connection and Transfer-Encoding
+  // (any spelling) would contradict what the client writes: left out.
+  auto r = get(srv.endpoint(), "/dbs/d");
+  r.headers = {{"Host", "evil.example"},
+               {"content-length", "99"},
+               {"CONNECTION", "close"},
+               {"Transfer-Encoding", "chunked"},
+               {"x-ms-version", "2018-12-31"}};
+  auto o = send_sync(client, r);
+  ASSERT_EQ(o.error, failure::none) << o.error_detail;
+  // A POST without a body still says its length; a GET without one does not.
+  auto post = get(srv.endpoint(), "/dbs/d/colls");
+  post.method = "POST";
+  o = send_sync(client, post);
+  ASSERT_EQ(o.error, failure::none) << o.error_detail;
+  auto seen = srv.received();
+  ASSERT_EQ(seen.size(), 2u);
+  EXPECT_EQ(seen[0][http::field::host],
+            "127.0.0.1:" + std::to_string(srv.port()));
+  EXPECT_EQ(seen[0].count(http::field::host), 1u);
+  EXPECT_EQ(seen[0].count(http::field::content_length), 0u);
+  EXPECT_EQ(seen[0].count(http::field::transfer_encoding), 0u);
+  EXPECT_TRUE(seen[0].keep_alive());
+  EXPECT_EQ(seen[0]["x-ms-version"], "2018-12-31");
+  EXPECT_EQ(seen[1].method(), http::verb::post);
+  EXPECT_EQ(seen[1][http::field::content_length], "0");
+  // Both went over the one kept-alive connection.
+  EXPECT_EQ(srv.accepted(), 1);
+}
+
+TEST(HttpClient, Request_CrLfInHeaderOrTarget_RefusedBeforeSending) {
+  loopback_server srv{[](const server_request&) { return ok(); }};
+  http_client client{{}};
+  // A CR or LF would end the header early and smuggle in another header or
+  // a second request: such a request is refused, and nothing is sent.
+  auto smuggle = get(srv.endpoint(), "/dbs/d");
+  smuggle.headers = {{"x-ms-session-token",
+                      "0:1#1\r\nContent-Length: 40\r\n\r\nGET /x"}};
+  auto o = send_sync(client, smuggle);
+  EXPECT_EQ(o.error, failure::protocol);
+  EXPECT_FALSE(o.request_sent);
+  EXPECT_NE(o.error_detail.find("request not sent"), std::string::npos)
+      << o.error_detail;
+  EXPECT_NE(o.error_detail.find("'x-ms-session-token'"), std::string::npos)
+      << o.error_detail;
+
+  auto target = get(srv.endpoint(), "/dbs/d/colls/c/docs/a b");
+  o = send_sync(client, target);
+  EXPECT_EQ(o.error, failure::protocol);
+  EXPECT_NE(o.error_detail.find("target"), std::string::npos)
+      << o.error_detail;
+
+  auto name = get(srv.endpoint(), "/dbs/d");
+  name.headers = {{"x-ms bad", "v"}};
+  o = send_sync(client, name);
+  EXPECT_EQ(o.error, failure::protocol);
+  EXPECT_NE(o.error_detail.find("'x-ms bad'"), std::string::npos)
+      << o.error_detail;
+
+  auto method = get(srv.endpoint(), "/dbs/d");
+  method.method = "GET /evil";
+  o = send_sync(client, method);
+  EXPECT_EQ(o.error, failure::protocol);
+
+  EXPECT_EQ(srv.accepted(), 0);
+  EXPECT_TRUE(srv.received().empty());
+  // The client still works.
+  o = send_sync(client, get(srv.endpoint(), "/dbs/d"));
+  EXPECT_EQ(o.error, failure::none) << o.error_detail;
+}
+
+TEST(HttpClient, Response_HeaderLargerThanTheConnectionsBlock_MappedWhole) {
+  // A response's fields live in a block the connection keeps; a header
+  // block larger than it spills to the heap and is mapped just the same,
+  // and the next response on the connection starts clean.
+  std::atomic<int> n{0};
+  const std::string big(9000, 'c');
+  loopback_server srv{[&](const server_request&) {
+    reply r;
+    if (n++ == 0) {
+      for (int i = 0; i < 40; ++i)
+        r.headers.emplace_back("x-filler-" + std::to_string(i),
+                               std::string(100, 'f'));
+      r.headers.emplace_back("x-ms-continuation", big);
+    }
+    r.headers.emplace_back("x-ms-session-token", "0:" + std::to_string(n));
+    r.body = "b" + std::to_string(n);
+    return r;
+  }};
+  http_client_options opts;
+  opts.max_header_bytes = 64 * 1024;
+  http_client client{opts};
+  auto o = send_sync(client, get(srv.endpoint(), "/a"));
+  ASSERT_EQ(o.error, failure::none) << o.error_detail;
+  EXPECT_EQ(o.continuation, big);
+  EXPECT_EQ(o.session_token, "0:1");
+  EXPECT_EQ(o.body, "b1");
+  o = send_sync(client, get(srv.endpoint(), "/b"));
+  ASSERT_EQ(o.error, failure::none) << o.error_detail;
+  EXPECT_EQ(o.continuation, "");
+  EXPECT_EQ(o.session_token, "0:2");
+  EXPECT_EQ(o.body, "b2");
+  EXPECT_EQ(srv.accepted(), 1);
+}
+
 TEST(HttpClient, Response_MsHeaders_MappedIntoOutcome) {
   loopback_server srv{[](const server_request&) {
     reply r;

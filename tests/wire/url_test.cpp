@@ -157,4 +157,34 @@ INSTANTIATE_TEST_SUITE_P(
         loopback_row{"Loopback_Empty_False", "", false},
         loopback_row{"Loopback_LongOctet_False", "127.0.0.0001", false}));
 
+TEST(EncodedPath, EscapesWhatAPathCannotCarry_AndDecodesBack) {
+  auto enc = [](std::string_view text, bool keep_slash) {
+    std::string out = "/";
+    append_encoded_path(out, text, keep_slash);
+    return out;
+  };
+  EXPECT_EQ(enc("dbs/d/colls/c", true), "/dbs/d/colls/c");
+  EXPECT_EQ(enc("a b", false), "/a%20b");
+  EXPECT_EQ(enc("50%", false), "/50%25");
+  EXPECT_EQ(enc("a/b", false), "/a%2Fb");
+  EXPECT_EQ(enc("a/b", true), "/a/b");
+  EXPECT_EQ(enc("q\"<>\\^`{|}", false), "/q%22%3C%3E%5C%5E%60%7B%7C%7D");
+  EXPECT_EQ(enc("caf\xc3\xa9", false), "/caf%C3%A9");
+  EXPECT_EQ(enc(std::string_view{"n\0l", 3}, false), "/n%00l");
+  EXPECT_EQ(enc("\r\n\t", false), "/%0D%0A%09");
+  // Base64 rids and the characters ids commonly hold stay as they are.
+  EXPECT_EQ(enc("dbs/Xy+=/colls/a-b_c.d~e!$&'()*,;:@", true),
+            "/dbs/Xy+=/colls/a-b_c.d~e!$&'()*,;:@");
+  // Every byte survives the round trip through percent_decode.
+  std::string all;
+  for (int c = 0; c < 256; ++c) all += static_cast<char>(c);
+  std::string out;
+  append_encoded_path(out, all, false);
+  for (char c : out)
+    EXPECT_TRUE(c > 0x20 && c < 0x7f) << "unescaped byte " << int(c);
+  auto back = percent_decode(out);
+  ASSERT_TRUE(back);
+  EXPECT_EQ(*back, all);
+}
+
 } // namespace
