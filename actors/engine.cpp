@@ -367,6 +367,93 @@ void on_down(sup_ptr self, const caf::down_msg& dm) {
   if (st.stopping) all_parts_down(self);
 }
 
+// -- metrics -------------------------------------------------------------------
+
+// One metrics snapshot being joined: the answers still to come, and the
+// caller's promise. Every callback runs in the supervisor.
+struct metrics_join {
+  engine_metrics m;
+  size_t pending = 1; // the fan-out itself, until every request is out
+  caf::typed_response_promise<engine_metrics> rp;
+};
+
+using join_ptr = std::shared_ptr<metrics_join>;
+
+void metrics_answered(const join_ptr& j) {
+  if (--j->pending > 0) return;
+  // `missing` in the one order of metrics_actor_names, however the answers
+  // came.
+  std::vector<std::string> ordered;
+  for (const char* name : metrics_actor_names)
+    for (const auto& m : j->m.missing)
+      if (m == name) ordered.emplace_back(name);
+  j->m.missing = std::move(ordered);
+  j->rp.deliver(std::move(j->m));
+}
+
+// Asks `h` for its counters into `field`, or names `actor` missing.
+template <class Handle, class Stats>
+void ask_stats(sup_ptr self, const join_ptr& j, const Handle& h, bool alive,
+               const char* actor, Stats engine_metrics::*field) {
+  if (!h || !alive) {
+    j->m.missing.emplace_back(actor);
+    return;
+  }
+  ++j->pending;
+  self->request(h, self->state.shared->options.metrics_timeout, stats_atom_v)
+      .then(
+          [j, field](Stats& s) {
+            j->m.*field = s;
+            metrics_answered(j);
+          },
+          [j, actor](caf::error&) {
+            j->m.missing.emplace_back(actor);
+            metrics_answered(j);
+          });
+}
+
+caf::typed_response_promise<engine_metrics> collect_metrics(sup_ptr self) {
+  auto& st = self->state;
+  auto j = std::make_shared<metrics_join>();
+  j->rp = self->make_response_promise<engine_metrics>();
+  {
+    std::lock_guard<std::mutex> guard{st.shared->mtx};
+    j->m.engine = st.shared->stats;
+  }
+  const auto& w = st.wiring;
+  const auto* names = metrics_actor_names;
+  // The router answers its counters and histograms in one message.
+  if (w.router && st.alive[part::router]) {
+    ++j->pending;
+    self->request(w.router, st.shared->options.metrics_timeout, metrics_atom_v)
+        .then(
+            [j](router_metrics& r) {
+              j->m.router = r.stats;
+              j->m.operations = std::move(r.operations);
+              metrics_answered(j);
+            },
+            [j, names](caf::error&) {
+              j->m.missing.emplace_back(names[0]);
+              metrics_answered(j);
+            });
+  } else {
+    j->m.missing.emplace_back(names[0]);
+  }
+  ask_stats(self, j, w.retry, st.alive[part::retry], names[1],
+            &engine_metrics::retry);
+  ask_stats(self, j, w.endpoints, st.alive[part::endpoints], names[2],
+            &engine_metrics::endpoint_manager);
+  ask_stats(self, j, w.collections, st.alive[part::collections], names[3],
+            &engine_metrics::collection_cache);
+  ask_stats(self, j, w.pkranges, st.alive[part::pkranges], names[4],
+            &engine_metrics::pkrange_cache);
+  ask_stats(self, j, w.plans, st.alive[part::plans], names[5],
+            &engine_metrics::query_plan);
+  auto rp = j->rp;
+  metrics_answered(j); // the fan-out is out; answers at once if none went
+  return rp;
+}
+
 // Spawned lazily: this runs on the supervisor's first message, which
 // `engine::start` sends once it has spawned the graph (as the supervisor,
 // whose address it needed first) and published the wiring.
@@ -397,6 +484,9 @@ supervisor_impl(sup_ptr self, std::shared_ptr<engine_state> shared) {
         return rp;
       },
       [=](port_closed) { engine_down(self); },
+      [=](metrics_atom) -> caf::result<engine_metrics> {
+        return collect_metrics(self);
+      },
   };
 }
 
@@ -494,6 +584,28 @@ engine_supervisor_actor engine::supervisor() const {
 engine_stats engine::stats() const {
   std::lock_guard<std::mutex> guard{s_->mtx};
   return s_->stats;
+}
+
+engine_metrics engine::metrics() const {
+  engine_metrics out;
+  for (const char* name : metrics_actor_names)
+    out.missing.emplace_back(name);
+  if (!s_) return out;
+  caf::actor sup;
+  {
+    std::lock_guard<std::mutex> guard{s_->mtx};
+    out.engine = s_->stats;
+    sup = s_->supervisor;
+  }
+  if (!sup) return out;
+  // The supervisor answers within its own per-actor timeout; the second on
+  // top is for its mailbox.
+  caf::scoped_actor self{*s_->sys, true};
+  self->request(sup, s_->options.metrics_timeout + std::chrono::seconds{1},
+                metrics_atom_v)
+      .receive([&](engine_metrics& m) { out = std::move(m); },
+               [](caf::error&) {});
+  return out;
 }
 
 bool engine::running() const {

@@ -41,6 +41,9 @@
 //   object must not outlive its `actor_system`.
 // - `start` does not block either: it spawns the actors and hands out their
 //   handles at once, so an actor may start an engine too.
+// - Metrics: `metrics()` (blocking, not from a CAF worker) or
+//   `(metrics_atom)` to `supervisor()` (from an actor) answer one snapshot of
+//   every counter and the data plane's histograms (messages/metrics.hpp).
 // - `supervisor()` is a typed handle (messages/interfaces.hpp) a host may
 //   monitor or link to. The supervisor exits once the engine is down, by
 //   either way of stopping or because an actor linked to it exited.
@@ -80,6 +83,9 @@ struct engine_options {
   /// How long the account read waits for the global endpoint before it
   /// also asks the regions (GlobalEndpointManager's constants: 5 s).
   std::chrono::milliseconds sweep_after = std::chrono::seconds{5};
+  /// How long the supervisor waits for each actor's counters when it builds
+  /// a metrics snapshot; an actor silent that long is `missing` from it.
+  std::chrono::milliseconds metrics_timeout = std::chrono::seconds{1};
   /// Restart intensity of the supervisor, per actor.
   uint32_t max_restarts = 10;
   std::chrono::milliseconds restart_window = std::chrono::seconds{60};
@@ -93,12 +99,6 @@ struct engine_options {
   /// above the engine logs events (topology, marks, breaker, refresh
   /// failures, restarts), never one line per request.
   log_level log_min_level = log_level::info;
-};
-
-/// Counters of the supervisor.
-struct engine_stats {
-  uint64_t restarts = 0; ///< successors spawned
-  uint64_t gave_up = 0;  ///< actors left down (restart intensity exceeded)
 };
 
 /// See the file comment. Movable, not copyable.
@@ -134,7 +134,17 @@ public:
   /// without blocking (see the file comment). Null once the engine is down.
   engine_supervisor_actor supervisor() const;
 
+  /// The supervisor's counters (`engine_stats`, messages/metrics.hpp).
   engine_stats stats() const;
+
+  /// Every counter of every actor and the data plane's histograms
+  /// (messages/metrics.hpp; `to_prometheus` renders it): sends
+  /// `(metrics_atom)` to the supervisor and blocks for the answer (at most
+  /// `metrics_timeout` and a second). Not from a CAF worker, for the reason
+  /// `stop()` gives; an actor asks the supervisor itself. Once the engine is
+  /// down, or if the supervisor does not answer, the snapshot holds the
+  /// supervisor's counters and names every other actor in `missing`.
+  engine_metrics metrics() const;
 
   /// Sends `(stop_atom)` to the supervisor and blocks until the answer (at
   /// most `stop_timeout`). Not from a CAF worker (see the file comment).

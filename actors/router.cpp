@@ -10,6 +10,7 @@
 #include "actors/policy/hedging.hpp"
 #include "actors/policy/lru_cache.hpp"
 #include "actors/policy/metadata_rules.hpp"
+#include "actors/policy/operation_histograms.hpp"
 #include "actors/policy/partition_breaker.hpp"
 #include "actors/policy/routing_map.hpp"
 #include "actors/policy/session_container.hpp"
@@ -167,6 +168,9 @@ struct router_state {
   std::mt19937_64 rng{std::random_device{}()};
   uint64_t next_id = 1;
   router_stats stats;
+  // Duration and request charge per (operation, region, status, error) of
+  // every finished operation: the data plane's histograms.
+  operation_histograms histograms;
   static inline const char* name = "georoute.router";
 };
 
@@ -211,6 +215,49 @@ void settle_arms(router_state& st, uint64_t id, data_operation& op) {
   op.diag.hedges = static_cast<uint32_t>(op.hedge->hedges_sent());
 }
 
+// -- counters and histograms --------------------------------------------------
+
+router_stats current_stats(const router_state& st) {
+  auto s = st.stats;
+  s.live = st.ops.size();
+  s.deadlines_tracked = st.deadlines.size();
+  s.deadline_timers_pending = st.deadlines.timers_pending();
+  if (st.breaker) {
+    const auto& c = st.breaker->counters();
+    s.breaker_opened = c.opened;
+    s.breaker_probes = c.probes_started;
+    s.breaker_closed = c.closed;
+    s.breaker_reopened = c.reopened;
+    s.breaker_tracked = st.breaker->size();
+  }
+  return s;
+}
+
+operation_series to_series(const operation_histogram& h) {
+  operation_series s;
+  s.operation = operation_name(static_cast<data_op>(h.operation));
+  s.region = h.region;
+  s.status_code = h.status;
+  if (h.error != 0) s.error_type = to_string(static_cast<errc>(h.error));
+  s.count = h.count;
+  s.duration_sum = h.duration_sum;
+  s.duration_buckets.assign(h.duration.begin(), h.duration.end());
+  s.request_charge_sum = h.charge_sum;
+  s.request_charge_buckets.assign(h.charge.begin(), h.charge.end());
+  return s;
+}
+
+// One finished operation into the histograms: its whole duration, every
+// attempt's charge, under the region whose answer ended it.
+void record_operation(router_state& st, const data_operation& op,
+                      const std::string& region, int status, errc code,
+                      clock_type::time_point now) {
+  auto seconds = std::chrono::duration<double>(now - op.started).count();
+  st.histograms.record(static_cast<uint8_t>(op.req.op), region, status,
+                       static_cast<uint8_t>(code), seconds,
+                       op.diag.request_charge);
+}
+
 void primary_final(router_state& st, data_operation& op, policy_time now);
 
 // Takes `o`'s body and headers into the response: callers do not read it
@@ -222,14 +269,19 @@ void finish_ok(self_ptr self, uint64_t id, transport::outcome& o,
   if (i == st.ops.end()) return;
   auto& op = i->second;
   auto r = to_response(std::move(o));
+  auto rec = arm == 0 ? op.primary_record : op.arms[arm - 1].record;
   if (op.hedge && op.hedge->hedges_sent() > 0) {
-    auto rec = arm == 0 ? op.primary_record : op.arms[arm - 1].record;
     op.diag.attempts[rec].winner = true;
     if (arm > 0) ++st.stats.hedges_won;
   }
   // (A hedge's win against arm 0 was recorded when its answer came.)
-  if (arm == 0) primary_final(st, op, self->clock().now());
-  op.diag.total_us = micros(self->clock().now() - op.started);
+  auto now = self->clock().now();
+  if (arm == 0) primary_final(st, op, now);
+  op.diag.total_us = micros(now - op.started);
+  record_operation(st, op,
+                   rec < op.diag.attempts.size() ? op.diag.attempts[rec].region
+                                                 : op.region,
+                   r.status, errc::none, now);
   op.diag.metadata_refreshes = op.loop ? op.loop->metadata_refreshes() : 0;
   settle_arms(st, id, op);
   r.diag = std::move(op.diag);
@@ -252,7 +304,15 @@ void finish_error(self_ptr self, uint64_t id, errc code, std::string text) {
   auto i = st.ops.find(id);
   if (i == st.ops.end()) return;
   auto& op = i->second;
-  op.diag.total_us = micros(self->clock().now() - op.started);
+  auto now = self->clock().now();
+  op.diag.total_us = micros(now - op.started);
+  // The region and status of the last answer (none: the last attempt's
+  // region, or no region when nothing was sent).
+  const std::string* region = &op.last_region;
+  if (region->empty() && !op.diag.attempts.empty())
+    region = &op.diag.attempts.back().region;
+  record_operation(st, op, *region,
+                   op.last_failure ? op.last_failure->status : 0, code, now);
   op.diag.metadata_refreshes = op.loop ? op.loop->metadata_refreshes() : 0;
   settle_arms(st, id, op);
   if (st.cfg.log.enabled(log_level::debug))
@@ -851,9 +911,11 @@ void advance_hedge(self_ptr self, uint64_t id) {
   carry_out_hedge(self, id, step);
 }
 
+// Takes the outcome's activity id (nothing after this reads it).
 void record_answer(self_ptr self, data_operation& op, attempt_record& rec,
-                   const transport::outcome& o, clock_type::time_point sent) {
+                   transport::outcome& o, clock_type::time_point sent) {
   auto now = self->clock().now();
+  rec.activity_id = std::move(o.activity_id);
   rec.status = o.status;
   rec.substatus = o.substatus;
   rec.failure = o.error == transport::failure::none
@@ -1444,21 +1506,15 @@ router_impl_actor::behavior_type router_impl(self_ptr self, router_config cfg,
         attempt(self, m.op);
       },
       [=](rt_budget_tick m) { on_budget_tick(self, m.due); },
-      [=](stats_atom) {
-        auto& st = self->state;
-        auto s = st.stats;
-        s.live = st.ops.size();
-        s.deadlines_tracked = st.deadlines.size();
-        s.deadline_timers_pending = st.deadlines.timers_pending();
-        if (st.breaker) {
-          const auto& c = st.breaker->counters();
-          s.breaker_opened = c.opened;
-          s.breaker_probes = c.probes_started;
-          s.breaker_closed = c.closed;
-          s.breaker_reopened = c.reopened;
-          s.breaker_tracked = st.breaker->size();
-        }
-        return s;
+      [=](stats_atom) { return current_stats(self->state); },
+      [=](metrics_atom) {
+        const auto& st = self->state;
+        router_metrics m;
+        m.stats = current_stats(st);
+        m.operations.reserve(st.histograms.series().size());
+        for (const auto& h : st.histograms.series())
+          m.operations.push_back(to_series(h));
+        return m;
       },
       [=](rt_http_done& m) { on_outcome(self, m.op, m.arm, m.outcome); },
   };

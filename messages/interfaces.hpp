@@ -173,12 +173,16 @@ using query_plan_actor = caf::typed_actor<
 ///   the diagnostics (`diagnostics_of`).
 /// - `(route_atom, document_request)` → `transport::outcome`: the raw path
 ///   of the query-plan actor (through the retry actor's detach-only mode).
+/// - `(stats_atom)` → `router_stats`; `(metrics_atom)` → `router_metrics`:
+///   the same counters with the data plane's histograms per operation,
+///   region, status and error (messages/metrics.hpp).
 /// A caller gives up only through its own request timeout; the router's
 /// failover decisions and their side effects complete regardless.
 using router_actor = caf::typed_actor<
     caf::replies_to<route_atom, data_request>::with<data_response>,
     caf::replies_to<route_atom, document_request>::with<transport::outcome>,
-    caf::replies_to<stats_atom>::with<router_stats>>;
+    caf::replies_to<stats_atom>::with<router_stats>,
+    caf::replies_to<metrics_atom>::with<router_metrics>>;
 
 /// The engine's supervisor (actors/engine.hpp, `engine::supervisor()`): it
 /// spawns the other actors, restarts them and stops them as one unit. A host
@@ -193,7 +197,13 @@ using router_actor = caf::typed_actor<
 ///   stop sent after it is gone fails with CAF's `request_receiver_down`,
 ///   which means the same. No deadline travels with it: a caller that wants
 ///   one sets its own request timeout.
+/// - `(metrics_atom)` -> `engine_metrics`: every counter of every actor and
+///   the data plane's histograms (messages/metrics.hpp). The supervisor asks
+///   each actor and joins the answers; an actor that is down, or silent for
+///   `engine_options::metrics_timeout`, is named in `missing` instead of
+///   failing the snapshot. Never fails while the supervisor lives.
 using engine_supervisor_actor =
-    caf::typed_actor<caf::replies_to<stop_atom>::with<caf::ok_atom>>;
+    caf::typed_actor<caf::replies_to<stop_atom>::with<caf::ok_atom>,
+                     caf::replies_to<metrics_atom>::with<engine_metrics>>;
 
 } // namespace georoute

@@ -187,6 +187,9 @@ struct attempt_record {
   /// consulted), "probe" (the one request to a region whose open period
   /// ended), "trial" (half-open share), "fallback" (every region was open).
   std::string breaker_admission;
+  /// The service's `x-ms-activity-id` of the answer ("" when none came): the
+  /// id to quote to the service's support for this attempt.
+  std::string activity_id;
 };
 
 /// What happened to one operation: every attempt in order.
@@ -428,7 +431,7 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, attempt_record& x) {
   return f(x.region, x.endpoint, x.status, x.substatus, x.failure,
            x.retry_reason, x.started_us, x.elapsed_us, x.request_charge, x.arm,
-           x.winner, x.breaker_skipped, x.breaker_admission);
+           x.winner, x.breaker_skipped, x.breaker_admission, x.activity_id);
 }
 
 template <class Inspector>

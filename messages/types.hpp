@@ -23,6 +23,7 @@
 // georoute adds a type, and the host's IDs move with it on its next build.
 // (Atoms take no type ID in CAF 0.17.)
 
+#include "messages/metrics.hpp"
 #include "messages/payloads.hpp"
 
 #include <caf/allowed_unsafe_message_type.hpp>
@@ -64,6 +65,12 @@ CAF_ADD_TYPE_ID(georoute, (georoute::endpoint_manager_stats))
 CAF_ADD_TYPE_ID(georoute, (georoute::collection_cache_stats))
 CAF_ADD_TYPE_ID(georoute, (georoute::pkrange_cache_stats))
 CAF_ADD_TYPE_ID(georoute, (georoute::query_plan_stats))
+// Metrics (messages/metrics.hpp)
+CAF_ADD_TYPE_ID(georoute, (georoute::engine_stats))
+CAF_ADD_TYPE_ID(georoute, (georoute::operation_series))
+CAF_ADD_TYPE_ID(georoute, (std::vector<georoute::operation_series>))
+CAF_ADD_TYPE_ID(georoute, (georoute::router_metrics))
+CAF_ADD_TYPE_ID(georoute, (georoute::engine_metrics))
 // Atoms
 CAF_ADD_ATOM(georoute, georoute, resolve_atom, "resolve")
 CAF_ADD_ATOM(georoute, georoute, mark_atom, "mark")
@@ -82,6 +89,7 @@ CAF_ADD_ATOM(georoute, georoute, route_atom, "route")
 CAF_ADD_ATOM(georoute, georoute, stats_atom, "stats")
 CAF_ADD_ATOM(georoute, georoute, clear_session_atom, "clearsess")
 CAF_ADD_ATOM(georoute, georoute, stop_atom, "stop")
+CAF_ADD_ATOM(georoute, georoute, metrics_atom, "metrics")
 CAF_END_TYPE_ID_BLOCK(georoute)
 
 // Snapshots are shared immutable tables: process-local by design.

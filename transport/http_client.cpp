@@ -22,6 +22,7 @@
 
 #include "transport/io_loop_asio.hpp"
 #include "transport/url.hpp"
+#include "transport/version.hpp"
 
 #include <algorithm>
 #include <atomic>
@@ -177,8 +178,9 @@ bool iequals(std::string_view a, std::string_view b) {
 
 /// Headers the client writes itself; a caller's are left out.
 bool client_owned(std::string_view name) {
-  return iequals(name, "host") || iequals(name, "content-length") ||
-         iequals(name, "connection") || iequals(name, "transfer-encoding");
+  return iequals(name, "host") || iequals(name, "user-agent") ||
+         iequals(name, "content-length") || iequals(name, "connection") ||
+         iequals(name, "transfer-encoding");
 }
 
 /// RFC 9110 token characters (methods, header names).
@@ -610,17 +612,19 @@ private:
   /// The request target is `request::target` as given; of the endpoint only
   /// scheme, host and port are used (a base path in the endpoint URL is
   /// ignored). Caller headers go in verbatim, in their order; Host,
-  /// Content-Length, Connection and Transfer-Encoding are the client's (a
-  /// caller's are left out). The request is written into one buffer that
-  /// the connection keeps between requests: no allocation per header, and
-  /// none at all once the buffer has grown to the largest request.
+  /// User-Agent ("georoute/<version>"), Content-Length, Connection and
+  /// Transfer-Encoding are the client's (a caller's are left out). The
+  /// request is written into one buffer that the connection keeps between
+  /// requests: no allocation per header, and none at all once the buffer
+  /// has grown to the largest request.
   /// `request_problem` has refused what could not be written safely.
   void build_request() {
     const auto& r = job_->req;
     head_ = r.method == "HEAD";
     const auto& host = pool_->host_header;
+    auto agent = user_agent();
     size_t size = r.method.size() + r.target.size() + host.size() +
-                  r.body.size() + 64;
+                  agent.size() + r.body.size() + 80;
     for (const auto& [name, value] : r.headers)
       size += name.size() + value.size() + 4;
     wire_.clear();
@@ -633,6 +637,8 @@ private:
       wire_ += r.target;
     wire_ += " HTTP/1.1\r\nHost: ";
     wire_ += host;
+    wire_ += "\r\nUser-Agent: ";
+    wire_ += agent;
     wire_ += "\r\n";
     for (const auto& [name, value] : r.headers) {
       if (client_owned(name)) continue;

@@ -61,6 +61,7 @@ fake_router_actor::behavior_type fake_router(fake_router_actor::pointer self,
         return log->pending;
       },
       [](stats_atom) { return router_stats{}; },
+      [](metrics_atom) { return router_metrics{}; },
       // The test's trigger to answer the pending request (a promise must be
       // delivered by its own actor): 503 answers an error, else the outcome.
       [=](answer_atom, uint64_t, transport::outcome& o) {

@@ -110,6 +110,7 @@ router_actor::behavior_type silent_router(router_actor::pointer self) {
         return self->make_response_promise<transport::outcome>();
       },
       [](stats_atom) { return router_stats{}; },
+      [](metrics_atom) { return router_metrics{}; },
   };
 }
 

@@ -395,6 +395,7 @@ http_response engine::handle(const std::string& region, const http_request& req,
     res = error_response(500, 0, "internal error of the emulator");
   }
   try {
+    ++state_->user_agents[req.header("user-agent")];
     auto i = req.headers.find("x-ms-activity-id");
     res.set("x-ms-activity-id", i != req.headers.end() && !i->second.empty()
                                     ? i->second
@@ -547,6 +548,12 @@ void engine::reset_counters() {
   std::lock_guard<std::mutex> guard{state_->mutex};
   state_->counts.clear();
   state_->range_counts.clear();
+  state_->user_agents.clear();
+}
+
+std::map<std::string, uint64_t> engine::user_agents() const {
+  std::lock_guard<std::mutex> guard{state_->mutex};
+  return state_->user_agents;
 }
 
 std::string engine::account_json() const {

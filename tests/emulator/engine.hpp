@@ -328,7 +328,9 @@ public:
   status_counters counters() const;
   /// Document requests per (region, collection, range); see range_counters.
   range_counters counters_by_range() const;
-  /// Clears both kinds of counters.
+  /// Requests per `User-Agent` value ("" for requests without one).
+  std::map<std::string, uint64_t> user_agents() const;
+  /// Clears both kinds of counters and the User-Agent tally.
   void reset_counters();
   /// The account document as served by `GET /`.
   std::string account_json() const;

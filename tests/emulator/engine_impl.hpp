@@ -323,6 +323,7 @@ struct engine::state {
   std::function<void(std::optional<uint64_t>)> lift_listener;
   status_counters counts;
   range_counters range_counts;
+  std::map<std::string, uint64_t> user_agents; // requests per User-Agent
   std::mt19937_64 fault_rng{0x6765'6f72'6f75'7465};
   std::mt19937_64 id_rng{0x656d'756c'6174'6f72};
   uint64_t etag_seq = 0;

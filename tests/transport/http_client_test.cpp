@@ -74,6 +74,24 @@ TEST(HttpClient, Request_MethodTargetHeadersBody_SentVerbatim) {
   EXPECT_EQ(o.endpoint, r.endpoint);
 }
 
+TEST(HttpClient, Request_EveryOne_CarriesGeorouteUserAgent) {
+  loopback_server srv{[](const server_request&) { return ok(); }};
+  http_client client{{}};
+  auto plain = get(srv.endpoint(), "/a");
+  auto claimed = get(srv.endpoint(), "/b");
+  claimed.headers = {{"User-Agent", "someone-else/1.0"}};
+  ASSERT_EQ(send_sync(client, plain).error, failure::none);
+  ASSERT_EQ(send_sync(client, claimed).error, failure::none);
+  auto seen = srv.received();
+  ASSERT_EQ(seen.size(), 2u);
+  for (const auto& q : seen) {
+    EXPECT_EQ(q[http::field::user_agent], "georoute/" GEOROUTE_PROJECT_VERSION)
+        << q.target();
+    EXPECT_EQ(q.count(http::field::user_agent), 1u)
+        << "one User-Agent header, the client's";
+  }
+}
+
 TEST(HttpClient, Request_ClientOwnedHeaders_CallersLeftOut) {
   loopback_server srv{[](const server_request&) { return ok(); }};
   http_client client{{}};
