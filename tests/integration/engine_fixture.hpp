@@ -101,10 +101,8 @@ protected:
 
   /// Hook: adjust `settings` before the engine starts.
   virtual void configure() {}
-  /// Hook: adjust the engine's options before it starts.
-  virtual void configure_engine(engine_options&) {}
-
-  /// Hook: adjust the engine's options (a log sink) before it starts.
+  /// Hook: adjust the engine's options (a log sink, restart limits)
+  /// before it starts.
   virtual void configure_engine(engine_options&) {}
 
   void SetUp() override { start(); }
