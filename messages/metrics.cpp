@@ -35,9 +35,12 @@ const char* operation_name(data_op op) {
 // (C) renders as `<prefix><name>_total`, a level (G) as a gauge
 // `<prefix><name>`, a double counter (D, request units) as a counter.
 
-#define GEOROUTE_C(S, f, help) {#f, &S::f, nullptr, false, help}
-#define GEOROUTE_G(S, f, help) {#f, &S::f, nullptr, true, help}
-#define GEOROUTE_D(S, f, help) {#f, nullptr, &S::f, false, help}
+#define GEOROUTE_C(S, f, help)                                                 \
+  { #f, &S::f, nullptr, false, help }
+#define GEOROUTE_G(S, f, help)                                                 \
+  { #f, &S::f, nullptr, true, help }
+#define GEOROUTE_D(S, f, help)                                                 \
+  { #f, nullptr, &S::f, false, help }
 
 namespace {
 
@@ -140,7 +143,8 @@ constexpr stats_field<endpoint_manager_stats> endpoint_manager_table[] = {
 };
 
 constexpr stats_field<collection_cache_stats> collection_cache_table[] = {
-    GEOROUTE_C(collection_cache_stats, hits, "Requests answered from the cache."),
+    GEOROUTE_C(collection_cache_stats, hits,
+               "Requests answered from the cache."),
     GEOROUTE_C(collection_cache_stats, misses,
                "Requests that found nothing cached and started a fetch."),
     GEOROUTE_C(collection_cache_stats, refreshes,
@@ -149,8 +153,9 @@ constexpr stats_field<collection_cache_stats> collection_cache_table[] = {
                "Requests that joined a fetch in flight."),
     GEOROUTE_C(collection_cache_stats, fetches, "Fetches started."),
     GEOROUTE_C(collection_cache_stats, failures, "Fetches that failed."),
-    GEOROUTE_C(collection_cache_stats, refetch_skipped,
-               "Forced refreshes answered from the cache: rid refreshed since."),
+    GEOROUTE_C(
+        collection_cache_stats, refetch_skipped,
+        "Forced refreshes answered from the cache: rid refreshed since."),
     GEOROUTE_C(collection_cache_stats, recreated,
                "Refetches by name that found a new rid."),
     GEOROUTE_C(collection_cache_stats, evictions,
@@ -172,11 +177,13 @@ constexpr stats_field<pkrange_cache_stats> pkrange_cache_table[] = {
                "Requests that joined a load in flight."),
     GEOROUTE_C(pkrange_cache_stats, refresh_skipped,
                "Refreshes answered with a newer current map."),
-    GEOROUTE_C(pkrange_cache_stats, pages, "Partition-key-range pages requested."),
+    GEOROUTE_C(pkrange_cache_stats, pages,
+               "Partition-key-range pages requested."),
     GEOROUTE_C(pkrange_cache_stats, failures, "Loads that failed."),
     GEOROUTE_C(pkrange_cache_stats, dropped,
                "Maps dropped because the collection is gone."),
-    GEOROUTE_C(pkrange_cache_stats, evictions, "Maps dropped by the LRU bound."),
+    GEOROUTE_C(pkrange_cache_stats, evictions,
+               "Maps dropped by the LRU bound."),
     GEOROUTE_C(pkrange_cache_stats, overloaded,
                "Callers refused: too many waiting for one load."),
     GEOROUTE_C(pkrange_cache_stats, deadline_trips,
@@ -240,19 +247,23 @@ const std::vector<stats_field<retry_stats>>& stats_fields<retry_stats>() {
   return as_vector(retry_table);
 }
 template <>
-const std::vector<stats_field<endpoint_manager_stats>>& stats_fields<endpoint_manager_stats>() {
+const std::vector<stats_field<endpoint_manager_stats>>&
+stats_fields<endpoint_manager_stats>() {
   return as_vector(endpoint_manager_table);
 }
 template <>
-const std::vector<stats_field<collection_cache_stats>>& stats_fields<collection_cache_stats>() {
+const std::vector<stats_field<collection_cache_stats>>&
+stats_fields<collection_cache_stats>() {
   return as_vector(collection_cache_table);
 }
 template <>
-const std::vector<stats_field<pkrange_cache_stats>>& stats_fields<pkrange_cache_stats>() {
+const std::vector<stats_field<pkrange_cache_stats>>&
+stats_fields<pkrange_cache_stats>() {
   return as_vector(pkrange_cache_table);
 }
 template <>
-const std::vector<stats_field<query_plan_stats>>& stats_fields<query_plan_stats>() {
+const std::vector<stats_field<query_plan_stats>>&
+stats_fields<query_plan_stats>() {
   return as_vector(query_plan_table);
 }
 

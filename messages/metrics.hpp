@@ -55,9 +55,9 @@ struct engine_stats {
 /// counts are per bucket, not cumulative; the last is +Inf. The boundaries
 /// are `operation_duration_bounds` and `request_charge_bounds`.
 struct operation_series {
-  std::string operation; ///< db.operation.name, e.g. "read_item"
-  std::string region;    ///< cloud.region
-  int status_code = 0;   ///< db.response.status_code; 0: no response
+  std::string operation;  ///< db.operation.name, e.g. "read_item"
+  std::string region;     ///< cloud.region
+  int status_code = 0;    ///< db.response.status_code; 0: no response
   std::string error_type; ///< error.type; "" for a success
   uint64_t count = 0;
   double duration_sum = 0; ///< seconds
@@ -102,10 +102,10 @@ const char* operation_name(data_op op);
 /// a struct has a field the table lacks.
 template <class Stats>
 struct stats_field {
-  const char* name;              ///< the field's name, "operations"
-  uint64_t Stats::*count;        ///< the field, or null for `amount`
-  double Stats::*amount;         ///< a double field (RU), or null
-  bool gauge;                    ///< a level (live now), not a counter
+  const char* name;       ///< the field's name, "operations"
+  uint64_t Stats::*count; ///< the field, or null for `amount`
+  double Stats::*amount;  ///< a double field (RU), or null
+  bool gauge;             ///< a level (live now), not a counter
   const char* help;
 };
 

@@ -1,7 +1,7 @@
 #include "transport/version.hpp"
 
 #ifndef GEOROUTE_VERSION
-#error "GEOROUTE_VERSION comes from CMake (transport/CMakeLists.txt)"
+#  error "GEOROUTE_VERSION comes from CMake (transport/CMakeLists.txt)"
 #endif
 
 namespace georoute::transport {

@@ -40,9 +40,9 @@ protected:
 };
 
 // Asks the supervisor for a snapshot as an actor does, and hands it over.
-caf::behavior metrics_caller(caf::event_based_actor* self,
-                             engine_supervisor_actor sup,
-                             std::shared_ptr<std::promise<engine_metrics>> out) {
+caf::behavior
+metrics_caller(caf::event_based_actor* self, engine_supervisor_actor sup,
+               std::shared_ptr<std::promise<engine_metrics>> out) {
   self->request(sup, 5s, metrics_atom_v)
       .then(
           [=](engine_metrics& m) {
@@ -56,7 +56,8 @@ caf::behavior metrics_caller(caf::event_based_actor* self,
   return {[](caf::ok_atom) {}};
 }
 
-TEST_F(Metrics, HostReceivesMetrics_CountersAndHistogramsPerOperationAndRegion) {
+TEST_F(Metrics,
+       HostReceivesMetrics_CountersAndHistogramsPerOperationAndRegion) {
   std::vector<data_response> answers;
   auto keep = [&](caf::expected<data_response> r) {
     ASSERT_TRUE(r) << sys->render(r.error());
@@ -202,7 +203,8 @@ TEST_F(MetricsNoRestarts, ActorDown_MissingFromSnapshot_RestStillThere) {
   ASSERT_TRUE(route(point(data_op::create, "k1")));
   auto plans = caf::actor_cast<caf::actor>(eng->query_plans());
   kill(plans);
-  wait_for([&] { return eng->stats().gave_up == 1; }, "the supervisor to give up");
+  wait_for([&] { return eng->stats().gave_up == 1; },
+           "the supervisor to give up");
   auto m = eng->metrics();
   EXPECT_EQ(m.missing, std::vector<std::string>{"georoute.query_plan"});
   EXPECT_EQ(m.engine.gave_up, 1u);

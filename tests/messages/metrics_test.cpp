@@ -43,16 +43,16 @@ engine_metrics small_snapshot() {
   m.operations.push_back(series("read_item", "West US", 200, "",
                                 {0, 1, 0, 0, 0, 1, 0, 0, 0, 0}, 0.203,
                                 {1, 0, 1, 0, 0, 0, 0, 0, 0, 0}, 8.5));
-  m.operations.push_back(series("create_item", "East US", 0,
-                                "transport_timeout",
-                                {0, 0, 0, 0, 0, 0, 0, 1, 0, 0}, 4.5,
-                                {1, 0, 0, 0, 0, 0, 0, 0, 0, 0}, 0));
+  m.operations.push_back(series(
+      "create_item", "East US", 0, "transport_timeout",
+      {0, 0, 0, 0, 0, 0, 0, 1, 0, 0}, 4.5, {1, 0, 0, 0, 0, 0, 0, 0, 0, 0}, 0));
   return m;
 }
 
 // Checked by hand against the exposition format: cumulative buckets, `le`
 // inclusive, +Inf equal to _count, no status label without a response.
-constexpr const char* small_snapshot_text = R"(# HELP db_client_operation_duration_seconds Duration of database client operations.
+constexpr const char* small_snapshot_text =
+    R"(# HELP db_client_operation_duration_seconds Duration of database client operations.
 # TYPE db_client_operation_duration_seconds histogram
 db_client_operation_duration_seconds_bucket{db_system_name="azure.cosmosdb",db_operation_name="read_item",cloud_region="West US",db_response_status_code="200",le="0.001"} 0
 db_client_operation_duration_seconds_bucket{db_system_name="azure.cosmosdb",db_operation_name="read_item",cloud_region="West US",db_response_status_code="200",le="0.005"} 1
@@ -151,8 +151,9 @@ template <class Stats>
 std::vector<const void*> table_addresses(const Stats& x) {
   std::vector<const void*> out;
   for (const auto& f : stats_fields<Stats>())
-    out.push_back(f.count != nullptr ? static_cast<const void*>(&(x.*f.count))
-                                     : static_cast<const void*>(&(x.*f.amount)));
+    out.push_back(f.count != nullptr
+                      ? static_cast<const void*>(&(x.*f.count))
+                      : static_cast<const void*>(&(x.*f.amount)));
   return out;
 }
 
