@@ -325,8 +325,8 @@ std::optional<std::string> normalize_collection_link(std::string_view link) {
     if (slash == std::string_view::npos) break;
     start = slash + 1;
   }
-  if (count != 4 || segs[0] != "dbs" || segs[2] != "colls" ||
-      segs[1].empty() || segs[3].empty())
+  if (count != 4 || segs[0] != "dbs" || segs[2] != "colls" || segs[1].empty() ||
+      segs[3].empty())
     return std::nullopt;
   return std::string{link};
 }

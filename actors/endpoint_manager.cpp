@@ -184,8 +184,7 @@ void log_topology(const manager_state& st, const database_account* before,
   if (!change.added.empty() || !change.removed.empty())
     log.log(log_level::info, me, "topology.regions_changed",
             "read regions added " + names_of(change.added) + ", removed " +
-                names_of(change.removed) + "; now " +
-                names_of(after.readable));
+                names_of(change.removed) + "; now " + names_of(after.readable));
   if (change.multi_write_changed)
     log.log(log_level::info, me, "topology.multi_write",
             std::string{"multi-write switched "} +

@@ -331,9 +331,9 @@ void on_down(sup_ptr self, const caf::down_msg& dm) {
       if (st.shared->log.enabled(log_level::error))
         st.shared->log.log(
             log_level::error, supervisor_state::name, "engine.gave_up",
-            std::string{name_of(p)} + " exited (" +
-                describe_reason(dm.reason) + ") after " +
-                std::to_string(opts.max_restarts) + " restarts within " +
+            std::string{name_of(p)} + " exited (" + describe_reason(dm.reason) +
+                ") after " + std::to_string(opts.max_restarts) +
+                " restarts within " +
                 std::to_string(opts.restart_window.count()) +
                 "ms; it stays down and requests to it fail at once");
       break;
@@ -346,15 +346,12 @@ void on_down(sup_ptr self, const caf::down_msg& dm) {
       ++st.shared->stats.restarts;
     }
     if (st.shared->log.enabled(log_level::warn))
-      st.shared->log.log(log_level::warn, supervisor_state::name,
-                         "engine.restart",
-                         std::string{name_of(p)} + " exited (" +
-                             describe_reason(dm.reason) +
-                             "); restarted (" +
-                             std::to_string(st.restarts[p].size()) + " of " +
-                             std::to_string(opts.max_restarts) + " within " +
-                             std::to_string(opts.restart_window.count()) +
-                             "ms)");
+      st.shared->log.log(
+          log_level::warn, supervisor_state::name, "engine.restart",
+          std::string{name_of(p)} + " exited (" + describe_reason(dm.reason) +
+              "); restarted (" + std::to_string(st.restarts[p].size()) +
+              " of " + std::to_string(opts.max_restarts) + " within " +
+              std::to_string(opts.restart_window.count()) + "ms)");
     publish(self);
     // Everyone learns the successor; each takes what concerns it.
     for (auto q : all_parts)
@@ -367,7 +364,7 @@ void on_down(sup_ptr self, const caf::down_msg& dm) {
   if (st.stopping) all_parts_down(self);
 }
 
-// -- metrics -------------------------------------------------------------------
+// -- metrics ---------------------------------------------------------------
 
 // One metrics snapshot being joined: the answers still to come, and the
 // caller's promise. Every callback runs in the supervisor.

@@ -53,10 +53,10 @@
 //   lists them. The supervisor logs its restarts and give-ups.
 //
 // What a host includes is the public protocol: this file, actors/log.hpp,
-// actors/client.hpp, messages/ and config/. actors/http_port.hpp comes with it because a host
-// may substitute the transport (`engine_options::http`); the engine's
-// internal protocol (actors/internal.hpp: the re-wiring, the helpers its
-// actors share) is not part of it.
+// actors/client.hpp, messages/ and config/. actors/http_port.hpp comes with it
+// because a host may substitute the transport (`engine_options::http`); the
+// engine's internal protocol (actors/internal.hpp: the re-wiring, the helpers
+// its actors share) is not part of it.
 
 #include "actors/http_port.hpp"
 #include "actors/log.hpp"

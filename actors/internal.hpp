@@ -115,9 +115,10 @@ void mark_region(Self* self, const std::string& endpoint, bool read, bool write,
 }
 
 template <class Self>
-void mark_region(Self* self, const std::string& endpoint, bool read,
-                 bool write, std::string reason = {}) {
-  mark_region(self, endpoint, read, write, [] {}, std::move(reason));
+void mark_region(Self* self, const std::string& endpoint, bool read, bool write,
+                 std::string reason = {}) {
+  mark_region(
+      self, endpoint, read, write, [] {}, std::move(reason));
 }
 
 /// Takes the location cache's current table into the subscriber's own

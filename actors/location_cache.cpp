@@ -5,11 +5,11 @@
 
 #include <algorithm>
 #include <caf/send.hpp>
+#include <caf/stateful_actor.hpp>
+#include <caf/typed_event_based_actor.hpp>
 #include <chrono>
 #include <ctime>
 #include <map>
-#include <caf/stateful_actor.hpp>
-#include <caf/typed_event_based_actor.hpp>
 #include <memory>
 #include <vector>
 
@@ -103,10 +103,11 @@ void arm_expiry(self_ptr self) {
     earliest = std::min(earliest, m.at);
   auto due = earliest + st.table->options().unavailable_expiry;
   auto now = now_of(self);
-  auto wait = due > now ? std::chrono::duration_cast<std::chrono::milliseconds>(
-                              due - now) +
-                              std::chrono::milliseconds{1}
-                        : std::chrono::milliseconds{1};
+  auto wait =
+      due > now
+          ? std::chrono::duration_cast<std::chrono::milliseconds>(due - now) +
+                std::chrono::milliseconds{1}
+          : std::chrono::milliseconds{1};
   st.expiry_timer = true;
   self->delayed_send(self, wait, lc_expiry{});
 }
@@ -169,8 +170,7 @@ void on_expiry(self_ptr self) {
 }
 
 cache_impl_actor::behavior_type
-location_cache_impl(self_ptr self, location_table_options options,
-                    logger log) {
+location_cache_impl(self_ptr self, location_table_options options, logger log) {
   self->state.log = std::move(log);
   self->state.table =
       std::make_shared<const location_table>(std::move(options));

@@ -9,8 +9,8 @@
 #include "actors/policy/metadata_hedge.hpp"
 #include "actors/policy/metadata_rules.hpp"
 #include "actors/policy/snapshot_holder.hpp"
-#include "transport/url.hpp"
 #include "messages/error.hpp"
+#include "transport/url.hpp"
 
 #include <algorithm>
 #include <caf/stateful_actor.hpp>

@@ -1191,11 +1191,11 @@ void on_outcome(self_ptr self, uint64_t id, uint32_t arm,
   auto step = op.loop->on_result(attempt_result_of(o), *st.snap.table(),
                                  self->clock().now(), op.budget_spent);
   if (st.cfg.log.enabled(log_level::debug))
-    st.cfg.log.log(log_level::debug, router_state::name, "operation.retry",
-                   describe(op) + ": " + describe_outcome(o) + " from " +
-                       op.region + " (" + o.endpoint + "); " +
-                       (step.reason.empty() ? std::string{"no retry"}
-                                            : step.reason));
+    st.cfg.log.log(
+        log_level::debug, router_state::name, "operation.retry",
+        describe(op) + ": " + describe_outcome(o) + " from " + op.region +
+            " (" + o.endpoint + "); " +
+            (step.reason.empty() ? std::string{"no retry"} : step.reason));
   switch (step.next) {
   case loop_next::refresh_ranges:
     // Range gone: refresh the map and re-route; a targeted range that is

@@ -131,8 +131,8 @@ TEST(HttpClient, Request_CrLfInHeaderOrTarget_RefusedBeforeSending) {
   // A CR or LF would end the header early and smuggle in another header or
   // a second request: such a request is refused, and nothing is sent.
   auto smuggle = get(srv.endpoint(), "/dbs/d");
-  smuggle.headers = {{"x-ms-session-token",
-                      "0:1#1\r\nContent-Length: 40\r\n\r\nGET /x"}};
+  smuggle.headers = {
+      {"x-ms-session-token", "0:1#1\r\nContent-Length: 40\r\n\r\nGET /x"}};
   auto o = send_sync(client, smuggle);
   EXPECT_EQ(o.error, failure::protocol);
   EXPECT_FALSE(o.request_sent);
@@ -144,8 +144,7 @@ TEST(HttpClient, Request_CrLfInHeaderOrTarget_RefusedBeforeSending) {
   auto target = get(srv.endpoint(), "/dbs/d/colls/c/docs/a b");
   o = send_sync(client, target);
   EXPECT_EQ(o.error, failure::protocol);
-  EXPECT_NE(o.error_detail.find("target"), std::string::npos)
-      << o.error_detail;
+  EXPECT_NE(o.error_detail.find("target"), std::string::npos) << o.error_detail;
 
   auto name = get(srv.endpoint(), "/dbs/d");
   name.headers = {{"x-ms bad", "v"}};

@@ -177,7 +177,8 @@ TEST(EncodedPath, EscapesWhatAPathCannotCarry_AndDecodesBack) {
             "/dbs/Xy+=/colls/a-b_c.d~e!$&'()*,;:@");
   // Every byte survives the round trip through percent_decode.
   std::string all;
-  for (int c = 0; c < 256; ++c) all += static_cast<char>(c);
+  for (int c = 0; c < 256; ++c)
+    all += static_cast<char>(c);
   std::string out;
   append_encoded_path(out, all, false);
   for (char c : out)
