@@ -95,10 +95,17 @@ TEST(Secrets, DrillOutputAndReports_ShowNoKey) {
 // assertion or std::terminate does) with the key in its environment. What
 // it wrote up to its death, and what dying adds, must not show the key.
 TEST(Secrets, CrashOutput_ShowsNoKey) {
-  auto r = run("exec 2>&1; ulimit -c 0; GEOROUTE_ACCOUNT_KEY='" + key + "' " +
-               binary +
-               " drill --scenario=S1a --duration=30s --rate=50 & pid=$!; "
-               "sleep 3; kill -ABRT $pid; wait $pid; echo \"exit=$?\"");
+  // Killed two seconds into the scenario (a sanitizer build takes longer
+  // than a fixed sleep to get there).
+  auto r = run("exec 2>&1; ulimit -c 0; out=$(mktemp); "
+               "GEOROUTE_ACCOUNT_KEY='" +
+               key + "' " + binary +
+               " drill --scenario=S1a --duration=30s --rate=50 >\"$out\" "
+               "2>&1 & pid=$!; "
+               "for i in $(seq 600); do grep -q S1a \"$out\" && break; "
+               "sleep 0.1; done; sleep 2; "
+               "kill -ABRT $pid; wait $pid; echo \"exit=$?\"; "
+               "cat \"$out\"; rm -f \"$out\"");
   EXPECT_NE(r.output.find("exit=134"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("S1a"), std::string::npos) << r.output;
   EXPECT_FALSE(leaks(r.output, key, "a crashed georoute's output"));
