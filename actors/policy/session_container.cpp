@@ -72,8 +72,29 @@ size_t session_container::capture(std::string_view collection_rid,
     ++counters_.ignored;
     return 0;
   }
+  // A link already in the canonical form is its own name path: no copy on
+  // every response (the router's links are normalized).
+  std::string computed;
+  std::string_view name = collection_name;
+  if (!is_canonical_name_path(name)) {
+    computed = collection_name_path(collection_name);
+    name = computed;
+  }
+  auto it = find_rid(collection_rid);
+  if (it != index_.end()) {
+    auto& c = it->second;
+    if (!c.last_header.empty() && c.last_header == header &&
+        (name.empty() || c.name == name)) {
+      // Merged before: nothing would change but the recency.
+      order_.splice(order_.begin(), order_, c.position);
+      counters_.captured += c.last_merged;
+      counters_.malformed += c.last_malformed;
+      return c.last_merged;
+    }
+  }
   // Parse entry by entry so that one bad entry costs only itself.
   session_token_set parsed;
+  size_t malformed = 0;
   for (size_t pos = 0;;) {
     auto comma = header.find(',', pos);
     auto entry = header.substr(pos, comma == std::string_view::npos
@@ -83,25 +104,19 @@ size_t session_container::capture(std::string_view collection_rid,
     if (one)
       merge_into(parsed, *one);
     else
-      ++counters_.malformed;
+      ++malformed;
     if (comma == std::string_view::npos) break;
     pos = comma + 1;
   }
+  counters_.malformed += malformed;
   if (parsed.empty()) return 0;
 
   std::string rid(collection_rid);
-  // A link already in the canonical form is its own name path: no copy on
-  // every response (the router's links are normalized).
-  std::string computed;
-  std::string_view name = collection_name;
-  if (!is_canonical_name_path(name)) {
-    computed = collection_name_path(collection_name);
-    name = computed;
-  }
-  auto it = index_.find(rid);
   if (it == index_.end()) {
     order_.push_front(rid);
-    it = index_.emplace(rid, collection{order_.begin(), {}, {}}).first;
+    collection fresh;
+    fresh.position = order_.begin();
+    it = index_.emplace(rid, std::move(fresh)).first;
   } else {
     order_.splice(order_.begin(), order_, it->second.position);
   }
@@ -118,6 +133,10 @@ size_t session_container::capture(std::string_view collection_rid,
     rids_by_name_[c.name].insert(rid);
   }
   merge_into(c.tokens, parsed);
+  ++c.version;
+  c.last_header.assign(header);
+  c.last_merged = parsed.size();
+  c.last_malformed = malformed;
   counters_.captured += parsed.size();
   while (index_.size() > capacity_) {
     forget(index_.find(order_.back()));
@@ -129,7 +148,7 @@ size_t session_container::capture(std::string_view collection_rid,
 std::optional<vector_session_token> session_container::token_for(
     std::string_view collection_rid, const std::string& range_id,
     const std::vector<std::string>& parent_range_ids) const {
-  auto it = index_.find(std::string(collection_rid));
+  auto it = find_rid(collection_rid);
   if (it == index_.end()) return std::nullopt;
   const auto& tokens = it->second.tokens;
   auto own = tokens.find(range_id);
@@ -147,13 +166,40 @@ std::optional<vector_session_token> session_container::token_for(
 std::string session_container::header_for(
     std::string_view collection_rid, const std::string& range_id,
     const std::vector<std::string>& parent_range_ids) const {
+  auto it = find_rid(collection_rid);
+  if (it == index_.end()) return {};
+  const auto& c = it->second;
+  // A range with a token of its own: rendered once per merge, not per read.
+  bool own = c.tokens.count(range_id) > 0;
+  if (own && !c.rendered.empty() && c.rendered_version == c.version &&
+      c.rendered_range == range_id)
+    return c.rendered;
   auto token = token_for(collection_rid, range_id, parent_range_ids);
-  return token ? range_id + ":" + render(*token) : std::string{};
+  if (!token) return {};
+  auto out = range_id + ":" + render(*token);
+  if (own) {
+    c.rendered = out;
+    c.rendered_range = range_id;
+    c.rendered_version = c.version;
+  }
+  return out;
+}
+
+std::unordered_map<std::string, session_container::collection>::iterator
+session_container::find_rid(std::string_view rid) {
+  key_buf_.assign(rid);
+  return index_.find(key_buf_);
+}
+
+std::unordered_map<std::string, session_container::collection>::const_iterator
+session_container::find_rid(std::string_view rid) const {
+  key_buf_.assign(rid);
+  return index_.find(key_buf_);
 }
 
 std::string
 session_container::header_for_all(std::string_view collection_rid) const {
-  auto it = index_.find(std::string(collection_rid));
+  auto it = find_rid(collection_rid);
   return it == index_.end() ? std::string{} : render(it->second.tokens);
 }
 

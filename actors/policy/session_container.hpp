@@ -88,7 +88,25 @@ private:
     std::list<std::string>::iterator position; ///< in order_
     std::string name;
     session_token_set tokens;
+    /// The last header merged, and what it gave. Merging is idempotent, so
+    /// the same header again (every read's answer while nothing is
+    /// written) changes nothing and is not parsed again.
+    std::string last_header;
+    size_t last_merged = 0;
+    size_t last_malformed = 0;
+    /// Bumped by every merge; `header_for`'s last answer holds while it
+    /// is unchanged.
+    uint64_t version = 0;
+    mutable uint64_t rendered_version = 0;
+    mutable std::string rendered_range;
+    mutable std::string rendered; ///< empty: nothing cached
   };
+
+  /// `index_.find` without a string built per call.
+  std::unordered_map<std::string, collection>::iterator
+  find_rid(std::string_view rid);
+  std::unordered_map<std::string, collection>::const_iterator
+  find_rid(std::string_view rid) const;
 
   void forget(std::unordered_map<std::string, collection>::iterator it);
 
@@ -97,6 +115,7 @@ private:
   std::unordered_map<std::string, collection> index_;
   std::unordered_map<std::string, std::set<std::string>> rids_by_name_;
   session_container_counters counters_;
+  mutable std::string key_buf_;
 };
 
 /// Where a request's session token comes from, decided in one place.

@@ -395,6 +395,58 @@ TEST(SessionContainer, TokenFor_ChildOfTwoParents_MergedToken) {
   EXPECT_EQ(t->local_lsns, (std::map<int64_t, int64_t>{{1, 9}}));
 }
 
+// The same header again (a read's answer while nothing was written) is not
+// parsed again; everything observable stays as if it had been merged.
+TEST(SessionContainer, SameHeaderAgain_CountedAsMerged_NothingElseChanges) {
+  session_container s;
+  EXPECT_EQ(s.capture("A", coll, "0:1#5,bad,1:1#3"), 2u);
+  EXPECT_EQ(s.capture("A", coll, "0:1#5,bad,1:1#3"), 2u);
+  EXPECT_EQ(s.counters().captured, 4u);
+  EXPECT_EQ(s.counters().malformed, 2u);
+  EXPECT_EQ(s.header_for("A", "0", {}), "0:1#5");
+  // A newer token, then the older header again: no step back.
+  s.capture("A", coll, "0:1#9");
+  s.capture("A", coll, "0:1#5,bad,1:1#3");
+  EXPECT_EQ(s.header_for("A", "0", {}), "0:1#9");
+}
+
+// What a read sends follows every merge (its rendering is kept between
+// merges only).
+TEST(SessionContainer, HeaderFor_FollowsEveryMerge) {
+  session_container s;
+  s.capture("A", coll, "0:1#5");
+  EXPECT_EQ(s.header_for("A", "0", {}), "0:1#5");
+  EXPECT_EQ(s.header_for("A", "0", {}), "0:1#5");
+  s.capture("A", coll, "0:1#7");
+  EXPECT_EQ(s.header_for("A", "0", {}), "0:1#7");
+  s.capture("A", coll, "1:1#2");
+  EXPECT_EQ(s.header_for("A", "1", {}), "1:1#2");
+  EXPECT_EQ(s.header_for("A", "0", {}), "0:1#7");
+  s.clear_by_rid("A");
+  EXPECT_EQ(s.header_for("A", "0", {}), "");
+  // Known again after the clear: the same header is merged anew.
+  s.capture("A", coll, "0:1#7");
+  EXPECT_EQ(s.header_for("A", "0", {}), "0:1#7");
+}
+
+// The same header under another name still records the name, and still
+// counts as a capture for the bound's recency.
+TEST(SessionContainer, SameHeaderAgain_NewNameAndRecencyStillTaken) {
+  session_container s(2);
+  s.capture("A", coll, "0:1#5");
+  s.capture("A", "dbs/d/colls/renamed", "0:1#5");
+  EXPECT_EQ(s.clear_by_name("dbs/d/colls/renamed"), 1u);
+  EXPECT_EQ(s.header_for("A", "0", {}), "");
+
+  s.capture("A", coll, "0:1#5");
+  s.capture("B", coll, "0:1#6");
+  s.capture("A", coll, "0:1#5"); // A is the most recent again
+  s.capture("C", coll, "0:1#7"); // B goes
+  EXPECT_EQ(s.header_for("A", "0", {}), "0:1#5");
+  EXPECT_EQ(s.header_for("B", "0", {}), "");
+  EXPECT_EQ(s.header_for("C", "0", {}), "0:1#7");
+}
+
 struct name_row {
   std::string name;
   std::string input;
