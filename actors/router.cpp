@@ -113,6 +113,9 @@ struct data_operation {
     clock_type::time_point started;
     size_t record = 0; // diag.attempts index
   };
+  // Until the first hedge is due only its time is known: the regions are
+  // chosen then (most reads have answered by that time).
+  std::optional<hedge_intent> hedge_pending;
   std::optional<hedged_operation> hedge;
   std::vector<arm_wire> arms;                      // arms[i - 1] is arm i
   std::optional<clock_type::time_point> hedge_due; // in `deadlines`
@@ -880,32 +883,54 @@ bool carry_out_hedge(self_ptr self, uint64_t id, const hedge_step& step) {
   return true;
 }
 
-// Decides at the first attempt whether the operation is hedged, and to
-// which regions.
+// What the operation asks of hedging.
+hedge_ask ask_of(const router_state& st, const data_operation& op) {
+  hedge_ask ask;
+  ask.op = op_of(op);
+  ask.hedge = op.req.options.hedge;
+  ask.threshold = op.req.options.hedge_threshold;
+  if (ask.op == op_kind::write) ask.write_copy_safe = write_copy_safe(op);
+  ask.excluded = excluded_for(st, op);
+  return ask;
+}
+
+// Decides at the first attempt whether the operation may be hedged, and
+// when; its regions wait for that time (materialize_hedge).
 void plan_hedge(self_ptr self, uint64_t id) {
   auto& st = self->state;
   auto& op = st.ops.at(id);
   if (!st.snap.table()) return;
-  hedge_ask ask;
-  ask.op = op_of(op);
-  ask.hedge = op.req.options.hedge;
   // The cheap check first: an operation that is not hedged pays nothing
-  // more (no exclusion list, no region list).
-  if (!hedge_wanted(st.cfg.hedging, ask.op, ask.hedge)) return;
-  ask.threshold = op.req.options.hedge_threshold;
-  if (ask.op == op_kind::write) ask.write_copy_safe = write_copy_safe(op);
-  ask.excluded = excluded_for(st, op);
-  op.hedge = hedged_operation::plan(env_of(st), ask, *op.loop, *st.snap.table(),
-                                    op.attempt_started);
-  if (op.hedge) arm_hedge_timer(self, id, op, op.hedge->wake_at());
+  // more (no exclusion list).
+  if (!hedge_wanted(st.cfg.hedging, op_of(op), op.req.options.hedge)) return;
+  op.hedge_pending =
+      hedged_operation::intend(env_of(st), ask_of(st, op), *op.loop,
+                               *st.snap.table(), op.attempt_started);
+  if (op.hedge_pending) arm_hedge_timer(self, id, op, op.hedge_pending->due());
+}
+
+// The first hedge is due, or arm 0 gave up before: the regions now. False:
+// the operation is not hedged (fewer than two regions left).
+bool materialize_hedge(self_ptr self, data_operation& op) {
+  if (op.hedge) return true;
+  auto& st = self->state;
+  if (!op.hedge_pending || !st.snap.table()) return false;
+  auto intent = *op.hedge_pending;
+  op.hedge_pending.reset();
+  op.hedge =
+      hedged_operation::materialize(env_of(st), ask_of(st, op), intent,
+                                    *op.loop, *st.snap.table(),
+                                    self->clock().now());
+  return op.hedge.has_value();
 }
 
 // The hedge's time came (or an event may have made an arm due).
 void advance_hedge(self_ptr self, uint64_t id) {
   auto& st = self->state;
   auto i = st.ops.find(id);
-  if (i == st.ops.end() || !i->second.hedge || !st.snap.table()) return;
+  if (i == st.ops.end() || !st.snap.table()) return;
   auto& op = i->second;
+  if (!materialize_hedge(self, op)) return;
   auto step = op.hedge->advance(env_of(st), *op.loop, *st.snap.table(),
                                 self->clock().now(), op.budget_spent);
   carry_out_hedge(self, id, step);
@@ -1217,7 +1242,7 @@ void on_outcome(self_ptr self, uint64_t id, uint32_t arm,
   carry_out(self, id, step);
   bool gives_up =
       step.next == loop_next::fail || step.next == loop_next::fail_budget;
-  if (gives_up && op.hedge) {
+  if (gives_up && materialize_hedge(self, op)) {
     // The primary gave up; a hedge may still win, or start at once.
     auto hs = op.hedge->primary_gave_up(attempt_result_of(o), o.request_charge,
                                         env_of(st), *op.loop, *st.snap.table(),

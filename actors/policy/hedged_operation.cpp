@@ -18,50 +18,97 @@ bool hedge_wanted(const hedging_options& options, op_kind op, int hedge) {
 hedged_operation::hedged_operation(hedge_plan plan, hedge_ask ask)
     : plan_(std::move(plan)), ask_(std::move(ask)) {}
 
-std::optional<hedged_operation>
-hedged_operation::plan(const hedge_env& env, const hedge_ask& ask,
-                       const attempt_loop& primary, const location_table& table,
-                       policy_time first_send) {
-  const auto& opts = *env.options;
-  // The cheap check first: an operation that is not hedged pays no region
-  // list.
-  if (!hedge_wanted(opts, ask.op, ask.hedge)) return std::nullopt;
-  const auto& first = primary.region();
-  std::vector<std::string> regions{first};
-  for (auto& r : hedge_regions(table, ask.op, ask.excluded, first_send)) {
-    if (same_region(r, first)) continue;
-    // A region whose breaker is open for this range gets no hedge.
-    if (env.breaker && !primary.collection_rid().empty() &&
-        !primary.range_id().empty() &&
-        env.breaker->blocked(
-            breaker_key{primary.collection_rid(), primary.range_id(), r},
-            first_send))
-      continue;
-    regions.push_back(std::move(r));
-  }
+namespace {
+
+hedge_override override_of(const hedge_ask& ask) {
   hedge_override over;
   if (ask.hedge >= 0) {
     over.enabled = ask.hedge > 0;
     if (ask.op == op_kind::write) over.hedge_writes = ask.hedge > 0;
   }
   if (ask.threshold.count() > 0) over.threshold = ask.threshold;
+  return over;
+}
+
+hedge_request request_of(const hedge_ask& ask, const location_table& table,
+                         std::size_t region_count) {
   hedge_request hr;
   hr.op = ask.op;
   if (ask.op == op_kind::write) {
     hr.multi_write_account = table.can_support_multiple_write_locations(true);
     hr.write_retries_safe = ask.write_copy_safe;
   }
-  hr.region_count = first.empty() ? 1 : regions.size();
-  hr.request = over;
-  if (hedge_eligibility(opts, hr) != hedge_skip::none) return std::nullopt;
+  hr.region_count = region_count;
+  hr.request = override_of(ask);
+  return hr;
+}
+
+} // namespace
+
+std::optional<hedge_intent>
+hedged_operation::intend(const hedge_env& env, const hedge_ask& ask,
+                         const attempt_loop& primary,
+                         const location_table& table, policy_time first_send) {
+  const auto& opts = *env.options;
+  // The cheap check first: an operation that is not hedged pays nothing
+  // more.
+  if (!hedge_wanted(opts, ask.op, ask.hedge)) return std::nullopt;
+  // How many endpoints the operation could go to (the table's cached list
+  // without exclusions): fewer than two, no hedge. Marks and the breaker
+  // are looked at when the hedge is due.
+  std::vector<std::string> scratch;
+  bool fell_back = false;
+  auto count = primary.region().empty()
+                   ? std::size_t{1}
+                   : table
+                         .applicable_ref(ask.op, ask.excluded, first_send,
+                                         fell_back, scratch)
+                         .size();
+  if (hedge_eligibility(opts, request_of(ask, table, count)) !=
+      hedge_skip::none)
+    return std::nullopt;
   env.budget->record_operation(first_send);
   std::optional<std::chrono::microseconds> p99;
   if (opts.mode == hedge_threshold_mode::adaptive && env.latencies)
-    p99 = env.latencies->percentile(first);
-  auto timing =
-      choose_hedge_timing(opts, over, env.ladders->partition_failover, p99);
-  return hedged_operation(hedge_plan(std::move(regions), timing, first_send),
-                          ask);
+    p99 = env.latencies->percentile(primary.region());
+  hedge_intent out;
+  out.first_send = first_send;
+  out.timing = choose_hedge_timing(opts, override_of(ask),
+                                   env.ladders->partition_failover, p99);
+  return out;
+}
+
+std::optional<hedged_operation> hedged_operation::materialize(
+    const hedge_env& env, const hedge_ask& ask, const hedge_intent& intent,
+    const attempt_loop& primary, const location_table& table,
+    policy_time now) {
+  const auto& first = primary.region();
+  std::vector<std::string> regions{first};
+  for (auto& r : hedge_regions(table, ask.op, ask.excluded, now)) {
+    if (same_region(r, first)) continue;
+    // A region whose breaker is open for this range gets no hedge.
+    if (env.breaker && !primary.collection_rid().empty() &&
+        !primary.range_id().empty() &&
+        env.breaker->blocked(
+            breaker_key{primary.collection_rid(), primary.range_id(), r}, now))
+      continue;
+    regions.push_back(std::move(r));
+  }
+  auto count = first.empty() ? std::size_t{1} : regions.size();
+  if (hedge_eligibility(*env.options, request_of(ask, table, count)) !=
+      hedge_skip::none)
+    return std::nullopt;
+  return hedged_operation(
+      hedge_plan(std::move(regions), intent.timing, intent.first_send), ask);
+}
+
+std::optional<hedged_operation>
+hedged_operation::plan(const hedge_env& env, const hedge_ask& ask,
+                       const attempt_loop& primary, const location_table& table,
+                       policy_time first_send) {
+  auto intent = intend(env, ask, primary, table, first_send);
+  if (!intent) return std::nullopt;
+  return materialize(env, ask, *intent, primary, table, first_send);
 }
 
 bool hedged_operation::primary_losing(const hedge_env& env,

@@ -12,8 +12,12 @@
 // retries); the actor owns it and hands it in where a rule needs it. Arm
 // i >= 1 is owned here. Events in, next steps out:
 //
-//   plan(env, ask, primary, table, first_send)   at arm 0's first attempt:
-//       a hedged_operation, or nullopt (not hedged)
+//   intend(env, ask, primary, table, first_send) at arm 0's first attempt:
+//       when the first hedge is due, or nullopt (not hedged); no regions yet
+//   materialize(env, ask, intent, ..., now)      that time came (or arm 0
+//       gave up first): a hedged_operation with the regions as they are
+//       now, or nullopt (fewer than two left)
+//   plan(...)                                    both at once
 //   advance(env, primary, table, now, spent)     a timer fired (or after
 //       any event): `hedge_step` = arms to send (arm, plan), the next
 //       time to wake up, or every arm answered without a final result
@@ -130,16 +134,44 @@ struct arm_answer {
 /// switch or `hedge_writes`). Cheap: no region list. `plan` asks it first.
 bool hedge_wanted(const hedging_options& options, op_kind op, int hedge);
 
+/// What is decided at arm 0's first attempt, before any region list: the
+/// operation may be hedged, and when its first hedge is due. The regions
+/// are chosen when that time comes (`hedged_operation::materialize`), so
+/// the many reads that answer first never build them.
+struct hedge_intent {
+  policy_time first_send;
+  hedge_timing timing;
+  /// When the first hedge is due.
+  policy_time due() const { return first_send + timing.threshold; }
+};
+
 /// `transport::outcome`-free view of an arm's result for `hedge_plan`.
 arm_outcome arm_outcome_of(const attempt_result& r);
 
 class hedged_operation {
 public:
   /// At arm 0's first attempt (`primary` has planned it; `first_send` is
-  /// when it went): whether the operation is hedged, and to which regions —
-  /// arm 0's region, then the applicable regions for the operation after
-  /// its exclusions, marks and the breaker of its range. Records the
-  /// operation in the hedge budget when it is hedged.
+  /// when it went): whether the operation may be hedged — hedging on for
+  /// it, a write opted in, safe to copy and on a multi-write account, and
+  /// more than one region applicable to it — and when. Records the
+  /// operation in the hedge budget when it may be. No region list: the
+  /// applicable endpoints are only counted.
+  static std::optional<hedge_intent>
+  intend(const hedge_env& env, const hedge_ask& ask,
+         const attempt_loop& primary, const location_table& table,
+         policy_time first_send);
+
+  /// The intent's time came (or arm 0 gave up first), at `now`: the
+  /// regions — arm 0's current region, then the applicable regions for the
+  /// operation after its exclusions, marks and the breaker of its range, as
+  /// they are now. nullopt: fewer than two regions are left (the operation
+  /// still counted in the budget).
+  static std::optional<hedged_operation>
+  materialize(const hedge_env& env, const hedge_ask& ask,
+              const hedge_intent& intent, const attempt_loop& primary,
+              const location_table& table, policy_time now);
+
+  /// `intend`, then `materialize` at once (at `first_send`).
   static std::optional<hedged_operation>
   plan(const hedge_env& env, const hedge_ask& ask, const attempt_loop& primary,
        const location_table& table, policy_time first_send);

@@ -76,6 +76,25 @@ TEST_F(Hedging, PrimaryHangs_HedgeInNextRegionWins) {
             (std::vector<std::string>{"arm 0 East US 200"}));
 }
 
+// Arm 0 gives up long before the first hedge is due (a 408, which its own
+// loop does not retry): the hedge's regions are chosen then, and the next
+// region is asked at once instead of the read failing.
+TEST_F(Hedging, PrimaryGivesUpBeforeTheThreshold_HedgeStartsAtOnce) {
+  ASSERT_TRUE(route(point(data_op::create, "doc1")));
+  emulator::fault_rule f;
+  f.region = "West US";
+  f.operation = "read";
+  f.status = 408;
+  f.count = 1;
+  emu->control().add_fault(f);
+  auto r = route(point(data_op::read, "doc1"));
+  ASSERT_TRUE(r) << sys->render(r.error());
+  EXPECT_EQ(arms_of(r->diag),
+            (std::vector<std::string>{"arm 0 West US 408",
+                                      "arm 1 East US 200 winner"}));
+  EXPECT_EQ(r->diag.hedges, 1u);
+}
+
 TEST_F(Hedging, FastPrimary_NeverHedged) {
   ASSERT_TRUE(route(point(data_op::create, "doc1")));
   for (int i = 0; i < 50; ++i) {

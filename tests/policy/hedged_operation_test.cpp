@@ -340,6 +340,42 @@ void trip(partition_breaker& b, const std::string& region, policy_time at) {
   ASSERT_EQ(b.view(k, at).state, breaker_state::open);
 }
 
+// -- chosen when due ---------------------------------------------------------
+
+// The intent is decided at the first send, the regions when the first hedge
+// is due: what the breaker and the marks say then counts.
+TEST(HedgedOperation, Intent_RegionsChosenWhenDue_BreakerAndMarksOfThen) {
+  auto t = fixture();
+  engine e{{}, true};
+  operation op{e, t};
+  ASSERT_EQ(op.first.region, "East US");
+  auto intent = hedged_operation::intend(e.env(), read_ask(), op.primary, t, t0);
+  ASSERT_TRUE(intent);
+  EXPECT_EQ(intent->due(), t0 + 1s);
+  EXPECT_EQ(e.budget.operations(), 1u);
+  // North Europe is marked before the hedge is due: no arm there.
+  auto marked = t.with_mark(north, true, false, t0 + 600ms);
+  auto h = hedged_operation::materialize(e.env(), read_ask(), *intent,
+                                         op.primary, marked, t0 + 1s);
+  ASSERT_TRUE(h);
+  EXPECT_EQ(regions_of(*h), (strings{"East US", "West US"}));
+  EXPECT_EQ(h->wake_at(), t0 + 1s); // the schedule counts from the send
+  EXPECT_EQ(e.budget.operations(), 1u); // recorded once, by the intent
+  // West's breaker opens for this range as well: one region is left, no
+  // hedge (the operation stays counted).
+  trip(*e.breaker, "West US", t0 + 700ms);
+  EXPECT_FALSE(hedged_operation::materialize(e.env(), read_ask(), *intent,
+                                             op.primary, marked, t0 + 1s));
+  // North Europe's mark, made at the first send, expires before the hedge
+  // is due: North Europe is the hedge's region.
+  auto expiring = t.with_mark(north, true, false, t0 - expiry + 500ms);
+  ASSERT_TRUE(expiring.is_unavailable(north, op_kind::read, t0));
+  h = hedged_operation::materialize(e.env(), read_ask(), *intent, op.primary,
+                                    expiring, t0 + 1s);
+  ASSERT_TRUE(h);
+  EXPECT_EQ(regions_of(*h), (strings{"East US", "North Europe"}));
+}
+
 TEST(HedgedOperation, Breaker_OpenRegion_GetsNoArm) {
   auto t = fixture();
   engine e{{}, true};
