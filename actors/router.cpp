@@ -10,6 +10,7 @@
 #include "actors/policy/hedging.hpp"
 #include "actors/policy/lru_cache.hpp"
 #include "actors/policy/metadata_rules.hpp"
+#include "actors/policy/node_pool.hpp"
 #include "actors/policy/operation_histograms.hpp"
 #include "actors/policy/partition_breaker.hpp"
 #include "actors/policy/routing_map.hpp"
@@ -152,7 +153,13 @@ struct router_state {
       1};                                  // by link
   lru_cache<std::string, map_ptr> maps{1}; // by rid
   session_container sessions{10000};       // by collection rid and range
-  std::map<uint64_t, data_operation> ops;
+  // The live operations; their nodes (an operation is large) are reused,
+  // up to a few hundred kept.
+  std::unique_ptr<node_pool> ops_pool = std::make_unique<node_pool>(256);
+  using op_entry = std::pair<const uint64_t, data_operation>;
+  std::map<uint64_t, data_operation, std::less<uint64_t>,
+           pool_allocator<op_entry>>
+      ops{std::less<uint64_t>{}, pool_allocator<op_entry>{ops_pool.get()}};
   // The budgets and hedge times of the live operations, served by one
   // timer message: key 2 * id is a budget, 2 * id + 1 a hedge.
   deadline_queue deadlines;

@@ -16,8 +16,11 @@
 // (a shorter budget after longer ones) needs a timer of its own; the one
 // already pending then fires as a no-op. Pure: time is a parameter.
 
+#include "actors/policy/node_pool.hpp"
+
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <set>
 #include <utility>
@@ -59,7 +62,11 @@ public:
 private:
   std::optional<time_point> arm_for_earliest();
 
-  std::set<std::pair<time_point, uint64_t>> deadlines_;
+  using entry = std::pair<time_point, uint64_t>;
+  // Entries come and go with every operation: their nodes are reused.
+  std::unique_ptr<node_pool> pool_ = std::make_unique<node_pool>();
+  std::set<entry, std::less<entry>, pool_allocator<entry>> deadlines_{
+      std::less<entry>{}, pool_allocator<entry>{pool_.get()}};
   /// Due times of the timers armed and not fired, earliest first.
   std::multiset<time_point> armed_;
   uint64_t pending_ = 0;
