@@ -14,7 +14,12 @@
 namespace georoute::transport {
 
 struct io_loop::impl {
-  boost::asio::io_context ioc{1}; // one thread runs it: Asio may skip locks
+  // One thread drives it at a time (the loop thread; at shutdown, whoever
+  // becomes the driver after it), and every socket operation of the HTTP
+  // client runs on that thread (other threads post to it). So the reactor
+  // needs no lock per socket operation; posting from other threads and
+  // registering descriptors and timers keep theirs.
+  boost::asio::io_context ioc{BOOST_ASIO_CONCURRENCY_HINT_UNSAFE_IO};
   // The loop never runs out of work by itself: run_one blocks instead of
   // returning when nothing is pending.
   boost::asio::executor_work_guard<boost::asio::io_context::executor_type>
