@@ -33,10 +33,13 @@
 //
 // The clock. Timer calls made on the loop thread go straight into a
 // `caf::detail::simple_actor_clock`, CAF's own single-threaded bookkeeping
-// (the same one the default scheduler's clock thread uses), so ordinary,
-// multi and request timeouts, delayed messages and every cancellation keep
-// CAF's semantics. Calls from other threads are queued, in order, and handed
-// to the loop (one post per batch). The loop sleeps until the earliest due
+// (the same one the default scheduler's clock thread uses), so ordinary and
+// multi timeouts, delayed messages and their cancellations keep CAF's
+// semantics. Request timeouts, one per request in flight and the bulk of
+// the clock's work, are kept apart with the same semantics in structures
+// that cost no allocation per request and cancel one in constant time.
+// Calls from other threads are queued, in order, and handed to the loop
+// (one post per batch). The loop sleeps until the earliest due
 // time; Asio's epoll wait rounds that up to the next millisecond, so a timer
 // fires up to about a millisecond late, never early.
 //
@@ -66,6 +69,7 @@
 #include <caf/actor_system.hpp>
 #include <caf/detail/type_list.hpp>
 #include <caf/scheduler/abstract_coordinator.hpp>
+#include <cstddef>
 #include <memory>
 
 namespace georoute {
@@ -104,6 +108,11 @@ public:
 
   /// The loop's io_context, for an `http_client` that runs on it.
   std::shared_ptr<transport::io_loop> io() const;
+
+  /// How many request timeouts the loop's clock holds right now (any
+  /// thread; for tests: one set from another thread counts once the loop
+  /// has taken it in).
+  size_t request_timeouts_held() const noexcept;
 
   /// Implementation detail.
   struct impl;

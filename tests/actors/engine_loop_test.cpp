@@ -10,11 +10,14 @@
 #include "actors/engine_loop.hpp"
 #include "transport/io_loop.hpp"
 
+#include <algorithm>
 #include <atomic>
 #include <caf/all.hpp>
 #include <chrono>
 #include <gtest/gtest.h>
 #include <memory>
+#include <random>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -28,6 +31,7 @@ using go_atom = caf::atom_constant<caf::atom("go")>;
 using tick_atom = caf::atom_constant<caf::atom("tick")>;
 using arm_atom = caf::atom_constant<caf::atom("arm")>;
 using ping_atom = caf::atom_constant<caf::atom("ping")>;
+using answer_atom = caf::atom_constant<caf::atom("answer")>;
 
 constexpr auto patience = std::chrono::seconds{10};
 constexpr auto quiet = std::chrono::milliseconds{300};
@@ -62,6 +66,22 @@ class EngineLoop : public testing::TestWithParam<sched> {
 protected:
   loop_config cfg{GetParam()};
   caf::actor_system sys{cfg};
+
+  /// The loop's scheduler; null on CAF's.
+  engine_loop* loop() { return dynamic_cast<engine_loop*>(&sys.scheduler()); }
+
+  /// Waits until the loop's clock holds `n` request timeouts; true at once
+  /// on CAF's scheduler (its clock has no such count).
+  bool held_becomes(size_t n) {
+    auto* l = loop();
+    if (!l) return true;
+    auto until = std::chrono::steady_clock::now() + patience;
+    while (l->request_timeouts_held() != n) {
+      if (std::chrono::steady_clock::now() > until) return false;
+      std::this_thread::sleep_for(std::chrono::milliseconds{1});
+    }
+    return true;
+  }
 };
 
 /// An actor that never answers: it keeps every promise it is given.
@@ -71,6 +91,24 @@ silent(caf::stateful_actor<std::vector<caf::response_promise>>* self) {
     self->state.push_back(self->make_response_promise());
     return self->state.back();
   }};
+}
+
+/// An actor that keeps the promise of every `(ping, i)` and, told to,
+/// answers the given ones in the given order.
+struct holder_state {
+  std::vector<std::pair<int, caf::response_promise>> promises;
+};
+
+caf::behavior holder(caf::stateful_actor<holder_state>* self) {
+  return {[=](ping_atom, int i) {
+            self->state.promises.emplace_back(i, self->make_response_promise());
+            return self->state.promises.back().second;
+          },
+          [=](answer_atom, const std::vector<int>& order) {
+            for (int i : order)
+              for (auto& p : self->state.promises)
+                if (p.first == i) p.second.deliver(ping_atom::value, i);
+          }};
 }
 
 TEST_P(EngineLoop, LoopIoIsThereOnlyOnTheLoop) {
@@ -209,6 +247,241 @@ TEST_P(EngineLoop, CancelTimeoutsDropsEveryTimeoutOfTheActor) {
   self->send(a, go_atom::value);
   EXPECT_EQ(next(self, patience), "tick");
   EXPECT_EQ(next(self, quiet), "none");
+  self->send_exit(a, caf::exit_reason::user_shutdown);
+  self->send_exit(mute, caf::exit_reason::user_shutdown);
+}
+
+// Many requests in flight from one actor, answered in random order before
+// their deadline; the answered ones cancel their timeout as their reply
+// comes (CAF 0.17 itself never does), the rest time out. Each request ends
+// exactly once, either way.
+TEST_P(EngineLoop, ManyRequestsInFlight_OnlyTheUnansweredTimeOut) {
+  constexpr int n = 64;
+  std::vector<int> answered(n);
+  for (int i = 0; i < n; ++i)
+    answered[i] = i;
+  std::mt19937 rng{GetParam() == sched::loop ? 7u : 11u};
+  std::shuffle(answered.begin(), answered.end(), rng);
+  answered.resize(48);
+  caf::scoped_actor self{sys};
+  auto report = caf::actor{self};
+  auto keeper = sys.spawn(holder);
+  auto a = sys.spawn([=](caf::event_based_actor* me) -> caf::behavior {
+    return {[=](go_atom) {
+      for (int i = 0; i < n; ++i) {
+        auto h =
+            me->request(keeper, std::chrono::seconds{2}, ping_atom::value, i);
+        auto id = h.id();
+        std::move(h).then(
+            [=](ping_atom, int j) {
+              me->clock().cancel_request_timeout(me, id);
+              me->send(report, "reply:" + std::to_string(j));
+            },
+            [=](caf::error& e) {
+              me->send(report, (e == caf::sec::request_timeout ? "timeout:"
+                                                               : "other:") +
+                                   std::to_string(i));
+            });
+      }
+      me->send(keeper, answer_atom::value, answered);
+    }};
+  });
+  self->send(a, go_atom::value);
+  std::multiset<std::string> got;
+  for (int k = 0; k < n; ++k)
+    got.insert(next(self, patience));
+  EXPECT_EQ(next(self, quiet), "none");
+  std::multiset<std::string> want;
+  std::set<int> replied(answered.begin(), answered.end());
+  for (int i = 0; i < n; ++i)
+    want.insert((replied.count(i) ? "reply:" : "timeout:") + std::to_string(i));
+  EXPECT_EQ(got, want);
+  EXPECT_TRUE(held_becomes(0));
+  self->send_exit(a, caf::exit_reason::user_shutdown);
+  self->send_exit(keeper, caf::exit_reason::user_shutdown);
+}
+
+// A cancel for a timeout the clock does not hold (one that already fired,
+// one never set, one set only later) changes nothing.
+TEST_P(EngineLoop, CancelOfAnUnknownOrFiredRequestTimeout_HasNoEffect) {
+  caf::scoped_actor self{sys};
+  auto report = caf::actor{self};
+  auto mute = sys.spawn(silent);
+  auto a = sys.spawn([=](caf::event_based_actor* me) -> caf::behavior {
+    auto on = [=](std::string name) {
+      return [=](caf::error& e) {
+        me->send(report,
+                 name + (e == caf::sec::request_timeout ? ":request_timeout"
+                                                        : ":other"));
+      };
+    };
+    return {[=](go_atom) {
+              auto h1 = me->request(mute, caf::infinite, ping_atom::value);
+              auto id1 = h1.id();
+              me->clock().set_request_timeout(me->clock().now() + 20ms, me,
+                                              id1);
+              std::move(h1).then([=](ping_atom) {},
+                                 [=](caf::error& e) {
+                                   on("first")(e);
+                                   // Already fired: nothing to cancel.
+                                   me->clock().cancel_request_timeout(me, id1);
+                                   me->send(me, tick_atom::value);
+                                 });
+            },
+            [=](tick_atom) {
+              auto h2 = me->request(mute, caf::infinite, ping_atom::value);
+              auto h3 = me->request(mute, caf::infinite, ping_atom::value);
+              // Before it is set, and one that never will be.
+              me->clock().cancel_request_timeout(me, h2.id());
+              me->clock().cancel_request_timeout(me, h3.id());
+              me->clock().set_request_timeout(me->clock().now() + 20ms, me,
+                                              h2.id());
+              // The other actor's id space: the same number, not its timer.
+              me->clock().cancel_request_timeout(
+                  caf::actor_cast<caf::abstract_actor*>(mute), h2.id());
+              std::move(h2).then([=](ping_atom) {}, on("second"));
+              std::move(h3).then([=](ping_atom) {}, on("third"));
+            }};
+  });
+  self->send(a, go_atom::value);
+  EXPECT_EQ(next(self, patience), "first:request_timeout");
+  EXPECT_EQ(next(self, patience), "second:request_timeout");
+  EXPECT_EQ(next(self, quiet), "none");
+  EXPECT_TRUE(held_becomes(0));
+  self->send_exit(a, caf::exit_reason::user_shutdown);
+  self->send_exit(mute, caf::exit_reason::user_shutdown);
+}
+
+// A scoped actor's request from this thread: its timeout is set from a
+// foreign thread (queued to the loop), and cancelled from here once the
+// reply is in. Nothing lands in its mailbox after the deadline; without
+// the cancel, the `request_timeout` error would (and sit there unread).
+TEST_P(EngineLoop, ForeignRequestTimeout_CancelledAfterTheReply) {
+  auto echo = sys.spawn(
+      []() -> caf::behavior { return {[](int x) { return x + 1; }}; });
+  caf::scoped_actor self{sys};
+  constexpr auto deadline = std::chrono::milliseconds{500};
+  for (int round = 0; round < 3; ++round) {
+    auto h = self->request(echo, deadline, round);
+    auto id = h.id();
+    int got = -1;
+    std::move(h).receive(
+        [&](int x) { got = x; },
+        [&](caf::error& e) { ADD_FAILURE() << sys.render(e); });
+    EXPECT_EQ(got, round + 1);
+    self->clock().cancel_request_timeout(self.ptr(), id);
+  }
+  EXPECT_TRUE(held_becomes(0));
+  std::this_thread::sleep_for(deadline + quiet);
+  EXPECT_TRUE(self->mailbox().empty()) << "a cancelled request timeout fired";
+  self->send_exit(echo, caf::exit_reason::user_shutdown);
+}
+
+// N answered requests whose timeouts are cancelled with the reply leave
+// nothing behind in the loop's clock.
+TEST_P(EngineLoop, AnsweredAndCancelled_NothingIsHeld) {
+  constexpr int n = 500;
+  caf::scoped_actor self{sys};
+  auto report = caf::actor{self};
+  auto echo = sys.spawn(
+      []() -> caf::behavior { return {[](ping_atom, int i) { return i; }}; });
+  auto* l = loop();
+  auto a = sys.spawn([=](caf::event_based_actor* me) -> caf::behavior {
+    auto left = std::make_shared<int>(n);
+    return {[=](go_atom) {
+      for (int i = 0; i < n; ++i) {
+        auto h =
+            me->request(echo, std::chrono::minutes{10}, ping_atom::value, i);
+        auto id = h.id();
+        std::move(h).then(
+            [=](int) {
+              me->clock().cancel_request_timeout(me, id);
+              if (--*left == 0) me->send(report, std::string{"done"});
+            },
+            [=](caf::error& e) { me->send(report, me->system().render(e)); });
+      }
+      // On the loop this runs on its thread: all of them are held now.
+      if (l)
+        me->send(report, "held:" + std::to_string(l->request_timeouts_held()));
+    }};
+  });
+  self->send(a, go_atom::value);
+  if (l) {
+    EXPECT_EQ(next(self, patience), "held:" + std::to_string(n));
+  }
+  EXPECT_EQ(next(self, patience), "done");
+  if (l) {
+    EXPECT_EQ(l->request_timeouts_held(), 0u);
+  }
+  self->send_exit(a, caf::exit_reason::user_shutdown);
+  self->send_exit(echo, caf::exit_reason::user_shutdown);
+}
+
+// CAF 0.17 itself does not cancel a request timeout when the reply comes:
+// it stays in the clock until its deadline. An actor that ends takes its
+// timeouts with it (`cancel_timeouts` at cleanup).
+TEST_P(EngineLoop, AnsweredRequestTimeoutsStayUntilTheActorEnds) {
+  constexpr int n = 20;
+  caf::scoped_actor self{sys};
+  auto report = caf::actor{self};
+  auto echo = sys.spawn(
+      []() -> caf::behavior { return {[](ping_atom, int i) { return i; }}; });
+  auto a = sys.spawn([=](caf::event_based_actor* me) -> caf::behavior {
+    auto left = std::make_shared<int>(n);
+    return {[=](go_atom) {
+      for (int i = 0; i < n; ++i)
+        me->request(echo, std::chrono::minutes{10}, ping_atom::value, i)
+            .then(
+                [=](int) {
+                  if (--*left == 0) me->send(report, std::string{"done"});
+                },
+                [=](caf::error& e) {
+                  me->send(report, me->system().render(e));
+                });
+    }};
+  });
+  self->send(a, go_atom::value);
+  EXPECT_EQ(next(self, patience), "done");
+  if (auto* l = loop()) {
+    EXPECT_EQ(l->request_timeouts_held(), size_t{n});
+  }
+  self->send_exit(a, caf::exit_reason::user_shutdown);
+  EXPECT_TRUE(held_becomes(0));
+  self->send_exit(echo, caf::exit_reason::user_shutdown);
+}
+
+// Request timeouts and delayed messages interleaved in time fire in due
+// order across the two.
+TEST_P(EngineLoop, RequestTimeoutsAndDelayedMessagesFireInDueOrder) {
+  caf::scoped_actor self{sys};
+  auto report = caf::actor{self};
+  auto mute = sys.spawn(silent);
+  auto a = sys.spawn([=](caf::event_based_actor* me) -> caf::behavior {
+    return {[=](go_atom) {
+              auto now = me->clock().now();
+              for (int i : {4, 0, 2}) {
+                auto h = me->request(mute, caf::infinite, ping_atom::value);
+                me->clock().set_request_timeout(now + 30ms * (i + 1), me,
+                                                h.id());
+                std::move(h).then([=](ping_atom) {},
+                                  [=](caf::error&) {
+                                    me->send(report,
+                                             "timeout:" + std::to_string(i));
+                                  });
+              }
+              for (int i : {3, 1})
+                me->delayed_send(me, 30ms * (i + 1), tick_atom::value, i);
+            },
+            [=](tick_atom, int i) {
+              me->send(report, "tick:" + std::to_string(i));
+            }};
+  });
+  self->send(a, go_atom::value);
+  std::vector<std::string> got;
+  for (int k = 0; k < 5; ++k)
+    got.push_back(next(self, patience));
+  EXPECT_EQ(got, (std::vector<std::string>{"timeout:0", "tick:1", "timeout:2",
+                                           "tick:3", "timeout:4"}));
   self->send_exit(a, caf::exit_reason::user_shutdown);
   self->send_exit(mute, caf::exit_reason::user_shutdown);
 }

@@ -5,13 +5,20 @@
 // document read replayed from the first answer, signing as the real port
 // does). Both measure the CPU time of the whole process (every CAF worker)
 // per operation, with the real time next to it.
+//
+// And the clock's part of a request: request timeouts in the engine loop's
+// clock against CAF's own (real time per operation).
 
+#include "actors/engine_loop.hpp"
 #include "tests/bench/engine_port.hpp"
 #include "tests/bench/georoute_load.hpp"
 
 #include <benchmark/benchmark.h>
 #include <caf/all.hpp>
+#include <caf/detail/simple_actor_clock.hpp>
 #include <future>
+#include <random>
+#include <vector>
 
 namespace {
 
@@ -170,6 +177,95 @@ BENCHMARK(BM_RouterPointRead_CacheHit)
     ->MeasureProcessCPUTime()
     ->UseRealTime()
     ->Unit(benchmark::kMillisecond);
+
+/// The clock's work for request timeouts, with `window` of them pending for
+/// one actor: each op cancels one (the oldest, as if it fired; or a random
+/// one, a reply in any order) and sets a new one 10 s ahead in its place.
+/// Firing itself (a message to the actor) is the same in both clocks and
+/// not measured.
+class timeout_churn {
+public:
+  timeout_churn(caf::actor_clock& clk, caf::abstract_actor* self, size_t window,
+                bool random)
+      : clk_(clk), self_(self), random_(random) {
+    live_.reserve(window);
+    for (size_t i = 0; i < window; ++i)
+      live_.push_back(set_one());
+  }
+
+  ~timeout_churn() {
+    for (auto id : live_)
+      clk_.cancel_request_timeout(self_, id);
+  }
+
+  timeout_churn(const timeout_churn&) = delete;
+  timeout_churn& operator=(const timeout_churn&) = delete;
+
+  void op() {
+    auto pos = random_ ? rng_() % live_.size() : k_++ % live_.size();
+    clk_.cancel_request_timeout(self_, live_[pos]);
+    live_[pos] = set_one();
+  }
+
+private:
+  caf::message_id set_one() {
+    auto id = caf::message_id{caf::message_id::default_async_value + ++n_}
+                  .response_id();
+    clk_.set_request_timeout(clk_.now() + std::chrono::seconds{10}, self_, id);
+    return id;
+  }
+
+  caf::actor_clock& clk_;
+  caf::abstract_actor* self_;
+  bool random_;
+  std::vector<caf::message_id> live_;
+  uint64_t n_ = 0;
+  size_t k_ = 0;
+  std::mt19937_64 rng_{1};
+};
+
+/// CAF's `simple_actor_clock`, what the loop used for every timer before
+/// (and what CAF's clock thread uses), driven from this thread.
+void BM_RequestTimeouts_CafClock(benchmark::State& state) {
+  caf::actor_system_config cfg;
+  caf::actor_system sys{cfg};
+  caf::scoped_actor self{sys};
+  caf::detail::simple_actor_clock clk;
+  timeout_churn c{clk, self.ptr(), static_cast<size_t>(state.range(0)),
+                  state.range(1) != 0};
+  for (auto _ : state)
+    c.op();
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_RequestTimeouts_CafClock)
+    ->ArgNames({"held", "random"})
+    ->ArgsProduct({{64, 20000, 200000}, {0, 1}})
+    ->UseRealTime();
+
+/// The engine loop's clock, from an actor on the loop thread (where a
+/// caller's `request` sets its timeout); this thread only waits.
+void BM_RequestTimeouts_EngineLoop(benchmark::State& state) {
+  caf::actor_system_config cfg;
+  cfg.load<engine_loop>();
+  caf::actor_system sys{cfg};
+  std::promise<void> done;
+  sys.spawn([&](caf::event_based_actor* me) {
+    {
+      timeout_churn c{me->clock(), me, static_cast<size_t>(state.range(0)),
+                      state.range(1) != 0};
+      for (auto _ : state)
+        c.op();
+      state.SetItemsProcessed(state.iterations());
+    }
+    done.set_value();
+    me->quit();
+  });
+  done.get_future().wait();
+}
+BENCHMARK(BM_RequestTimeouts_EngineLoop)
+    ->ArgNames({"held", "random"})
+    ->ArgsProduct({{64, 20000, 200000}, {0, 1}})
+    ->UseRealTime();
 
 } // namespace
 
