@@ -924,10 +924,9 @@ bool materialize_hedge(self_ptr self, data_operation& op) {
   if (!op.hedge_pending || !st.snap.table()) return false;
   auto intent = *op.hedge_pending;
   op.hedge_pending.reset();
-  op.hedge =
-      hedged_operation::materialize(env_of(st), ask_of(st, op), intent,
-                                    *op.loop, *st.snap.table(),
-                                    self->clock().now());
+  op.hedge = hedged_operation::materialize(env_of(st), ask_of(st, op), intent,
+                                           *op.loop, *st.snap.table(),
+                                           self->clock().now());
   return op.hedge.has_value();
 }
 

@@ -80,8 +80,7 @@ hedged_operation::intend(const hedge_env& env, const hedge_ask& ask,
 
 std::optional<hedged_operation> hedged_operation::materialize(
     const hedge_env& env, const hedge_ask& ask, const hedge_intent& intent,
-    const attempt_loop& primary, const location_table& table,
-    policy_time now) {
+    const attempt_loop& primary, const location_table& table, policy_time now) {
   const auto& first = primary.region();
   std::vector<std::string> regions{first};
   for (auto& r : hedge_regions(table, ask.op, ask.excluded, now)) {

@@ -156,10 +156,11 @@ public:
   /// more than one region applicable to it — and when. Records the
   /// operation in the hedge budget when it may be. No region list: the
   /// applicable endpoints are only counted.
-  static std::optional<hedge_intent>
-  intend(const hedge_env& env, const hedge_ask& ask,
-         const attempt_loop& primary, const location_table& table,
-         policy_time first_send);
+  static std::optional<hedge_intent> intend(const hedge_env& env,
+                                            const hedge_ask& ask,
+                                            const attempt_loop& primary,
+                                            const location_table& table,
+                                            policy_time first_send);
 
   /// The intent's time came (or arm 0 gave up first), at `now`: the
   /// regions — arm 0's current region, then the applicable regions for the

@@ -349,7 +349,8 @@ TEST(HedgedOperation, Intent_RegionsChosenWhenDue_BreakerAndMarksOfThen) {
   engine e{{}, true};
   operation op{e, t};
   ASSERT_EQ(op.first.region, "East US");
-  auto intent = hedged_operation::intend(e.env(), read_ask(), op.primary, t, t0);
+  auto intent =
+      hedged_operation::intend(e.env(), read_ask(), op.primary, t, t0);
   ASSERT_TRUE(intent);
   EXPECT_EQ(intent->due(), t0 + 1s);
   EXPECT_EQ(e.budget.operations(), 1u);
@@ -359,7 +360,7 @@ TEST(HedgedOperation, Intent_RegionsChosenWhenDue_BreakerAndMarksOfThen) {
                                          op.primary, marked, t0 + 1s);
   ASSERT_TRUE(h);
   EXPECT_EQ(regions_of(*h), (strings{"East US", "West US"}));
-  EXPECT_EQ(h->wake_at(), t0 + 1s); // the schedule counts from the send
+  EXPECT_EQ(h->wake_at(), t0 + 1s);     // the schedule counts from the send
   EXPECT_EQ(e.budget.operations(), 1u); // recorded once, by the intent
   // West's breaker opens for this range as well: one region is left, no
   // hedge (the operation stays counted).
