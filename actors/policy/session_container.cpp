@@ -170,19 +170,17 @@ std::string session_container::header_for(
   if (it == index_.end()) return {};
   const auto& c = it->second;
   // A range with a token of its own: rendered once per merge, not per read.
-  bool own = c.tokens.count(range_id) > 0;
-  if (own && !c.rendered.empty() && c.rendered_version == c.version &&
-      c.rendered_range == range_id)
+  if (auto own = c.tokens.find(range_id); own != c.tokens.end()) {
+    if (c.rendered.empty() || c.rendered_version != c.version ||
+        c.rendered_range != range_id) {
+      c.rendered = range_id + ":" + render(own->second);
+      c.rendered_range = range_id;
+      c.rendered_version = c.version;
+    }
     return c.rendered;
-  auto token = token_for(collection_rid, range_id, parent_range_ids);
-  if (!token) return {};
-  auto out = range_id + ":" + render(*token);
-  if (own) {
-    c.rendered = out;
-    c.rendered_range = range_id;
-    c.rendered_version = c.version;
   }
-  return out;
+  auto token = token_for(collection_rid, range_id, parent_range_ids);
+  return token ? range_id + ":" + render(*token) : std::string{};
 }
 
 std::unordered_map<std::string, session_container::collection>::iterator
