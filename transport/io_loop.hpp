@@ -13,6 +13,12 @@
 // touch them directly or must `post`. Whoever finds no driver (e.g. a client
 // destroyed after its actor system ended) may become the driver itself to
 // finish its own work (`try_become_driver`).
+//
+// Ending. A driver that stops for good runs what is still queued once more
+// (`poll`; the engine loop does so when its system stops). A queued handler of
+// an `http_client` (the aborted read of a client just destroyed) holds its
+// connection, which holds the client's internals, which hold this loop: left
+// in the queue, it keeps all of them alive for the life of the process.
 
 #include <chrono>
 #include <cstddef>

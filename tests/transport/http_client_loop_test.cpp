@@ -35,12 +35,19 @@ public:
   }
   ~loop_runner() { stop(); }
 
-  /// Ends the driver thread; the loop then has no driver.
+  /// Ends the driver thread; the loop then has no driver. What the thread
+  /// left queued (e.g. the aborted reads of a client destroyed just before)
+  /// runs here, as the engine loop does when its system stops: a queued
+  /// handler holds its connection, the connection its client core and the
+  /// core this loop, so one left in the queue would keep them all alive.
   void stop() {
     if (!thread_.joinable()) return;
     stopping_ = true;
     loop->post([] {});
     thread_.join();
+    loop->become_driver();
+    loop->poll();
+    loop->stop_driving();
   }
 
   /// Runs `f` on the loop thread and waits for it.
