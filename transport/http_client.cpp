@@ -535,23 +535,16 @@ private:
     const auto& u = pool_->u;
     error_code ec;
     auto addr = net::ip::make_address(u.host, ec);
+    watch_deadline();
     if (!ec) {
       // An IP literal needs no resolver round trip.
       phase_ = phase::connect;
-      lowest().expires_at(job_->deadline);
       lowest().async_connect(tcp::endpoint{addr, u.port},
                              [self = self()](error_code ec) {
                                self->guarded([&] { self->on_connect(ec); });
                              });
       return;
     }
-    // tcp_stream's deadline does not cover the resolver; a timer does.
-    timer_.expires_at(job_->deadline);
-    timer_.async_wait([self = self()](error_code ec) {
-      if (ec || self->phase_ != phase::resolve) return;
-      self->timed_out_ = true;
-      self->resolver_.cancel();
-    });
     resolver_.async_resolve(
         u.host, std::to_string(u.port),
         [self = self()](error_code ec, tcp::resolver::results_type results) {
@@ -560,10 +553,8 @@ private:
   }
 
   void on_resolve(error_code ec, const tcp::resolver::results_type& results) {
-    cancel_timer();
     if (ec) return fail(ec);
     phase_ = phase::connect;
-    lowest().expires_at(job_->deadline);
     lowest().async_connect(
         results, [self = self()](error_code ec, const tcp::endpoint&) {
           self->guarded([&] { self->on_connect(ec); });
@@ -581,7 +572,6 @@ private:
     can_probe_ = !nb;
     if constexpr (Tls) {
       phase_ = phase::handshake;
-      lowest().expires_at(job_->deadline);
       stream_->async_handshake(ssl::stream_base::client,
                                [self = self()](error_code ec) {
                                  self->guarded([&] { self->on_handshake(ec); });
@@ -601,7 +591,7 @@ private:
     reused_attempt_ = served_ > 0;
     build_request();
     if (reused_attempt_) core_->count_reused();
-    lowest().expires_at(job_->deadline);
+    watch_deadline();
     maybe_sent_ = true;
     net::async_write(*stream_, net::buffer(wire_),
                      [self = self()](error_code ec, std::size_t n) {
@@ -705,7 +695,6 @@ private:
   void on_read(error_code ec) {
     if (ec)
       return unanswered(ec, parser_->got_some()) ? on_unanswered(ec) : fail(ec);
-    lowest().expires_never();
     auto& res = parser_->get();
     bool keep = res.keep_alive() && !aborted_;
     auto o = to_outcome(res);
@@ -888,7 +877,46 @@ private:
     return {};
   }
 
+  /// The deadline of the job, from resolve to the last response byte, on
+  /// one timer per connection (the tcp_stream itself never has an expiry:
+  /// it would arm and cancel a timer for every socket operation, three per
+  /// request). The timer is moved only when this job's deadline is earlier
+  /// than the wait already pending: requests with the same timeout, one
+  /// after another, leave it alone, and it wakes once per timeout period to
+  /// wait again for the deadline of the job it then finds.
+  void watch_deadline() {
+    auto d = job_->deadline;
+    if (wait_until_ <= d) return;
+    wait_until_ = d;
+    timer_.expires_at(d);
+    timer_.async_wait(
+        [weak = std::weak_ptr<connection_base>(shared_from_this())](
+            error_code ec) {
+          if (ec == net::error::operation_aborted) return; // moved or closed
+          if (auto s = weak.lock())
+            static_cast<connection&>(*s).guarded(
+                [&] { static_cast<connection&>(*s).on_deadline_timer(); });
+        });
+  }
+
+  void on_deadline_timer() {
+    auto now = steady::now();
+    // A wait that expired just as the timer was moved to a later one: that
+    // one is pending.
+    if (timer_.expiry() > now) return;
+    wait_until_ = steady::time_point::max();
+    if (!job_ || phase_ == phase::idle) return;
+    if (now < job_->deadline) return watch_deadline();
+    // The pending step ends with operation_aborted, reported as a timeout
+    // (timed_out_). Closing, not cancelling: a connect over several
+    // resolved addresses only stops at a closed socket.
+    timed_out_ = true;
+    resolver_.cancel();
+    lowest().close();
+  }
+
   void cancel_timer() {
+    wait_until_ = steady::time_point::max();
     try {
       timer_.cancel();
     } catch (...) { // cancel() only throws on broken timer queues
@@ -905,7 +933,8 @@ private:
 
   net::any_io_executor exec_;
   tcp::resolver resolver_;
-  net::steady_timer timer_;
+  net::steady_timer timer_; ///< the job's deadline (watch_deadline)
+  steady::time_point wait_until_ = steady::time_point::max();
   std::optional<stream_type> stream_;
   beast::flat_buffer buf_;
   std::string wire_; ///< the request as written, kept between requests

@@ -361,6 +361,25 @@ TEST(HttpClient, Timeout_SlowServerOnReusedSocket_TimeoutThenNewConnection) {
   EXPECT_EQ(client.stats().connections_opened, 2u);
 }
 
+// One deadline timer per connection, left pending between requests: when
+// a short request's wait expires under a later, longer one, it waits again
+// for the later deadline instead of cutting that request off.
+TEST(HttpClient, Timeout_LongerDeadlineAfterAShortOne_NotCutShort) {
+  loopback_server srv{[](const server_request& q) {
+    reply r = ok();
+    if (q.target() == "/slow") r.delay = 700ms;
+    return r;
+  }};
+  http_client client{{}};
+  ASSERT_TRUE(send_sync(client, get(srv.endpoint(), "/fast", 200ms)).success());
+  auto o = send_sync(client, get(srv.endpoint(), "/slow", 5000ms));
+  EXPECT_TRUE(o.success()) << to_string(o.error) << ": " << o.error_detail;
+  // And the next short one still times out on that same kind of socket.
+  auto late = send_sync(client, get(srv.endpoint(), "/slow", 200ms));
+  EXPECT_EQ(late.error, failure::timeout) << late.error_detail;
+  EXPECT_EQ(client.stats().reused, 2u);
+}
+
 TEST(HttpClient, Connect_ClosedPort_Refused) {
   auto port = closed_loopback_port();
   http_client client{{}};

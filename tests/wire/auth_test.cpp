@@ -407,6 +407,24 @@ TEST(Auth, Signer_SignatureMatchesOneShot_AcrossKeysAndRepeats) {
   }
 }
 
+// HMAC's key rule at every edge: shorter than a SHA-256 block (zero-padded),
+// exactly one, and longer (hashed first), through the signer's kept context
+// and through the one-shot `signature`.
+TEST(Auth, Signer_KeysOfEveryLength_MatchOneShot) {
+  for (size_t length : {0u, 1u, 32u, 63u, 64u, 65u, 128u, 200u}) {
+    std::vector<unsigned char> bytes(length);
+    for (size_t i = 0; i < length; ++i)
+      bytes[i] = static_cast<unsigned char>(i * 37 + 11);
+    master_key k{bytes};
+    hmac_signer signer{k};
+    ASSERT_EQ(signer.error(), "") << "key of " << length << " bytes";
+    for (std::string_view msg :
+         {"", "get\ndocs\ndbs/d/colls/c/docs/x\nthu, 03 dec 2026\n\n"})
+      EXPECT_EQ(signer.signature(msg), signature(k, msg))
+          << "key of " << length << " bytes";
+  }
+}
+
 TEST(Auth, Signer_SignedRequestVerifiesOnServer) {
   auto k = key(emulator_key);
   hmac_signer signer{k};
