@@ -135,3 +135,64 @@ TEST_F(Engine, StartWithoutAccountEndpoint_IsAValidationError) {
 }
 
 } // namespace
+
+// On the engine loop the router cancels a caller's request timeout as it
+// answers (CAF 0.17 itself leaves it until its deadline): a caller's answered
+// reads leave nothing in the loop's clock. The callers stay alive until the
+// count is taken: an actor that ends takes its timeouts with it.
+class EngineOnLoop : public engine_test {
+protected:
+  void configure() override {
+    if (!engine_loop_chosen(false)) cfg.load<engine_loop>();
+  }
+
+  size_t held() {
+    return dynamic_cast<engine_loop&>(sys->scheduler())
+        .request_timeouts_held();
+  }
+
+  // `n` point reads of a missing document one after another from an actor
+  // on the loop, each with a 60 s timeout; `answered` is how many were
+  // answered. The actor stays alive (the caller kills it).
+  caf::actor read_from_the_loop(int n, int& answered) {
+    auto done = std::make_shared<std::promise<int>>();
+    auto f = done->get_future();
+    auto router = eng->router();
+    auto caller = sys->spawn([=](caf::event_based_actor* self) {
+      auto count = std::make_shared<int>(0);
+      auto next = std::make_shared<std::function<void(int)>>();
+      *next = [=](int left) {
+        if (left == 0) return done->set_value(*count);
+        self->request(router, 60s, route_atom_v, point(data_op::read, "x"))
+            .then(
+                [=](data_response&) {
+                  ++*count;
+                  (*next)(left - 1);
+                },
+                [=](caf::error& e) {
+                  // A missing document is an answer too; the caller's
+                  // own timeout is not.
+                  if (e != caf::sec::request_timeout) ++*count;
+                  (*next)(left - 1);
+                });
+      };
+      (*next)(n);
+      return caf::behavior{[](caf::ok_atom) {}};
+    });
+    answered = f.wait_for(30s) == std::future_status::ready ? f.get() : -1;
+    return caf::actor_cast<caf::actor>(caller);
+  }
+};
+
+TEST_F(EngineOnLoop, AnsweredReads_LeaveNoRequestTimeoutBehind) {
+  int answered = 0;
+  kill(read_from_the_loop(1, answered)); // metadata resolved, caches warm
+  ASSERT_EQ(answered, 1);
+  auto before = held();
+  auto caller = read_from_the_loop(20, answered);
+  ASSERT_EQ(answered, 20);
+  // Background refreshes may hold one or two of their own meanwhile; 20
+  // answered reads whose timeouts stayed would hold 20 more.
+  EXPECT_LE(held(), before + 2) << "held before the reads: " << before;
+  kill(caller);
+}
