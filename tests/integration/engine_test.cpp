@@ -160,24 +160,22 @@ protected:
     auto router = eng->router();
     auto caller = sys->spawn([=](caf::event_based_actor* self) {
       auto count = std::make_shared<int>(0);
-      auto next = std::make_shared<std::function<void(int)>>();
-      *next = [=](int left) {
+      self->send(self, n);
+      return caf::behavior{[=](int left) {
         if (left == 0) return done->set_value(*count);
         self->request(router, 60s, route_atom_v, point(data_op::read, "x"))
             .then(
                 [=](data_response&) {
                   ++*count;
-                  (*next)(left - 1);
+                  self->send(self, left - 1);
                 },
                 [=](caf::error& e) {
                   // A missing document is an answer too; the caller's
                   // own timeout is not.
                   if (e != caf::sec::request_timeout) ++*count;
-                  (*next)(left - 1);
+                  self->send(self, left - 1);
                 });
-      };
-      (*next)(n);
-      return caf::behavior{[](caf::ok_atom) {}};
+      }};
     });
     answered = f.wait_for(30s) == std::future_status::ready ? f.get() : -1;
     return caf::actor_cast<caf::actor>(caller);
