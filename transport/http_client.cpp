@@ -901,8 +901,8 @@ private:
 
   void on_deadline_timer() {
     auto now = steady::now();
-    // A wait that expired just as the timer was moved to a later one: that
-    // one is pending.
+    // A wait that expired just as the timer was moved to an earlier
+    // deadline still ahead: the new wait is pending.
     if (timer_.expiry() > now) return;
     wait_until_ = steady::time_point::max();
     if (!job_ || phase_ == phase::idle) return;
