@@ -889,14 +889,13 @@ private:
     if (wait_until_ <= d) return;
     wait_until_ = d;
     timer_.expires_at(d);
-    timer_.async_wait(
-        [weak = std::weak_ptr<connection_base>(shared_from_this())](
-            error_code ec) {
-          if (ec == net::error::operation_aborted) return; // moved or closed
-          if (auto s = weak.lock())
-            static_cast<connection&>(*s).guarded(
-                [&] { static_cast<connection&>(*s).on_deadline_timer(); });
-        });
+    timer_.async_wait([weak = std::weak_ptr<connection_base>(
+                           shared_from_this())](error_code ec) {
+      if (ec == net::error::operation_aborted) return; // moved or closed
+      if (auto s = weak.lock())
+        static_cast<connection&>(*s).guarded(
+            [&] { static_cast<connection&>(*s).on_deadline_timer(); });
+    });
   }
 
   void on_deadline_timer() {

@@ -147,8 +147,7 @@ protected:
   }
 
   size_t held() {
-    return dynamic_cast<engine_loop&>(sys->scheduler())
-        .request_timeouts_held();
+    return dynamic_cast<engine_loop&>(sys->scheduler()).request_timeouts_held();
   }
 
   // `n` point reads of a missing document one after another from an actor
