@@ -89,7 +89,7 @@ struct endpoint_pool {
   url u;
   std::string authority;   ///< "host:port" for error texts
   std::string host_header; ///< the Host header's value
-  size_t open = 0;       ///< connections alive or being established
+  size_t open = 0;         ///< connections alive or being established
   std::vector<connection_ptr> idle;
   std::deque<job_ptr> waiting;
 };
@@ -644,7 +644,7 @@ private:
       char digits[24];
       auto [end, ec] =
           std::to_chars(digits, digits + sizeof digits, r.body.size());
-      (void) ec;
+      (void)ec;
       wire_ += "Content-Length: ";
       wire_.append(digits, end);
       wire_ += "\r\n";

@@ -4,11 +4,11 @@
 // one thread; Google Benchmark's CPU column is the cost per operation.
 
 #include "actors/policy/epk.hpp"
-#include "actors/router_wire.hpp"
 #include "actors/policy/location_table.hpp"
 #include "actors/policy/routing_map.hpp"
 #include "actors/policy/session_container.hpp"
 #include "actors/policy/session_token.hpp"
+#include "actors/router_wire.hpp"
 #include "tests/emulator/engine.hpp"
 #include "transport/auth.hpp"
 
@@ -208,16 +208,16 @@ void BM_SuccessBodyCheck(benchmark::State& state) {
   std::string docs;
   for (int64_t i = 0; i < state.range(0); ++i) {
     if (i > 0) docs += ",";
-    docs += R"({"id":"doc-)" + std::to_string(i) +
-            R"(","pk":"p7","n":)" + std::to_string(i * 31) +
+    docs += R"({"id":"doc-)" + std::to_string(i) + R"(","pk":"p7","n":)" +
+            std::to_string(i * 31) +
             R"(,"tags":["a","b"],"_rid":"AbCdEfGhIjk=","_etag":"\"0000\""})";
   }
   transport::outcome o;
   o.status = 200;
-  o.body = state.range(0) == 1 ? docs
-                               : R"({"_rid":"x","Documents":[)" + docs +
-                                     R"(],"_count":)" +
-                                     std::to_string(state.range(0)) + "}";
+  o.body = state.range(0) == 1
+               ? docs
+               : R"({"_rid":"x","Documents":[)" + docs + R"(],"_count":)" +
+                     std::to_string(state.range(0)) + "}";
   for (auto _ : state)
     benchmark::DoNotOptimize(success_body_problem(data_op::read, o));
   state.SetBytesProcessed(state.iterations() *
