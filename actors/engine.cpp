@@ -3,6 +3,7 @@
 #include "actors/collection_cache.hpp"
 #include "actors/endpoint_manager.hpp"
 #include "actors/engine_loop.hpp"
+#include "actors/home_thread.hpp"
 #include "actors/internal.hpp"
 #include "actors/location_cache.hpp"
 #include "actors/pkrange_cache.hpp"
@@ -32,8 +33,10 @@ namespace {
 class closable_port : public http_port {
 public:
   closable_port(http_port_ptr inner,
-                std::shared_ptr<transport::http_client> client)
-      : inner_(std::move(inner)), client_(std::move(client)) {}
+                std::shared_ptr<transport::http_client> client,
+                std::shared_ptr<home_thread> home)
+      : inner_(std::move(inner)), client_(std::move(client)),
+        home_(std::move(home)) {}
 
   void send(transport::request req, completion done) override {
     {
@@ -60,12 +63,16 @@ public:
     }
     inner.reset();
     client.reset(); // joins the io threads; in-flight requests complete
+    // The home thread drove the client's sockets until here; a router still
+    // alive (a stop that timed out) goes on on CAF's workers.
+    if (home_) home_->stop();
   }
 
 private:
   std::mutex mtx_;
   http_port_ptr inner_;
   std::shared_ptr<transport::http_client> client_;
+  const std::shared_ptr<home_thread> home_;
 };
 
 enum class part {
@@ -92,6 +99,8 @@ struct engine_state {
   engine_options options;
   logger log;
   std::shared_ptr<closable_port> port;
+  /// Where the router runs, or null (see `engine_options::home_thread`).
+  std::shared_ptr<home_thread> home;
   caf::actor supervisor;
   mutable std::mutex mtx;
   engine_wiring wiring;
@@ -203,7 +212,8 @@ void spawn_part(caf::actor_system& sys, const engine_state& shared,
     cfg.pipeline.log = shared.log;
     w.router = spawn_router(sys, std::move(cfg),
                             {w.locations, w.endpoints, w.collections,
-                             w.pkranges, http, w.plans, me});
+                             w.pkranges, http, w.plans, me},
+                            shared.home);
     break;
   }
   case part::retry: {
@@ -521,7 +531,8 @@ caf::expected<engine> engine::start(caf::actor_system& sys,
   s->options = options;
   s->log = logger{options.log, options.log_min_level};
   if (options.http) {
-    s->port = std::make_shared<closable_port>(options.http, nullptr);
+    s->port = std::make_shared<closable_port>(options.http, nullptr, nullptr);
+    s->home = options.home;
   } else {
     transport::http_client_options co;
     co.max_connections_per_endpoint =
@@ -530,14 +541,19 @@ caf::expected<engine> engine::start(caf::actor_system& sys,
     co.tls_ca_file = settings.http.tls_ca_file;
     co.io_threads = settings.http.io_threads;
     // On the engine loop the client's sockets share the actors' thread (no
-    // io threads); under CAF's default scheduler it has io threads of its own.
+    // io threads); under CAF's default scheduler they share the router's
+    // home thread, or have io threads of their own.
     co.loop = engine_loop_io(sys);
+    if (!co.loop && options.home_thread) {
+      s->home = std::make_shared<home_thread>(sys, "georoute.home");
+      co.loop = s->home->io();
+    }
     auto client = std::make_shared<transport::http_client>(co);
     if (!client->tls_setup_error().empty())
       return make_error(errc::validation_error, "georoute.http.tls-ca-file: " +
                                                     client->tls_setup_error());
     s->port = std::make_shared<closable_port>(
-        make_http_port(client, settings.account_key), client);
+        make_http_port(client, settings.account_key), client, s->home);
   }
   launch(sys, s);
   return engine{std::move(s)};

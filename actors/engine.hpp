@@ -25,8 +25,9 @@
 //   that the actor stays down (requests to it fail at once).
 // - Stopping ends every actor, timer and connection: every caller with work
 //   in flight gets `errc::shutting_down` ("engine stopped ..."), the HTTP
-//   client's connections are closed (its io threads joined, or on the
-//   engine loop its sockets closed there), and afterwards the embedding
+//   client's connections are closed (its io threads joined, or its sockets
+//   closed on the engine loop or on the engine's home thread, which then
+//   ends: `engine_options::home_thread`), and afterwards the embedding
 //   program's `actor_system` destructs at once. Two ways:
 //     - from an actor: `request(eng.supervisor(), timeout, stop_atom_v)`;
 //       the answer (`caf::ok_atom`) says the engine is down. Nothing blocks.
@@ -71,6 +72,8 @@
 
 namespace georoute {
 
+class home_thread;
+
 namespace detail {
 struct engine_state;
 } // namespace detail
@@ -99,6 +102,19 @@ struct engine_options {
   /// above the engine logs events (topology, marks, breaker, refresh
   /// failures, restarts), never one line per request.
   log_level log_min_level = log_level::info;
+  /// On CAF's default scheduler, with the engine's own HTTP client: run the
+  /// router and the client's sockets on one thread of the engine's own
+  /// (actors/home_thread.hpp): a read then crosses threads twice (to the
+  /// router and back to its caller) instead of four times. False: the
+  /// router runs on CAF's workers and the client on
+  /// `settings.http.io_threads` io threads of its own. Not used on the
+  /// engine loop (every actor is already on the sockets' thread) nor with
+  /// `http` set.
+  bool home_thread = true;
+  /// With `http` set: the home thread whose io_loop the host's client runs
+  /// on, for the router to run there too (null: on CAF's workers). The host
+  /// stops it after its client is gone.
+  std::shared_ptr<georoute::home_thread> home;
 };
 
 /// See the file comment. Movable, not copyable.

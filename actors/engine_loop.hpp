@@ -55,8 +55,8 @@
 // actor on the loop that owns its sockets, so with N loops an actor and its
 // connections would drift apart and every completion would cross threads
 // again. A process that needs more CPU for actors than one core uses CAF's
-// default scheduler instead (the engine then builds a client with io threads
-// of its own, as before).
+// default scheduler instead (the engine then runs its router and its
+// client's sockets on a thread of its own: actors/home_thread.hpp).
 //
 // Shutdown. The actor system's destructor first waits for every actor, as
 // always; then the loop thread runs what is still queued up to the moment it

@@ -2,6 +2,7 @@
 
 #include "actors/collection_cache.hpp"
 #include "actors/engine_loop.hpp"
+#include "actors/home_thread.hpp"
 #include "actors/internal.hpp"
 #include "actors/policy/attempt_loop.hpp"
 #include "actors/policy/deadline_queue.hpp"
@@ -1616,8 +1617,38 @@ router_config router_config_from(const config::settings& s) {
   return c;
 }
 
+namespace {
+
+/// The router kept on a home thread.
+class homed_router final
+    : public pinned<
+          caf::stateful_actor<router_state, router_impl_actor::base>> {
+public:
+  using super =
+      pinned<caf::stateful_actor<router_state, router_impl_actor::base>>;
+
+  homed_router(caf::actor_config& cfg, std::shared_ptr<home_thread> home,
+               router_config rc, router_collaborators with)
+      : super(cfg, std::move(home)), rc_(std::move(rc)),
+        with_(std::move(with)) {}
+
+  behavior_type make_behavior() override {
+    return router_impl(this, std::move(rc_), std::move(with_));
+  }
+
+private:
+  router_config rc_;
+  router_collaborators with_;
+};
+
+} // namespace
+
 router_actor spawn_router(caf::actor_system& sys, router_config cfg,
-                          router_collaborators with) {
+                          router_collaborators with,
+                          std::shared_ptr<home_thread> home) {
+  if (home)
+    return caf::actor_cast<router_actor>(sys.spawn<homed_router>(
+        std::move(home), std::move(cfg), std::move(with)));
   return caf::actor_cast<router_actor>(
       sys.spawn(router_impl, std::move(cfg), std::move(with)));
 }

@@ -66,8 +66,11 @@
 #include <caf/actor_addr.hpp>
 #include <caf/actor_system.hpp>
 #include <chrono>
+#include <memory>
 
 namespace georoute {
+
+class home_thread;
 
 /// The slice of settings the router needs.
 struct router_config {
@@ -122,9 +125,12 @@ struct router_collaborators {
   caf::actor_addr supervisor;
 };
 
-/// Spawns the router and its pipeline.
+/// Spawns the router and its pipeline. With `home` the router runs on that
+/// thread (actors/home_thread.hpp), beside the sockets of the HTTP client
+/// that `with.http` sends through; without, on the system's scheduler.
 router_actor spawn_router(caf::actor_system& sys, router_config cfg,
-                          router_collaborators with);
+                          router_collaborators with,
+                          std::shared_ptr<home_thread> home = nullptr);
 
 /// The metadata request the pipeline executes for a raw document request.
 metadata_request to_pipeline_request(const document_request& req);

@@ -2,6 +2,7 @@
 
 #include "actors/engine.hpp"
 #include "actors/engine_loop.hpp"
+#include "actors/home_thread.hpp"
 #include "messages/error.hpp"
 #include "messages/types.hpp"
 #include "tests/engine_loop_choice.hpp"
@@ -136,6 +137,7 @@ private:
 struct georoute_driver::impl {
   std::unique_ptr<bench_config> cfg;
   std::unique_ptr<caf::actor_system> sys;
+  std::shared_ptr<home_thread> home;
   std::shared_ptr<transport::http_client> client;
   std::shared_ptr<counting_port> port;
   std::optional<engine> eng;
@@ -158,6 +160,7 @@ georoute_driver::~georoute_driver() {
   impl_->eng.reset();
   impl_->port.reset();
   impl_->client.reset(); // joins the io threads while the system lives
+  impl_->home.reset();   // after the client: it drove the client's sockets
   impl_->sys.reset();
 }
 
@@ -183,12 +186,19 @@ georoute_driver::start(driver_options opts) {
     co.max_response_body = s.http.response_body_limit;
     co.io_threads = s.http.io_threads;
     co.loop = engine_loop_io(*m.sys);
+    // On CAF's scheduler the router and the sockets share a home thread,
+    // as in an engine that builds its own client.
+    if (!co.loop && opts.home_thread) {
+      m.home = std::make_shared<home_thread>(*m.sys, "georoute.home");
+      co.loop = m.home->io();
+    }
     m.client = std::make_shared<transport::http_client>(co);
     inner = make_http_port(m.client, s.account_key);
   }
   m.port = std::make_shared<counting_port>(inner);
   engine_options eo;
   eo.http = m.port;
+  eo.home = m.home;
   eo.sweep_after = opts.sweep_after;
   auto e = engine::start(*m.sys, s, eo);
   if (!e) return problem{"engine::start: " + m.sys->render(e.error())};

@@ -41,6 +41,9 @@ struct driver_options {
   /// The engine loop (true) or CAF's default scheduler (false); unset: the
   /// program's choice (`--engine-loop`, the loop by default).
   std::optional<bool> engine_loop;
+  /// On CAF's default scheduler: the router and the client's sockets on a
+  /// home thread (actors/home_thread.hpp), as the engine runs by default.
+  bool home_thread = true;
 };
 
 /// A running set of callers (see `georoute_driver::start_load`).

@@ -8,6 +8,9 @@
 #include "config/georoute_config.hpp"
 #include "tests/integration/engine_fixture.hpp"
 
+#include <dirent.h>
+#include <fstream>
+
 namespace {
 
 using namespace georoute;
@@ -72,6 +75,48 @@ TEST_F(Embedding, StopByMessage_FromAnActorOnOneWorker_AnswersOnceDown) {
             << " ms after the stop's answer\n";
   EXPECT_LT(ms, 1000ms);
   EXPECT_TRUE(eng->stop()); // after a stop by message: at once, true
+}
+
+// How many threads of this process are named `name` right now.
+size_t threads_named(const std::string& name) {
+  size_t n = 0;
+  if (DIR* d = opendir("/proc/self/task")) {
+    while (auto* e = readdir(d)) {
+      if (e->d_name[0] == '.') continue;
+      std::ifstream f{std::string{"/proc/self/task/"} + e->d_name + "/comm"};
+      std::string comm;
+      std::getline(f, comm);
+      if (comm == name) ++n;
+    }
+    closedir(d);
+  }
+  return n;
+}
+
+// On CAF's default scheduler the router runs on a home thread of the
+// engine's own (actors/home_thread.hpp), which ends with the engine, by
+// either way of stopping; on the engine loop there is none.
+TEST_F(Embedding, HomeThread_OnCafsScheduler_EndsWithAStopByMessage) {
+  const size_t running = engine_loop_chosen(false) ? 0 : 1;
+  EXPECT_EQ(threads_named("georoute.home"), running);
+  auto out = std::make_shared<replies>();
+  sys->spawn(stopper, eng->supervisor(), &*eng, out);
+  wait_for([&] { return !out->all().empty(); }, "the stop's answer");
+  ASSERT_EQ(out->all(), std::vector<std::string>{"ok, down"});
+  EXPECT_EQ(threads_named("georoute.home"), 0u);
+}
+
+TEST_F(Embedding, HomeThread_OnCafsScheduler_EndsWithABlockingStop) {
+  const size_t running = engine_loop_chosen(false) ? 0 : 1;
+  // A read through the router first: nothing was written, so a not-found
+  // that came from a region (through the home thread's sockets).
+  auto r = ask<data_response>(eng->router(), 10s, route_atom_v,
+                              point(data_op::read, "nope"));
+  ASSERT_FALSE(r);
+  EXPECT_EQ(code_of(r.error()), errc::not_found) << sys->render(r.error());
+  EXPECT_EQ(threads_named("georoute.home"), running);
+  EXPECT_TRUE(eng->stop());
+  EXPECT_EQ(threads_named("georoute.home"), 0u);
 }
 
 TEST_F(Embedding, BlockingStop_AfterAStopByMessage_IsTrue) {
