@@ -1,5 +1,6 @@
 #include "actors/engine_loop.hpp"
 
+#include "actors/own_thread.hpp"
 #include "transport/io_loop.hpp"
 
 #include <atomic>
@@ -562,28 +563,8 @@ struct engine_loop::impl final : caf::execution_unit {
 
   /// Resumes one job; false when it told the loop to end.
   bool resume(resumable* job) {
-    switch (job->resume(this, parent.max_throughput())) {
-    case resumable::resume_later:
-      local.push_back(job); // keeps its reference
-      break;
-    case resumable::done:
-    case resumable::awaiting_message:
-      intrusive_ptr_release(job);
-      break;
-    case resumable::shutdown_execution_unit:
-      return false;
-    }
-    return true;
-  }
-
-  /// The io_context runs handlers of other code (the HTTP client's are
-  /// guarded, a throwing one is a bug there): the loop survives it.
-  template <class F>
-  static void guarded(F&& f) {
-    try {
-      f();
-    } catch (...) {
-    }
+    return detail::resume_job(job, this, parent.max_throughput(),
+                              [this](resumable* j) { local.push_back(j); });
   }
 
   void run() {
@@ -601,8 +582,8 @@ struct engine_loop::impl final : caf::execution_unit {
           return;
         }
       }
-      guarded([&] { clock.fire_due(); });
-      guarded([&] { io->poll(); });
+      detail::guarded([&] { clock.fire_due(); });
+      detail::guarded([&] { io->poll(); });
       if (!local.empty()) continue;
       {
         std::lock_guard<std::mutex> guard{mtx};
@@ -613,9 +594,9 @@ struct engine_loop::impl final : caf::execution_unit {
       // handler is posted (a wake, a clock event from another thread) or the
       // next CAF timer is due.
       if (auto due = clock.next_due())
-        guarded([&] { io->run_one_until(*due); });
+        detail::guarded([&] { io->run_one_until(*due); });
       else
-        guarded([&] { io->run_one(); });
+        detail::guarded([&] { io->run_one(); });
       std::lock_guard<std::mutex> guard{mtx};
       sleeping = false;
       wake_posted = false;
@@ -640,7 +621,7 @@ struct engine_loop::impl final : caf::execution_unit {
     // What is still queued in the io_context: wakes, clock batches (dropped
     // now), handlers of a client that outlived the system. Run them while
     // the system still exists.
-    guarded([&] { io->poll(); });
+    detail::guarded([&] { io->poll(); });
     io->stop_driving();
   }
 

@@ -1,5 +1,6 @@
 #include "actors/home_thread.hpp"
 
+#include "actors/own_thread.hpp"
 #include "transport/io_loop.hpp"
 
 #include <caf/detail/set_thread_name.hpp>
@@ -70,27 +71,10 @@ struct home_thread::impl final : caf::execution_unit {
   }
 
   void resume(resumable* job) {
-    switch (job->resume(&out, max_throughput)) {
-    case resumable::resume_later:
-      local.push_back(job); // keeps its reference
-      break;
-    case resumable::done:
-    case resumable::awaiting_message:
-      intrusive_ptr_release(job);
-      break;
-    case resumable::shutdown_execution_unit:
-      break; // not a scheduled actor's answer; nothing to end here
-    }
-  }
-
-  /// The io_loop runs handlers of other code (the HTTP client's are
-  /// guarded, a throwing one is a bug there): the thread survives it.
-  template <class F>
-  static void guarded(F&& f) {
-    try {
-      f();
-    } catch (...) {
-    }
+    // A pinned actor never ends the thread (that answer is the engine
+    // loop's stop job's).
+    detail::resume_job(job, &out, max_throughput,
+                       [this](resumable* j) { local.push_back(j); });
   }
 
   void run() {
@@ -103,7 +87,7 @@ struct home_thread::impl final : caf::execution_unit {
         local.pop_front();
         resume(job);
       }
-      guarded([&] { io->poll(); });
+      detail::guarded([&] { io->poll(); });
       if (!local.empty()) continue;
       {
         std::lock_guard<std::mutex> guard{mtx};
@@ -113,7 +97,7 @@ struct home_thread::impl final : caf::execution_unit {
       }
       // Nothing to do: sleep until a socket is ready or a handler is posted
       // (a wake, an HTTP send from another thread).
-      guarded([&] { io->run_one(); });
+      detail::guarded([&] { io->run_one(); });
       std::lock_guard<std::mutex> guard{mtx};
       sleeping = false;
       wake_posted = false;
@@ -137,7 +121,7 @@ struct home_thread::impl final : caf::execution_unit {
     }
     for (auto* job : left)
       system().scheduler().enqueue(job);
-    guarded([&] { io->poll(); });
+    detail::guarded([&] { io->poll(); });
     io->stop_driving();
   }
 

@@ -7,11 +7,10 @@
 // long anything took.
 
 #include "actors/home_thread.hpp"
+#include "tests/threads_named.hpp"
 
 #include <caf/all.hpp>
 #include <chrono>
-#include <dirent.h>
-#include <fstream>
 #include <gtest/gtest.h>
 #include <memory>
 #include <string>
@@ -21,6 +20,7 @@ namespace georoute {
 namespace {
 
 using namespace std::chrono_literals;
+using test::threads_named;
 
 using where_atom = caf::atom_constant<caf::atom("where")>;
 using relay_atom = caf::atom_constant<caf::atom("relay")>;
@@ -30,22 +30,6 @@ constexpr auto patience = std::chrono::seconds{10};
 struct two_workers : caf::actor_system_config {
   two_workers() { set("scheduler.max-threads", 2); }
 };
-
-/// How many threads of this process are named `name` right now.
-size_t threads_named(const std::string& name) {
-  size_t n = 0;
-  if (DIR* d = opendir("/proc/self/task")) {
-    while (auto* e = readdir(d)) {
-      if (e->d_name[0] == '.') continue;
-      std::ifstream f{std::string{"/proc/self/task/"} + e->d_name + "/comm"};
-      std::string comm;
-      std::getline(f, comm);
-      if (comm == name) ++n;
-    }
-    closedir(d);
-  }
-  return n;
-}
 
 /// Answers, to each `where`, whether it runs on `home`'s thread.
 caf::behavior where_am_i(caf::event_based_actor*,

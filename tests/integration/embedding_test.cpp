@@ -7,9 +7,7 @@
 
 #include "config/georoute_config.hpp"
 #include "tests/integration/engine_fixture.hpp"
-
-#include <dirent.h>
-#include <fstream>
+#include "tests/threads_named.hpp"
 
 namespace {
 
@@ -75,22 +73,6 @@ TEST_F(Embedding, StopByMessage_FromAnActorOnOneWorker_AnswersOnceDown) {
             << " ms after the stop's answer\n";
   EXPECT_LT(ms, 1000ms);
   EXPECT_TRUE(eng->stop()); // after a stop by message: at once, true
-}
-
-// How many threads of this process are named `name` right now.
-size_t threads_named(const std::string& name) {
-  size_t n = 0;
-  if (DIR* d = opendir("/proc/self/task")) {
-    while (auto* e = readdir(d)) {
-      if (e->d_name[0] == '.') continue;
-      std::ifstream f{std::string{"/proc/self/task/"} + e->d_name + "/comm"};
-      std::string comm;
-      std::getline(f, comm);
-      if (comm == name) ++n;
-    }
-    closedir(d);
-  }
-  return n;
 }
 
 // On CAF's default scheduler the router runs on a home thread of the
