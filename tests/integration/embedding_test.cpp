@@ -101,6 +101,22 @@ TEST_F(Embedding, HomeThread_OnCafsScheduler_EndsWithABlockingStop) {
   EXPECT_EQ(threads_named("georoute.home"), 0u);
 }
 
+// With the home thread off the router runs on CAF's workers and the client
+// on io threads of its own, as before the home thread existed.
+class EmbeddingNoHome : public Embedding {
+protected:
+  void configure_engine(engine_options& eo) override { eo.home_thread = false; }
+};
+
+TEST_F(EmbeddingNoHome, HomeThreadOff_RouterServes_NoHomeThread) {
+  auto r = ask<data_response>(eng->router(), 10s, route_atom_v,
+                              point(data_op::read, "nope"));
+  ASSERT_FALSE(r);
+  EXPECT_EQ(code_of(r.error()), errc::not_found) << sys->render(r.error());
+  EXPECT_EQ(threads_named("georoute.home"), 0u);
+  EXPECT_TRUE(eng->stop());
+}
+
 TEST_F(Embedding, BlockingStop_AfterAStopByMessage_IsTrue) {
   auto out = std::make_shared<replies>();
   sys->spawn(stopper, eng->supervisor(), &*eng, out);
