@@ -62,7 +62,9 @@ public:
       client = std::move(client_);
     }
     inner.reset();
-    client.reset(); // joins the io threads; in-flight requests complete
+    // Joins the io threads, or closes the sockets on the loop or the home
+    // thread that drives them; in-flight requests complete.
+    client.reset();
     // The home thread drove the client's sockets until here; a router still
     // alive (a stop that timed out) goes on on CAF's workers.
     if (home_) home_->stop();
