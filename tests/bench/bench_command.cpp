@@ -1,12 +1,12 @@
 #include "tests/bench/bench_command.hpp"
 
 #include "tests/bench/alloc_count.hpp"
-#include "tests/engine_loop_choice.hpp"
 #include "tests/bench/bench_options.hpp"
 #include "tests/bench/georoute_load.hpp"
 #include "tests/bench/memory.hpp"
 #include "tests/bench/report.hpp"
 #include "tests/bench/scenarios.hpp"
+#include "tests/engine_loop_choice.hpp"
 
 #include <algorithm>
 #include <csignal>
@@ -128,6 +128,51 @@ accounting_round(const options& o, const std::string& client, size_t in_flight,
   return a;
 }
 
+/// `in_flight` reads kept going for `o.sustain` seconds through `engine`,
+/// the resident memory of this process sampled at twelve even steps. The
+/// log only counts, so the bench itself holds nothing per read.
+sustain_figures sustained_round(const options& o, const std::string& client,
+                                georoute_driver& engine,
+                                const data_request& req, size_t in_flight) {
+  constexpr int steps = 12;
+  constexpr int settled_step = steps / 6;
+  sustain_figures f;
+  f.client = client;
+  f.in_flight = in_flight;
+  event_log log{in_flight, steady::now(), /*keep_events=*/false};
+  auto t0 = steady::now();
+  auto since = [&] {
+    return std::chrono::duration<double>(steady::now() - t0).count();
+  };
+  f.samples.emplace_back(0.0, resident_bytes());
+  // The callers' timeouts outlast the run: whatever a read leaves behind
+  // until its caller's timeout (CAF 0.17 keeps request timeouts until
+  // their deadline unless cancelled) shows as growth.
+  auto load = engine.start_load(req, in_flight, log, to_ms(o.sustain) + 10s);
+  uint64_t done_at_settled = 0;
+  for (int i = 1; i <= steps; ++i) {
+    std::this_thread::sleep_until(t0 + to_ms(o.sustain * i / steps));
+    auto rss = resident_bytes();
+    f.samples.emplace_back(since(), rss);
+    f.rss_max = std::max(f.rss_max, rss);
+    if (i == settled_step) {
+      f.rss_settled = rss;
+      auto [ok, failed] = log.tally();
+      done_at_settled = ok + failed;
+    }
+  }
+  auto [ok, failed] = log.tally();
+  f.seconds = since();
+  if (!load->stop(30s)) f.skipped = "callers still busy 30 s after the stop";
+  f.ok = ok;
+  f.failed = failed;
+  f.requests_per_second =
+      f.seconds > 0 ? static_cast<double>(ok) / f.seconds : 0;
+  f.rss_end = f.samples.back().second;
+  f.reads_after_settled = ok + failed - done_at_settled;
+  return f;
+}
+
 } // namespace
 
 int run_bench_command(std::vector<std::string> args) {
@@ -210,9 +255,8 @@ int run_bench_command(std::vector<std::string> args) {
 
   // The same engine on CAF's default scheduler (the embedding default
   // without the loop module), beside the one on the program's choice.
-  rep.georoute_scheduler = test::engine_loop_chosen(true)
-                               ? "engine loop"
-                               : "CAF default scheduler";
+  rep.georoute_scheduler =
+      test::engine_loop_chosen(true) ? "engine loop" : "CAF default scheduler";
   auto def_d = d;
   def_d.engine_loop = false;
   auto def = georoute_driver::start(def_d);
@@ -265,8 +309,7 @@ int run_bench_command(std::vector<std::string> args) {
             clients[(c + static_cast<size_t>(round)) % clients.size()];
         round_figures f;
         if (o.skipped(client) ||
-            ((client == rep.alt_client ||
-              client == default_scheduler_client) &&
+            ((client == rep.alt_client || client == default_scheduler_client) &&
              o.skipped("georoute"))) {
           f = skipped_round(client, n, round, "skipped (--skip)");
         } else if (client == "raw") {
@@ -279,7 +322,7 @@ int run_bench_command(std::vector<std::string> args) {
               [&] { load->stop(); });
         } else if (client == "georoute" || client == rep.alt_client ||
                    client == default_scheduler_client) {
-          auto& engine = client == "georoute"    ? *drv
+          auto& engine = client == "georoute"       ? *drv
                          : client == rep.alt_client ? *alt
                                                     : *def;
           std::unique_ptr<caller_load> load;
@@ -332,6 +375,19 @@ int run_bench_command(std::vector<std::string> args) {
     }
   }
 
+  if (!o.skipped("sustain") && !o.skipped("georoute") && o.sustain > 0) {
+    // Both modes at the highest level, one after the other (not
+    // interleaved: what is judged is each one's growth over its own run).
+    for (const auto& client :
+         std::vector<std::string>{"georoute", default_scheduler_client}) {
+      log("sustained load, " + std::to_string(max_in_flight) + " in flight, " +
+          client);
+      rep.sustain.push_back(
+          sustained_round(o, client, client == "georoute" ? **drv : **def, read,
+                          max_in_flight));
+    }
+  }
+
   if (!o.skipped("failover")) {
     for (const auto& f : faults(em)) {
       log("failover " + f.name + " (georoute)");
@@ -374,6 +430,8 @@ int run_bench_command(std::vector<std::string> args) {
   }
   for (const auto& r : rep.rounds_raw)
     if (r.client != "peer" && r.skipped.empty() && r.ok == 0) failed = true;
+  for (const auto& r : rep.sustain)
+    if (r.ok == 0) failed = true;
   return failed ? 1 : 0;
 }
 

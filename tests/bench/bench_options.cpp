@@ -16,7 +16,8 @@ const char* const usage =
     "pre-signed requests, no routing), georoute (the engine's router, from\n"
     "caller actors) and peer (@azure/cosmos on Node.js). Then failover\n"
     "(region hang, region refusing connections, write-region switch),\n"
-    "cold-start metadata amplification and cache memory.\n"
+    "cold-start metadata amplification, cache memory, and resident memory\n"
+    "under a sustained load in both scheduling modes.\n"
     "\n"
     "options:\n"
     "  --seconds=S            measured window per round (default 3)\n"
@@ -28,8 +29,10 @@ const char* const usage =
     "  --cold=1,100,1000      callers of the cold-start trials\n"
     "  --memory-collections=N cached collections (default 10000; 0 = skip)\n"
     "  --memory-ranges=N      ranges per collection (default 100)\n"
+    "  --sustain=S            sustained load per mode at the highest level,\n"
+    "                         resident memory sampled (default 60; 0 = skip)\n"
     "  --skip=LIST            any of raw,georoute,peer,failover,cold,memory,\n"
-    "                         accounting\n"
+    "                         accounting,sustain\n"
     "  --peer-dir=DIR         where npm installs @azure/cosmos (default: in "
     "the\n"
     "                         build tree)\n"
@@ -125,13 +128,16 @@ std::string parse(std::vector<std::string> args, options& o) {
     } else if (flag == "--memory-ranges") {
       if (!parse_count(value, 1, 256, o.memory_ranges))
         return bad("an integer in 1..256");
+    } else if (flag == "--sustain") {
+      if (!parse_seconds(value, 0, 3600, o.sustain))
+        return bad("seconds in 0..3600");
     } else if (flag == "--skip") {
       o.skip = split(value);
       for (const auto& s : o.skip)
         if (s != "raw" && s != "georoute" && s != "peer" && s != "failover" &&
-            s != "cold" && s != "memory" && s != "accounting")
-          return bad(
-              "any of raw,georoute,peer,failover,cold,memory,accounting");
+            s != "cold" && s != "memory" && s != "accounting" && s != "sustain")
+          return bad("any of raw,georoute,peer,failover,cold,memory,"
+                     "accounting,sustain");
     } else if (flag == "--peer-dir") {
       if (value.empty()) return bad("a directory");
       o.peer_dir = value;

@@ -25,6 +25,8 @@ struct options {
   std::vector<size_t> cold{1, 100, 1000};
   size_t memory_collections = 10000;
   size_t memory_ranges = 100;
+  /// Seconds of sustained load per scheduling mode (0: none).
+  double sustain = 60;
   std::vector<std::string> skip;
   std::string peer_dir = work_dir_default();
   std::string source_dir = source_dir_default();

@@ -12,10 +12,25 @@
 
 namespace georoute::bench {
 
-event_log::event_log(size_t writers, steady::time_point epoch)
-    : epoch_(epoch), slots_(writers) {
+event_log::event_log(size_t writers, steady::time_point epoch, bool keep_events)
+    : epoch_(epoch), writers_(writers) {
+  if (!keep_events) {
+    tallies_ = std::make_unique<slot_tally[]>(writers);
+    return;
+  }
+  slots_.resize(writers);
   for (auto& s : slots_)
     s.reserve(1 << 14);
+}
+
+std::pair<uint64_t, uint64_t> event_log::tally() const {
+  std::pair<uint64_t, uint64_t> sum{0, 0};
+  if (!tallies_) return sum;
+  for (size_t i = 0; i < writers_; ++i) {
+    sum.first += tallies_[i].ok.load(std::memory_order_relaxed);
+    sum.second += tallies_[i].failed.load(std::memory_order_relaxed);
+  }
+  return sum;
 }
 
 int64_t event_log::us_since_epoch(steady::time_point t) const {

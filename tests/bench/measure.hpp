@@ -9,8 +9,10 @@
 // throughput round is the events that ended inside the measured window; a
 // failover scenario is every event around the fault.
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -28,9 +30,12 @@ struct op_event {
 
 /// Collects events from many threads. Each writer appends to its own slot
 /// (no lock on the hot path); `take` is called once every writer is done.
+/// A log made with `keep_events = false` only counts (`tally`, readable while
+/// the writers run): a long load then holds no memory per operation.
 class event_log {
 public:
-  explicit event_log(size_t writers, steady::time_point epoch = steady::now());
+  explicit event_log(size_t writers, steady::time_point epoch = steady::now(),
+                     bool keep_events = true);
 
   steady::time_point epoch() const { return epoch_; }
 
@@ -40,15 +45,30 @@ public:
 
   /// Appends to writer `slot`'s own list (one thread per slot at a time).
   void record(size_t slot, int64_t start_us, int64_t end_us, bool ok) {
+    if (tallies_) {
+      auto& t = tallies_[slot];
+      (ok ? t.ok : t.failed).fetch_add(1, std::memory_order_relaxed);
+      return;
+    }
     slots_[slot].push_back(op_event{start_us, end_us, ok});
   }
 
-  /// Every event, sorted by end time.
+  /// Every event, sorted by end time (none when events are not kept).
   std::vector<op_event> take();
 
+  /// Operations recorded so far (succeeded, failed); only when events are
+  /// not kept (else zeroes).
+  std::pair<uint64_t, uint64_t> tally() const;
+
 private:
+  struct alignas(64) slot_tally {
+    std::atomic<uint64_t> ok{0};
+    std::atomic<uint64_t> failed{0};
+  };
   steady::time_point epoch_;
   std::vector<std::vector<op_event>> slots_;
+  size_t writers_;
+  std::unique_ptr<slot_tally[]> tallies_;
 };
 
 /// CPU seconds this process has used (every thread).
@@ -151,6 +171,31 @@ struct cold_figures {
   uint64_t failed = 0;         ///< callers that got an error
   double seconds = 0;          ///< until the last caller had its answer
   std::string skipped;
+};
+
+/// Resident memory of this process under a long load (`--sustain`): the
+/// engine at the highest level, sampled at even steps.
+struct sustain_figures {
+  std::string client;
+  size_t in_flight = 0;
+  double seconds = 0;
+  uint64_t ok = 0;
+  uint64_t failed = 0;
+  double requests_per_second = 0;
+  /// (seconds since the load started, resident bytes), the first before it.
+  std::vector<std::pair<double, uint64_t>> samples;
+  /// The sample at a sixth of the window (the 10th second of a minute):
+  /// where the growth is counted from, once pools and connections are warm.
+  uint64_t rss_settled = 0;
+  uint64_t rss_end = 0;
+  uint64_t rss_max = 0;
+  uint64_t reads_after_settled = 0;
+  std::string skipped;
+
+  /// Growth from the settled sample to the end (negative: it shrank).
+  double growth_bytes() const {
+    return static_cast<double>(rss_end) - static_cast<double>(rss_settled);
+  }
 };
 
 /// Resident memory of the caches.

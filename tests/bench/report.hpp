@@ -38,9 +38,16 @@ struct ratio_row {
   /// read over raw's.
   double default_over_raw = -1;
   double default_cpu_us_over_raw = 0;
+  /// Its throughput over the peer's, and the peer's CPU per read over its.
+  double default_over_peer = -1;
+  double peer_cpu_over_default = -1;
 };
 
-/// One target of issue 10 and whether this run reached it.
+/// What counts as flat under the sustained load: at most this much growth
+/// from the settled sample (a sixth into the run) to the end.
+constexpr double sustain_flat_bytes = 4.0 * 1048576.0;
+
+/// One target (issues 10 and 20) and whether this run reached it.
 struct target_row {
   std::string name;
   std::string measured;
@@ -69,6 +76,8 @@ struct report {
   std::vector<accounting_row> accounting;
   bool has_memory = false;
   memory_figures memory;
+  /// Resident memory under a sustained load, one row per scheduling mode.
+  std::vector<sustain_figures> sustain;
   double total_seconds = 0;
   /// The georoute client with hedging the other way round from the
   /// library's default ("georoute" runs the default).

@@ -4,7 +4,8 @@ file(REMOVE "${OUT}")
 execute_process(
   COMMAND "${GEOROUTE}" bench --seconds=0.4 --warmup=0.2 --rounds=1
           --in-flight=1,4 --fault-seconds=0.5 --cold=1,20
-          --memory-collections=1000 --memory-ranges=10 --skip=peer
+          --memory-collections=1000 --memory-ranges=10 --sustain=1.2
+          --skip=peer
           --json=${OUT}
   RESULT_VARIABLE rc
   TIMEOUT 150)
@@ -84,4 +85,19 @@ foreach(i RANGE ${last})
   endif()
 endforeach()
 expect_positive("memory bytes per range" memory bytes_per_range)
+
+# Sustained load: one row per scheduling mode, thirteen RSS samples each.
+string(JSON n LENGTH "${doc}" sustain)
+if(NOT n EQUAL 2)
+  message(FATAL_ERROR "sustain: expected 2 rows, got ${n}")
+endif()
+foreach(i 0 1)
+  expect_positive("sustain ${i} ok" sustain ${i} ok)
+  expect_positive("sustain ${i} settled RSS" sustain ${i} rss_settled)
+  expect_positive("sustain ${i} final RSS" sustain ${i} rss_end)
+  string(JSON k LENGTH "${doc}" sustain ${i} samples)
+  if(NOT k EQUAL 13)
+    message(FATAL_ERROR "sustain ${i}: expected 13 samples, got ${k}")
+  endif()
+endforeach()
 message(STATUS "bench.smoke: ${OUT} checked")
