@@ -278,7 +278,8 @@ void record_operation(router_state& st, const data_operation& op,
 
 void primary_final(router_state& st, data_operation& op, policy_time now);
 
-// Answered requests whose timeouts CAF's clock is told about at once.
+// How many answered requests' timeouts go to CAF's clock in one go: its
+// event queue holds 63, and a producer that finds it full sleeps.
 constexpr size_t cancel_batch = 16;
 
 // Tells CAF's clock thread to drop the request timeouts of the answered
