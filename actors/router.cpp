@@ -1007,6 +1007,8 @@ void record_answer(self_ptr self, data_operation& op, attempt_record& rec,
                    transport::outcome& o, clock_type::time_point sent) {
   auto now = self->clock().now();
   rec.activity_id = std::move(o.activity_id);
+  rec.connection = o.connection;
+  rec.connection_served = o.connection_served;
   rec.status = o.status;
   rec.substatus = o.substatus;
   rec.failure = o.error == transport::failure::none

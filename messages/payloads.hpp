@@ -190,6 +190,11 @@ struct attempt_record {
   /// The service's `x-ms-activity-id` of the answer ("" when none came): the
   /// id to quote to the service's support for this attempt.
   std::string activity_id;
+  /// The client's connection that carried it (numbered from 1 per HTTP
+  /// client; 0 when none did) and how many requests that connection had
+  /// answered before (0: a fresh connection).
+  uint64_t connection = 0;
+  uint64_t connection_served = 0;
 };
 
 /// What happened to one operation: every attempt in order.
@@ -431,7 +436,8 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, attempt_record& x) {
   return f(x.region, x.endpoint, x.status, x.substatus, x.failure,
            x.retry_reason, x.started_us, x.elapsed_us, x.request_charge, x.arm,
-           x.winner, x.breaker_skipped, x.breaker_admission, x.activity_id);
+           x.winner, x.breaker_skipped, x.breaker_admission, x.activity_id,
+           x.connection, x.connection_served);
 }
 
 template <class Inspector>

@@ -124,6 +124,8 @@ protected:
   // aborted handler of its connections has run on the loop.
   std::shared_ptr<client_core> core_;
   pool_ptr pool_;
+  /// Numbered from 1 per client, for diagnostics (`outcome::connection`).
+  uint64_t id_;
 };
 
 bool is_ip_literal(const std::string& host) {
@@ -335,6 +337,7 @@ public:
   bool stopping() const { return stopping_flag_.load(); }
   void count_opened() { ++opened_; }
   void count_reused() { ++reused_; }
+  uint64_t next_connection_id() { return ++connection_ids_; }
   void count_stale_unsent() { ++stale_unsent_; }
   void count_resent() { ++resent_; }
   void count_resend_refused() { ++resend_refused_; }
@@ -387,6 +390,7 @@ private:
   std::atomic<uint64_t> requests_{0};
   std::atomic<uint64_t> opened_{0};
   std::atomic<uint64_t> reused_{0};
+  std::atomic<uint64_t> connection_ids_{0};
   std::atomic<uint64_t> stale_unsent_{0};
   std::atomic<uint64_t> resent_{0};
   std::atomic<uint64_t> resend_refused_{0};
@@ -419,7 +423,7 @@ private:
 
 connection_base::connection_base(std::shared_ptr<client_core> core,
                                  pool_ptr pool)
-    : core_(core), pool_(std::move(pool)) {}
+    : core_(core), pool_(std::move(pool)), id_(core_->next_connection_id()) {}
 
 connection_base::~connection_base() {
   core_->forget(this);
@@ -698,6 +702,8 @@ private:
     auto& res = parser_->get();
     bool keep = res.keep_alive() && !aborted_;
     auto o = to_outcome(res);
+    o.connection = id_;
+    o.connection_served = served_;
     ++served_;
     parser_.reset();
     auto j = std::move(job_);
@@ -762,6 +768,8 @@ private:
     phase_ = phase::idle;
     auto o = failed(kind, std::move(detail));
     o.request_sent = maybe_sent_;
+    o.connection = id_;
+    o.connection_served = served_;
     maybe_sent_ = false;
     release(false);
     if (j) core_->complete(j, std::move(o));

@@ -62,6 +62,12 @@ struct outcome {
   /// handshake failures, a queue timeout, a write that failed before its
   /// first byte). A write with this set must not be repeated blindly.
   bool request_sent = false;
+  /// The connection that carried the attempt, numbered from 1 per client;
+  /// 0 when none did (it waited in the pool until its deadline).
+  uint64_t connection = 0;
+  /// Requests answered on that connection before this one: 0 for a fresh
+  /// connection, more for a kept-alive one.
+  uint64_t connection_served = 0;
 
   /// True for 2xx and 304 responses.
   bool success() const {

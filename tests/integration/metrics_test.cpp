@@ -187,6 +187,24 @@ TEST_F(Metrics, EveryAttempt_CarriesTheActivityIdOfItsAnswer) {
   EXPECT_EQ(f->diag.attempts[1].activity_id.size(), 36u);
 }
 
+// Each attempt names the HTTP client's connection that carried it and how
+// many requests it had answered before: the second read in the region goes
+// out on the create's kept-alive connection.
+TEST_F(Metrics, EveryAttempt_NamesItsConnection) {
+  auto c = route(point(data_op::create, "k1"));
+  ASSERT_TRUE(c) << sys->render(c.error());
+  auto r = route(point(data_op::read, "k1"));
+  ASSERT_TRUE(r) << sys->render(r.error());
+  ASSERT_EQ(c->diag.attempts.size(), 1u);
+  ASSERT_EQ(r->diag.attempts.size(), 1u);
+  const auto& first = c->diag.attempts[0];
+  const auto& second = r->diag.attempts[0];
+  EXPECT_NE(first.connection, 0u);
+  EXPECT_EQ(second.endpoint, first.endpoint);
+  EXPECT_EQ(second.connection, first.connection);
+  EXPECT_GT(second.connection_served, first.connection_served);
+}
+
 TEST_F(Metrics, EveryRequest_CarriesGeorouteUserAgent) {
   ASSERT_TRUE(route(point(data_op::create, "u1")));
   ASSERT_TRUE(route(point(data_op::read, "u1")));

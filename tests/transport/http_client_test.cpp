@@ -44,6 +44,35 @@ TEST(HttpClient, KeepAlive_SequentialRequests_OneConnection) {
   EXPECT_EQ(st.reused, uint64_t{n - 1});
 }
 
+// Every outcome names the connection that carried it and how many requests
+// that connection had answered before: what a report needs to tell a
+// fresh connection from a kept-alive one when an attempt fails.
+TEST(HttpClient, Outcome_NamesItsConnectionAndWhatItServedBefore) {
+  loopback_server srv{[](const server_request& q) {
+    reply r = ok();
+    if (q.target() == "/reset") r.how = reply::mode::reset_mid_body;
+    return r;
+  }};
+  http_client client{{}};
+  auto first = send_sync(client, get(srv.endpoint(), "/a"));
+  ASSERT_TRUE(first.success()) << first.error_detail;
+  EXPECT_NE(first.connection, 0u);
+  EXPECT_EQ(first.connection_served, 0u);
+  auto second = send_sync(client, get(srv.endpoint(), "/b"));
+  EXPECT_EQ(second.connection, first.connection);
+  EXPECT_EQ(second.connection_served, 1u);
+  // A failure on that kept-alive connection says so too; the next request
+  // goes out on a new one.
+  auto cut = send_sync(client, get(srv.endpoint(), "/reset"));
+  EXPECT_EQ(cut.error, failure::reset) << cut.error_detail;
+  EXPECT_EQ(cut.connection, first.connection);
+  EXPECT_EQ(cut.connection_served, 2u);
+  auto fresh = send_sync(client, get(srv.endpoint(), "/c"));
+  ASSERT_TRUE(fresh.success()) << fresh.error_detail;
+  EXPECT_NE(fresh.connection, first.connection);
+  EXPECT_EQ(fresh.connection_served, 0u);
+}
+
 TEST(HttpClient, Request_MethodTargetHeadersBody_SentVerbatim) {
   loopback_server srv{[](const server_request&) { return ok(); }};
   http_client client{{}};
