@@ -37,6 +37,117 @@ std::string region_list(const std::map<std::string, uint64_t>& m) {
   return out.empty() ? "none" : out;
 }
 
+namespace {
+
+std::string at_text(int64_t us) {
+  std::ostringstream os;
+  os.setf(std::ios::fixed);
+  os.precision(2);
+  os << "+" << static_cast<double>(us) / 1e6 << " s";
+  return os.str();
+}
+
+// The attempt that left the write ambiguous: the last one that got no
+// answer (a timeout or a lost connection), else the last one.
+const op_record::attempt_outcome* failed_attempt(const op_record& op) {
+  for (auto i = op.outcomes.rbegin(); i != op.outcomes.rend(); ++i)
+    if (i->status == 0) return &*i;
+  return op.outcomes.empty() ? nullptr : &op.outcomes.back();
+}
+
+// When the ambiguous attempt went out and came back (the operation's own
+// start and end when the engine sent no diagnostics).
+std::pair<int64_t, int64_t> failed_attempt_ms(const op_record& op) {
+  if (const auto* a = failed_attempt(op))
+    return {a->sent_us / 1000, a->answered_us / 1000};
+  return {op.start_us / 1000, op.end_us / 1000};
+}
+
+} // namespace
+
+std::string describe_write(const op_record& op,
+                           const std::vector<fault_marker>& faults) {
+  std::ostringstream os;
+  os << "write " << at_text(op.start_us) << " .. " << at_text(op.end_us)
+     << " (site " << op.site << ")";
+  if (!op.error.empty()) os << ": " << op.error.substr(0, 160);
+  if (op.outcomes.empty()) os << "; no attempts known";
+  for (size_t i = 0; i < op.outcomes.size(); ++i) {
+    const auto& a = op.outcomes[i];
+    os << "; attempt " << i + 1 << " to "
+       << (i < op.attempted.size() ? op.attempted[i] : std::string{"?"});
+    if (!a.endpoint.empty()) os << " (" << a.endpoint << ")";
+    os << " sent " << at_text(a.sent_us) << ", ";
+    if (a.status != 0)
+      os << a.status << "/" << a.substatus;
+    else
+      os << (a.failure.empty() ? std::string{"no answer"} : a.failure);
+    os << " after " << secs((a.answered_us - a.sent_us) / 1000);
+    if (a.connection == 0)
+      os << ", no connection";
+    else if (a.connection_served == 0)
+      os << ", fresh connection #" << a.connection;
+    else
+      os << ", connection #" << a.connection << " reused ("
+         << a.connection_served << " answered before)";
+    if (!a.retry_reason.empty()) os << ", then " << a.retry_reason;
+  }
+  // The nearest fault at or before the ambiguous attempt, and after it.
+  auto sent_ms = failed_attempt_ms(op).first;
+  const fault_marker* before = nullptr;
+  const fault_marker* after = nullptr;
+  for (const auto& f : faults) {
+    if (f.at_ms <= sent_ms && (!before || f.at_ms >= before->at_ms))
+      before = &f;
+    if (f.at_ms > sent_ms && (!after || f.at_ms < after->at_ms)) after = &f;
+  }
+  auto fault_text = [](const fault_marker& f) {
+    std::string t = "'" + f.label + "' at +" + secs(f.at_ms);
+    if (f.until_ms >= 0) t += " (lifted at +" + secs(f.until_ms) + ")";
+    return t;
+  };
+  os << "; nearest fault before: " << (before ? fault_text(*before) : "none")
+     << ", after: " << (after ? fault_text(*after) : "none");
+  return os.str();
+}
+
+bool sent_inside(const op_record& op,
+                 const std::vector<std::pair<int64_t, int64_t>>& windows) {
+  auto sent = failed_attempt_ms(op).first;
+  return std::any_of(windows.begin(), windows.end(), [&](const auto& w) {
+    return sent >= w.first - 500 && sent <= w.second + 500;
+  });
+}
+
+bool in_flight_at(const op_record& op, const std::vector<int64_t>& instants) {
+  auto [sent, answered] = failed_attempt_ms(op);
+  return std::any_of(instants.begin(), instants.end(), [&](int64_t t) {
+    return sent <= t + 500 && answered >= t - 500;
+  });
+}
+
+std::optional<double> slope_per_min(const std::vector<memory_point>& series,
+                                    double memory_point::*field,
+                                    int64_t from_ms) {
+  std::vector<std::pair<double, double>> pts;
+  for (const auto& m : series)
+    if (m.t_ms >= from_ms)
+      pts.emplace_back(static_cast<double>(m.t_ms) / 60000.0, m.*field);
+  if (pts.size() < 8) return std::nullopt;
+  double n = static_cast<double>(pts.size()), sx = 0, sy = 0;
+  for (const auto& [x, y] : pts) {
+    sx += x;
+    sy += y;
+  }
+  double mx = sx / n, my = sy / n, sxx = 0, sxy = 0;
+  for (const auto& [x, y] : pts) {
+    sxx += (x - mx) * (x - mx);
+    sxy += (x - mx) * (y - my);
+  }
+  if (sxx <= 0) return std::nullopt;
+  return sxy / sxx;
+}
+
 void require_failover(scenario_run& run, scenario_report& out, int64_t bound_ms,
                       const std::string& why) {
   run.require("failover within " + secs(bound_ms) + " (" + why + ")",
@@ -48,7 +159,8 @@ namespace {
 
 // Replaces the common failure criterion by one that excludes the writes
 // `ambiguous` picks (answered "may have been applied"), and requires each
-// of them to be `explained` by the fault script.
+// of them to be `explained` by the fault script; each one that is not is
+// described in a note.
 template <class Ambiguous, class Explained>
 void exclude_writes(scenario_run& run, scenario_report& out,
                     Ambiguous ambiguous_write, Explained explained,
@@ -64,11 +176,12 @@ void exclude_writes(scenario_run& run, scenario_report& out,
                 "see user-visible failures", true);
     return;
   }
-  uint64_t ambiguous = 0, unexplained = 0;
+  uint64_t ambiguous = 0;
+  std::vector<const op_record*> unexplained;
   for (const auto& op : run.ops())
     if (op.type == op_type::write && ambiguous_write(op)) {
       ++ambiguous;
-      if (!explained(op)) ++unexplained;
+      if (!explained(op)) unexplained.push_back(&op);
     }
   for (auto& c : out.criteria)
     if (c.requirement.rfind("user-visible failures = 0", 0) == 0) {
@@ -80,12 +193,18 @@ void exclude_writes(scenario_run& run, scenario_report& out,
     }
   run.require(requirement,
               std::to_string(ambiguous) + " " + adjective + ", " +
-                  std::to_string(unexplained) + " " + unexplained_as,
-              unexplained == 0);
+                  std::to_string(unexplained.size()) + " " + unexplained_as,
+              unexplained.empty());
+  constexpr size_t described = 50;
+  for (size_t i = 0; i < unexplained.size() && i < described; ++i)
+    run.note(unexplained_as + ": " + describe_write(*unexplained[i], out.faults));
+  if (unexplained.size() > described)
+    run.note("... and " + std::to_string(unexplained.size() - described) +
+             " more " + unexplained_as);
 }
 
 // The common criterion with timed-out writes excluded, each required to
-// start inside `windows` (+0.5 s each side).
+// have sent its ambiguous attempt inside `windows` (+0.5 s each side).
 void exclude_timed_out_writes(
     scenario_run& run, scenario_report& out,
     const std::vector<std::pair<int64_t, int64_t>>& windows,
@@ -93,10 +212,7 @@ void exclude_timed_out_writes(
   exclude_writes(
       run, out, timed_out_in_engine,
       [&](const op_record& op) {
-        auto start = op.start_us / 1000;
-        return std::any_of(windows.begin(), windows.end(), [&](const auto& w) {
-          return start >= w.first - 500 && start <= w.second + 500;
-        });
+        return sent_inside(op, windows);
       },
       "writes that timed out in flight", "timed-out writes", "timed out",
       "started outside", requirement);
@@ -119,10 +235,32 @@ void allow_ambiguous_writes(scenario_run& run, scenario_report& out,
 
 void allow_ambiguous_writes_during(
     scenario_run& run, scenario_report& out,
-    const std::vector<std::pair<int64_t, int64_t>>& silent) {
-  exclude_timed_out_writes(
-      run, out, silent,
-      "timed-out writes all started while a region hung or reset");
+    const std::vector<std::pair<int64_t, int64_t>>& silent,
+    const std::vector<int64_t>& cut_at) {
+  if (cut_at.empty()) {
+    exclude_timed_out_writes(
+        run, out, silent,
+        "timed-out writes all started while a region hung or reset");
+    return;
+  }
+  uint64_t by_refusal = 0;
+  exclude_writes(
+      run, out, timed_out_in_engine,
+      [&](const op_record& op) {
+        if (sent_inside(op, silent)) return true;
+        bool cut = op.error.find("timeout") == std::string::npos;
+        bool explained = cut && in_flight_at(op, cut_at);
+        by_refusal += explained ? 1 : 0;
+        return explained;
+      },
+      "writes that timed out in flight", "timed-out writes", "timed out",
+      "started outside",
+      "timed-out writes all started while a region hung or reset, or lost "
+      "their connection when a region started refusing connections");
+  if (!run.engine_settings().retry.write_retries)
+    run.note(std::to_string(by_refusal) +
+             " of the timed-out writes lost their connection when a region "
+             "started refusing connections (outside any hang or reset)");
 }
 
 void allow_writes_cut_at(scenario_run& run, scenario_report& out,
@@ -134,12 +272,7 @@ void allow_writes_cut_at(scenario_run& run, scenario_report& out,
                op.error.find("may have been applied") != std::string::npos &&
                op.error.find("timeout") == std::string::npos;
       },
-      [&](const op_record& op) {
-        auto start = op.start_us / 1000, end = op.end_us / 1000;
-        return std::any_of(cut_at.begin(), cut_at.end(), [&](int64_t t) {
-          return start <= t + 500 && end >= t - 500;
-        });
-      },
+      [&](const op_record& op) { return in_flight_at(op, cut_at); },
       "writes whose connection the fault cut after they were sent",
       "cut writes", "cut", "not in flight at the cut",
       "writes cut after they were sent were all in flight when a region "

@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -87,11 +88,30 @@ void allow_ambiguous_writes(scenario_run& run, scenario_report& out,
                             const std::vector<int64_t>& silent_at);
 
 /// The same for the soak, where a region may hang longer than a mark
-/// lives: every timed-out write must have started inside one of the
-/// `silent` intervals (a hang's start to its end, +0.5 s each side).
+/// lives: every timed-out write must have sent its ambiguous attempt inside
+/// one of the `silent` intervals (a hang's start to its end, +0.5 s each
+/// side); a write whose connection was cut (no timeout) may instead have
+/// been in flight (+-0.5 s) at an instant of `cut_at` (a region starting to
+/// refuse connections closes the ones it has).
 void allow_ambiguous_writes_during(
     scenario_run& run, scenario_report& out,
-    const std::vector<std::pair<int64_t, int64_t>>& silent);
+    const std::vector<std::pair<int64_t, int64_t>>& silent,
+    const std::vector<int64_t>& cut_at = {});
+
+/// One line about a write for the report: its times and error, every
+/// attempt (region, endpoint, when sent, what came back, the connection and
+/// whether it was reused), and the nearest fault before and after the
+/// attempt that failed.
+std::string describe_write(const op_record& op,
+                           const std::vector<fault_marker>& faults);
+
+/// Whether the write's ambiguous attempt (the last that got no answer) was
+/// sent inside one of `windows` (+0.5 s each side).
+bool sent_inside(const op_record& op,
+                 const std::vector<std::pair<int64_t, int64_t>>& windows);
+
+/// Whether that attempt was in flight (+-0.5 s) at one of `instants`.
+bool in_flight_at(const op_record& op, const std::vector<int64_t>& instants);
 
 /// A region that starts refusing connections closes the ones it has: a
 /// write sent on one just before gets "connection lost after the write was
@@ -100,6 +120,13 @@ void allow_ambiguous_writes_during(
 /// at an instant in `cut_at`. Timeouts are not excused by this.
 void allow_writes_cut_at(scenario_run& run, scenario_report& out,
                          const std::vector<int64_t>& cut_at);
+
+/// The least-squares slope of one memory series (`&memory_point::rss_mib`
+/// or `heap_mib`) over its samples from `from_ms` on, in MiB per minute;
+/// nullopt with fewer than 8 such samples.
+std::optional<double> slope_per_min(const std::vector<memory_point>& series,
+                                    double memory_point::*field,
+                                    int64_t from_ms);
 
 /// The soak (soak.cpp).
 void soak(scenario_run& run, scenario_report& out, uint64_t seed);

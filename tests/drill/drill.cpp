@@ -44,6 +44,9 @@ constexpr const char* help_text =
     "                        machine; memory, no loss and no stuck request\n"
     "                        are still judged, user-visible failures only\n"
     "                        reported\n"
+    "  --leak-per-op=BYTES   keep BYTES more for every operation until the\n"
+    "                        run ends: a deliberate leak, to see the memory\n"
+    "                        criteria fail (0: none)\n"
     "  --json=FILE           write the report as JSON\n"
     "  --html=FILE           write the report as HTML with a timeline chart "
     "per\n"
@@ -159,7 +162,8 @@ result<parsed_command> parse_command(std::vector<std::string> args) {
         a.substr(2, eq == std::string::npos ? std::string::npos : eq - 2);
     static const std::vector<std::string> known{
         "scenario", "duration", "rate", "callers", "regions", "seed",
-        "deadline", "json",     "html", "soak",    "cpu-hog"};
+        "deadline", "json",     "html", "soak",    "cpu-hog",
+        "leak-per-op"};
     if (std::find(known.begin(), known.end(), name) == known.end())
       return problem{"unknown option --" + name +
                      " (see georoute drill --help)"};
@@ -228,6 +232,10 @@ result<parsed_command> parse_command(std::vector<std::string> args) {
       auto n = number_arg<uint32_t>(name, value, 0, 64);
       if (!n) return n.error();
       out.options.cpu_hog = *n;
+    } else if (name == "leak-per-op") {
+      auto n = number_arg<uint32_t>(name, value, 0, 1 << 20);
+      if (!n) return n.error();
+      out.options.leak_per_op = *n;
     } else if (name == "json") {
       out.options.json_file = value;
     } else if (name == "html") {

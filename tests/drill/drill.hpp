@@ -42,6 +42,9 @@ struct drill_options {
   /// machine can meet (no user-visible failure) are reported, not judged;
   /// memory, no loss and no stuck request still are.
   uint32_t cpu_hog = 0;
+  /// A deliberate leak: the recorder keeps this many bytes more for every
+  /// operation until the run ends, to show that the memory criteria fail.
+  uint32_t leak_per_op = 0;
   std::string json_file;
   std::string html_file;
   /// Progress: a rewritten line on a terminal, plain lines otherwise.

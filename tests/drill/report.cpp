@@ -326,6 +326,13 @@ ojson to_json(const scenario_report& s) {
     timeline.push_back({{"t_ms", b.t_ms},
                         {"backend", to_json(b.backend)},
                         {"callers", ojson(b.callers)}});
+  auto memory = ojson::array();
+  for (const auto& m : s.memory)
+    memory.push_back(
+        {{"t_ms", m.t_ms},
+         {"rss_mib", m.rss_mib},
+         {"heap_mib", m.heap_mib},
+         {"records_mib", m.records_mib}});
   auto criteria = ojson::array();
   for (const auto& c : s.criteria)
     criteria.push_back({{"requirement", c.requirement},
@@ -347,6 +354,7 @@ ojson to_json(const scenario_report& s) {
           {"served_by", ojson(s.served_by)},
           {"faults", faults},
           {"timeline", timeline},
+          {"memory", memory},
           {"criteria", criteria},
           {"notes", ojson(s.notes)},
           {"passed", s.passed}};
@@ -557,6 +565,15 @@ void checker::scenario(const json& s, const std::string& path) {
     status_map(b, p, "backend");
     map_of(b, p, "callers", type::unsigned_int);
   });
+  // Optional: reports written before the memory series have none.
+  if (s.contains("memory"))
+    array_of(s, path, "memory", [this](const json& m, const std::string& p) {
+      if (!expect(m, p, type::object)) return;
+      field(m, p, "t_ms", type::integer);
+      field(m, p, "rss_mib", type::number);
+      field(m, p, "heap_mib", type::number);
+      field(m, p, "records_mib", type::number);
+    });
   bool criteria_known = true;
   bool all_passed = true;
   std::string first_failed;

@@ -29,6 +29,9 @@ struct fault_marker {
   int64_t at_ms = 0;  ///< since the scenario started
   std::string label;  ///< "East US hangs", "write region -> East US"
   std::string region; ///< the region it is about ("" when none)
+  /// When the script lifted it, since the scenario started; -1: never, or
+  /// a change that is not lifted (a split, a rotation). Not in the JSON.
+  int64_t until_ms = -1;
 };
 
 /// One second of the scenario.
@@ -41,6 +44,18 @@ struct timeline_bucket {
   /// The callers' view: operations that ended in this second, by outcome
   /// ("success", "failure", "timeout").
   std::map<std::string, uint64_t> callers;
+};
+
+/// The process's memory at one instant of the scenario (drill and engines
+/// share the process; the emulator too).
+struct memory_point {
+  int64_t t_ms = 0; ///< since the scenario started
+  double rss_mib = 0;
+  double heap_mib = 0; ///< the allocator's bytes in use; 0: not known
+  /// Of those, about how much the drill's own records hold (operations
+  /// kept whole, aggregates, these series): the rest is the engines' and
+  /// the emulator's.
+  double records_mib = 0;
 };
 
 /// One verdict criterion: what is required, what was measured.
@@ -73,6 +88,8 @@ struct scenario_report {
   std::map<std::string, uint64_t> served_by;
   std::vector<fault_marker> faults;
   std::vector<timeline_bucket> timeline;
+  /// Sampled once a second (thinned in long runs).
+  std::vector<memory_point> memory;
   std::vector<criterion> criteria;
   /// Facts worth a line under the table ("3 failover decisions, 0
   /// pre-empted").

@@ -45,6 +45,7 @@ scenario_report passing() {
   s.criteria = {{"user-visible failures = 0", "0", true},
                 {"failover within 5 s", "1.23 s", true}};
   s.notes = {"3 failover decisions, 0 pre-empted"};
+  s.memory = {{0, 30.5, 12.25, 0.5}, {1000, 31.0, 12.5, 0.75}};
   s.passed = true;
   return s;
 }
@@ -258,6 +259,10 @@ TEST(RenderJson, Fields_UnderTheirStructNames) {
   EXPECT_EQ(s1["by_kind"]["write"]["timeouts"], 1);
   EXPECT_EQ(s1["criteria"][1]["measured"], "1.23 s");
   EXPECT_EQ(s1["notes"][0], "3 failover decisions, 0 pre-empted");
+  EXPECT_EQ(s1["memory"][1]["t_ms"], 1000);
+  EXPECT_EQ(s1["memory"][1]["rss_mib"], 31.0);
+  EXPECT_EQ(s1["memory"][1]["heap_mib"], 12.5);
+  EXPECT_EQ(s1["memory"][1]["records_mib"], 0.75);
   const auto& s2 = j["scenarios"][1];
   EXPECT_TRUE(s2["failover_ms"].is_null());
   EXPECT_TRUE(s2["failover_at_ms"].is_null());
@@ -282,6 +287,13 @@ TEST(ValidateReportJson, MissingKey_Named) {
   EXPECT_EQ(
       after([](json& j) { j["scenarios"][0]["faults"][1].erase("at_ms"); }),
       problems{"scenarios[0].faults[1].at_ms: missing"});
+}
+
+TEST(ValidateReportJson, MemorySeries_OptionalButCheckedWhenThere) {
+  EXPECT_TRUE(after([](json& j) { j["scenarios"][0].erase("memory"); }).empty());
+  EXPECT_EQ(after([](json& j) { j["scenarios"][0]["memory"][1]["heap_mib"] = "x"; }),
+            problems{"scenarios[0].memory[1].heap_mib: expected a number, got "
+                     "string \"x\""});
 }
 
 TEST(ValidateReportJson, WrongType_Named) {

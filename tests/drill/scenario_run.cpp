@@ -15,6 +15,7 @@
 #include <functional>
 #include <future>
 #include <iostream>
+#include <malloc.h>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -134,6 +135,18 @@ caf::expected<T> ask(caf::actor_system& sys, const Handle& h,
       .receive([&](T& x) { result = std::move(x); },
                [&](caf::error& e) { result = std::move(e); });
   return result;
+}
+
+// Bytes the allocator has handed out and not taken back, in MiB: glibc's
+// arenas plus its mmapped blocks. Sanitizers bring allocators of their own:
+// 0 there.
+double heap_in_use_mib() {
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  return 0;
+#else
+  auto mi = mallinfo2();
+  return static_cast<double>(mi.uordblks + mi.hblkhd) / (1024.0 * 1024.0);
+#endif
 }
 
 // This process's resident memory, from /proc/self/statm.
@@ -312,7 +325,8 @@ void scenario_run::start_workload() {
   emu_->control().reset_counters();
   fetches_at_start_ = account_fetches();
   rec_ =
-      std::make_shared<recorder>(recorder::clock::now(), world_.fold_successes);
+      std::make_shared<recorder>(recorder::clock::now(), world_.fold_successes,
+                                 opts_.leak_per_op);
   auto per_caller = opts_.rate / std::max<uint32_t>(opts_.callers, 1);
   for (uint32_t i = 0; i < opts_.callers; ++i) {
     caller_setup c;
@@ -347,15 +361,23 @@ void scenario_run::sample_backend() {
   auto start = rec_->start();
   auto take = [&](int64_t t_ms) {
     auto now = emu_->control().counters();
-    timeline_bucket b;
+    backend_second b;
     b.t_ms = t_ms;
-    for (const auto& [region, by_status] : now)
+    for (const auto& [region, by_status] : now) {
+      auto name = region.empty() ? std::string{"(global)"} : region;
+      auto at = std::find(backend_regions_.begin(), backend_regions_.end(),
+                          name);
+      auto index = static_cast<uint16_t>(at - backend_regions_.begin());
+      if (at == backend_regions_.end()) backend_regions_.push_back(name);
       for (const auto& [status, count] : by_status) {
         auto before = last[region][status];
         if (count > before)
-          b.backend[region.empty() ? "(global)" : region][status] =
-              count - before;
+          b.counts.push_back({index, static_cast<int16_t>(status),
+                              static_cast<uint32_t>(count - before)});
       }
+    }
+    b.counts.shrink_to_fit();
+    backend_counts_bytes_ += b.counts.capacity() * sizeof(backend_count);
     last = std::move(now);
     // The breakers' transitions in this second, and how far each range got.
     engine_sample e;
@@ -366,21 +388,27 @@ void scenario_run::sample_backend() {
         e.breaker_probes += st->breaker_probes;
         e.breaker_closed += st->breaker_closed;
       }
-    for (const auto& [key, tally] : emu_->control().counters_by_range()) {
-      uint64_t n = tally.held;
-      for (const auto& [status, count] : tally.by_status)
-        n += count;
-      e.reached[key] = n;
-    }
+    if (world_.sample_engines)
+      for (const auto& [key, tally] : emu_->control().counters_by_range()) {
+        uint64_t n = tally.held;
+        for (const auto& [status, count] : tally.by_status)
+          n += count;
+        e.reached[key] = n;
+      }
     const engine_sample* prev =
         engine_samples_.empty() ? nullptr : &engine_samples_.back();
     if (prev && e.breaker_opened > prev->breaker_opened)
-      b.callers["breaker_opened"] = e.breaker_opened - prev->breaker_opened;
+      b.breaker_opened =
+          static_cast<uint32_t>(e.breaker_opened - prev->breaker_opened);
     if (prev && e.breaker_closed > prev->breaker_closed)
-      b.callers["breaker_closed"] = e.breaker_closed - prev->breaker_closed;
+      b.breaker_closed =
+          static_cast<uint32_t>(e.breaker_closed - prev->breaker_closed);
+    // Only the scenarios that judge the series keep it: one map per second
+    // would otherwise grow with the run and show in its memory curve.
+    if (!world_.sample_engines) engine_samples_.clear();
     engine_samples_.push_back(std::move(e));
-    backend_buckets_.push_back(std::move(b));
-    if (auto mb = resident_mib()) rss_.emplace_back(t_ms, *mb);
+    backend_seconds_.push_back(std::move(b));
+    sample_memory(t_ms);
   };
   while (sampling_) {
     auto next = start + std::chrono::seconds{k + 1};
@@ -391,6 +419,29 @@ void scenario_run::sample_backend() {
     ++k;
   }
   take(k * 1000); // the partial last second
+}
+
+void scenario_run::sample_memory(int64_t t_ms) {
+  // A day's run at one sample a second would be 86,400 samples: past
+  // max_memory_samples every other one is dropped and the period doubles,
+  // so the series stays bounded and evenly spaced.
+  constexpr size_t max_memory_samples = 4096;
+  if (++memory_tick_ < memory_every_) return;
+  memory_tick_ = 0;
+  auto rss = resident_mib();
+  if (!rss) return;
+  size_t records = rec_->bytes_held() +
+                   memory_.capacity() * sizeof(memory_point) +
+                   backend_seconds_.capacity() * sizeof(backend_second) +
+                   backend_counts_bytes_;
+  memory_.push_back({t_ms, *rss, heap_in_use_mib(),
+                     static_cast<double>(records) / (1024.0 * 1024.0)});
+  if (memory_.size() < max_memory_samples) return;
+  size_t kept = 0;
+  for (size_t i = 0; i < memory_.size(); i += 2)
+    memory_[kept++] = memory_[i];
+  memory_.resize(kept);
+  memory_every_ *= 2;
 }
 
 void scenario_run::wait_until(double fraction) {
@@ -603,8 +654,20 @@ void scenario_run::summarize() {
     out_.p50_ms = percentile(latencies, 0.50);
     out_.p99_ms = percentile(latencies, 0.99);
   }
+  out_.memory = memory_;
   // The timeline: the backend samples plus the callers' outcomes.
-  out_.timeline = backend_buckets_;
+  out_.timeline.reserve(backend_seconds_.size());
+  for (const auto& second : backend_seconds_) {
+    timeline_bucket b;
+    b.t_ms = second.t_ms;
+    for (const auto& c : second.counts)
+      b.backend[backend_regions_[c.region]][c.status] = c.count;
+    if (second.breaker_opened > 0)
+      b.callers["breaker_opened"] = second.breaker_opened;
+    if (second.breaker_closed > 0)
+      b.callers["breaker_closed"] = second.breaker_closed;
+    out_.timeline.push_back(std::move(b));
+  }
   auto last_ms = out_.duration_ms;
   while (static_cast<int64_t>(out_.timeline.size()) * 1000 <= last_ms) {
     timeline_bucket b;

@@ -43,6 +43,9 @@ struct world_options {
   /// The account's `enablePerPartitionFailoverBehavior` (S8); unset: the
   /// property is left out of the account.
   std::optional<bool> per_partition_failover;
+  /// Keep the per-second engine samples (`engine_samples()`); the grey
+  /// scenarios judge the breaker by them. Off, only the newest is kept.
+  bool sample_engines = false;
   /// The write order to start with (single-write: its first region takes
   /// the writes); empty: the account order.
   std::vector<std::string> write_order;
@@ -93,11 +96,13 @@ public:
   const folded_ops& folded() const { return folded_; }
   /// Router counters summed over the sites (after `finish`).
   const router_stats& routers() const { return router_totals_; }
-  /// Resident memory of the process, once a second: (ms, MiB).
-  const std::vector<std::pair<int64_t, double>>& rss() const { return rss_; }
-  /// Once a second, for the grey scenarios: the routers' breaker counters
-  /// summed over the sites, and the requests that reached each (region,
-  /// collection, range) of the emulator so far (answered or held).
+  /// The process's memory, sampled once a second (every few seconds in a
+  /// long run: the series is thinned to stay bounded).
+  const std::vector<memory_point>& memory() const { return memory_; }
+  /// Once a second, with `world_options::sample_engines`: the routers'
+  /// breaker counters summed over the sites, and the requests that reached
+  /// each (region, collection, range) of the emulator so far (answered or
+  /// held).
   struct engine_sample {
     int64_t t_ms = 0;
     uint64_t breaker_opened = 0, breaker_probes = 0, breaker_closed = 0;
@@ -109,6 +114,7 @@ public:
   /// The caller deadline in force.
   std::chrono::milliseconds deadline() const { return deadline_; }
   const config::settings& engine_settings() const { return base_; }
+  const drill_options& options() const { return opts_; }
 
   /// Follows every site's location cache from now on: each table it
   /// publishes, kept with the instant it arrived. Call after `setup`.
@@ -136,6 +142,7 @@ public:
 
 private:
   void sample_backend();
+  void sample_memory(int64_t t_ms);
   void teardown();
   void summarize();
   void common_criteria();
@@ -165,8 +172,25 @@ private:
   std::vector<caf::actor> watchers_;
   std::thread sampler_;
   std::atomic<bool> sampling_{false};
-  std::vector<timeline_bucket> backend_buckets_;
-  std::vector<std::pair<int64_t, double>> rss_;
+  // One second of the backend view, kept compact while the run lasts (a
+  // timeline_bucket of maps is ~1 KiB a second) and expanded for the report
+  // once it ended.
+  struct backend_count {
+    uint16_t region = 0; ///< index into backend_regions_
+    int16_t status = 0;
+    uint32_t count = 0;
+  };
+  struct backend_second {
+    int64_t t_ms = 0;
+    std::vector<backend_count> counts;
+    uint32_t breaker_opened = 0, breaker_closed = 0;
+  };
+  std::vector<std::string> backend_regions_;
+  std::vector<backend_second> backend_seconds_;
+  size_t backend_counts_bytes_ = 0; ///< what their `counts` hold
+  std::vector<memory_point> memory_;
+  int memory_every_ = 1; ///< seconds between two kept memory samples
+  int memory_tick_ = 0;
   std::vector<engine_sample> engine_samples_;
   uint64_t fetches_at_start_ = 0;
   std::vector<op_record> ops_;

@@ -156,27 +156,75 @@ TEST(DrillWriteRetries, S1a_NoWriteFailure_EveryDocumentItsOwn) {
   EXPECT_TRUE(strict) << "timed-out writes were excused";
 }
 
-// The soak of issue 11, one minute: random faults from the whole menu.
-// It runs with write retries on (issue 19): no timed-out write is excused,
-// and every acknowledged document carries the tracking id of its last
-// acknowledged write. (The overload soak below runs without them.)
-TEST(DrillSoak, OneMinute_PassesEveryCriterion) {
+namespace {
+
+bool has_criterion(const scenario_report& s, const std::string& prefix) {
+  return std::any_of(s.criteria.begin(), s.criteria.end(),
+                     [&](const criterion& c) {
+                       return c.requirement.rfind(prefix, 0) == 0;
+                     });
+}
+
+const criterion* find_criterion(const scenario_report& s,
+                                const std::string& prefix) {
+  for (const auto& c : s.criteria)
+    if (c.requirement.rfind(prefix, 0) == 0) return &c;
+  return nullptr;
+}
+
+drill_report two_minute_soak(uint32_t leak_per_op, bool write_retries) {
   drill_options o;
-  o.soak = 60s;
+  o.soak = 120s;
   set_load(o);
   o.seed = 7;
+  o.leak_per_op = leak_per_op;
   auto settings = drill_settings();
-  settings.retry.write_retries = true;
-  auto report = run_drill(o, settings, library_settings(),
-                          [](const std::string&, bool) {});
+  settings.retry.write_retries = write_retries;
+  return run_drill(o, settings, library_settings(),
+                   [](const std::string&, bool) {});
+}
+
+} // namespace
+
+// The soak, two minutes: random faults from the whole menu. It runs with
+// write retries on: no timed-out write is excused, and every acknowledged
+// document carries the tracking id of its last acknowledged write. (The
+// overload soak below runs without them.) Two minutes, so that the memory
+// slopes are judged (their short-run limits).
+TEST(DrillSoak, TwoMinutes_PassesEveryCriterion) {
+  auto report = two_minute_soak(0, true);
   ASSERT_EQ(report.scenarios.size(), 1u);
   const auto& s = report.scenarios.front();
   SCOPED_TRACE(render_table(report));
-  EXPECT_GE(s.faults.size(), 8u) << "the soak applied too few faults";
+  EXPECT_GE(s.faults.size(), 16u) << "the soak applied too few faults";
   for (const auto& c : s.criteria)
     EXPECT_TRUE(c.passed) << c.requirement << ": " << c.measured;
+  if (!instrumented) {
+    EXPECT_TRUE(has_criterion(s, "resident memory does not keep rising"));
+    EXPECT_TRUE(has_criterion(s, "heap in use does not keep rising"));
+  }
+  EXPECT_GE(s.memory.size(), 100u) << "a memory sample a second";
   auto problems = validate_report_json(render_json(report));
   EXPECT_TRUE(problems.empty()) << problems.front();
+}
+
+// The same soak with a deliberate leak of 16 bytes kept per operation: the
+// heap's slope over the second half fails, while the level criterion (the
+// median of 20-40 % against 80-100 %, +16 MiB allowed) cannot see it.
+TEST(DrillSoak, LeakOfSixteenBytesPerOperation_FailsTheHeapSlope) {
+  if (instrumented)
+    GTEST_SKIP() << "memory is not judged under a sanitizer";
+  auto report = two_minute_soak(16, false);
+  ASSERT_EQ(report.scenarios.size(), 1u);
+  const auto& s = report.scenarios.front();
+  SCOPED_TRACE(render_table(report));
+  const auto* heap = find_criterion(s, "heap in use does not keep rising");
+  ASSERT_NE(heap, nullptr);
+  EXPECT_FALSE(heap->passed) << heap->measured;
+  const auto* level = find_criterion(s, "resident memory flat after warm-up");
+  ASSERT_NE(level, nullptr);
+  EXPECT_TRUE(level->passed) << level->measured;
+  EXPECT_FALSE(s.passed);
 }
 
 // The same soak beside 4 busy threads on the 2 cores: the machine cannot
@@ -201,10 +249,7 @@ TEST(DrillSoak, UnderCpuHog_MemoryNoLossAndVerificationHold) {
   for (const auto& c : s.criteria)
     EXPECT_TRUE(c.passed) << c.requirement << ": " << c.measured;
   auto judged = [&](const std::string& prefix) {
-    return std::any_of(s.criteria.begin(), s.criteria.end(),
-                       [&](const criterion& c) {
-                         return c.requirement.rfind(prefix, 0) == 0;
-                       });
+    return has_criterion(s, prefix);
   };
   EXPECT_TRUE(judged("acknowledged writes lost = 0"));
   EXPECT_TRUE(judged("every acknowledged write verified"));

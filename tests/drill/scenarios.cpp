@@ -821,6 +821,7 @@ void grey_script(scenario_run& run, scenario_report& out,
                                           int64_t)>& check = {}) {
   world_options w;
   w.multi_write = true;
+  w.sample_engines = true; // breaker_criteria reads the per-second series
   if (!run.setup(w)) return;
   auto region = run.regions()[1];
   run.start_workload();

@@ -4,6 +4,7 @@
 #include "messages/types.hpp"
 
 #include <caf/all.hpp>
+#include <algorithm>
 #include <cmath>
 #include <nlohmann/json.hpp>
 #include <random>
@@ -70,6 +71,11 @@ void recorder::add(op_record r) {
     break;
   }
   std::lock_guard<std::mutex> guard{mtx_};
+  if (leak_per_op_ > 0) {
+    leaked_.push_back(std::make_unique<char[]>(leak_per_op_));
+    // Touched, so that the pages count as resident.
+    std::fill_n(leaked_.back().get(), leak_per_op_, char{1});
+  }
   bool plain = r.result == op_result::success && r.region != "(global)" &&
                r.duplicates == 0 && r.missing == 0;
   if (!fold_ || !plain) {
@@ -103,6 +109,38 @@ std::vector<op_record> recorder::all() const {
 folded_ops recorder::folded() const {
   std::lock_guard<std::mutex> guard{mtx_};
   return folded_;
+}
+
+namespace {
+
+size_t heap_of(const std::string& s) {
+  // Short strings live inside the object (libstdc++: up to 15 characters).
+  return s.capacity() > 15 ? s.capacity() + 1 : 0;
+}
+
+} // namespace
+
+size_t recorder::bytes_held() const {
+  std::lock_guard<std::mutex> guard{mtx_};
+  size_t n = ops_.capacity() * sizeof(op_record);
+  for (const auto& op : ops_) {
+    n += heap_of(op.region) + heap_of(op.range_id) + heap_of(op.error) +
+         heap_of(op.written_id) + heap_of(op.tracking_id);
+    n += op.attempted.capacity() * sizeof(std::string);
+    for (const auto& a : op.attempted)
+      n += heap_of(a);
+    n += op.outcomes.capacity() * sizeof(op_record::attempt_outcome);
+    for (const auto& o : op.outcomes)
+      n += heap_of(o.retry_reason) + heap_of(o.endpoint) + heap_of(o.failure);
+  }
+  n += folded_.per_second.capacity() * sizeof(uint64_t);
+  for (const auto& id : folded_.written_ids)
+    n += 64 + heap_of(id); // a set node: 32 bytes of links, the string
+  for (const auto& [id, last] : folded_.last_tracking)
+    n += 96 + heap_of(id) + heap_of(last.second);
+  n += leaked_.capacity() * sizeof(leaked_.front()) +
+       leaked_.size() * leak_per_op_;
+  return n;
 }
 
 namespace {
@@ -166,7 +204,8 @@ void take_diagnostics(const caller_setup& cfg, const diagnostics& d,
     r.attempted.push_back(label_of(cfg, a));
     r.outcomes.push_back({a.status, a.substatus, r.start_us + a.started_us,
                           r.start_us + a.started_us + a.elapsed_us,
-                          a.retry_reason});
+                          a.retry_reason, a.endpoint, a.failure, a.connection,
+                          a.connection_served});
     if (a.arm > 0) r.hedged = true;
     if (a.winner) winner = &a;
   }

@@ -51,6 +51,12 @@ struct op_record {
     int64_t sent_us = 0;
     int64_t answered_us = 0;
     std::string retry_reason; ///< why the next attempt happened
+    std::string endpoint;
+    std::string failure; ///< the transport's failure kind, "" for a response
+    /// The HTTP client's connection (0: none) and the requests it had
+    /// answered before this one (0: fresh).
+    uint64_t connection = 0;
+    uint64_t connection_served = 0;
   };
   std::vector<attempt_outcome> outcomes;
   /// The partition-key range the engine routed it to ("" when unknown).
@@ -110,8 +116,9 @@ class recorder {
 public:
   using clock = std::chrono::steady_clock;
 
-  explicit recorder(clock::time_point start, bool fold = false)
-      : start_(start), fold_(fold) {}
+  explicit recorder(clock::time_point start, bool fold = false,
+                    uint32_t leak_per_op = 0)
+      : start_(start), fold_(fold), leak_per_op_(leak_per_op) {}
 
   int64_t now_us() const;
   clock::time_point start() const { return start_; }
@@ -120,6 +127,9 @@ public:
   std::vector<op_record> all() const;
   /// What was folded (empty unless folding).
   folded_ops folded() const;
+  /// About how many heap bytes the records hold (the whole operations kept,
+  /// the folded aggregates): the drill's own share of the process's memory.
+  size_t bytes_held() const;
   bool folding() const { return fold_; }
 
   /// Operations issued and not answered (nor timed out) yet.
@@ -131,6 +141,9 @@ public:
 private:
   clock::time_point start_;
   bool fold_;
+  /// `drill_options::leak_per_op`: bytes kept per operation in `leaked_`.
+  uint32_t leak_per_op_;
+  std::vector<std::unique_ptr<char[]>> leaked_;
   mutable std::mutex mtx_;
   std::vector<op_record> ops_;
   folded_ops folded_;
