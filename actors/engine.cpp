@@ -480,8 +480,8 @@ supervisor_impl(sup_ptr self, std::shared_ptr<engine_state> shared) {
     st.alive[p] = true;
   }
   self->set_down_handler([=](caf::down_msg& dm) { on_down(self, dm); });
-  // A stop by exit message: `engine::stop` of old, or an actor linked to
-  // the supervisor that exited.
+  // A stop by exit message: an actor linked to the supervisor exited, or
+  // somebody sent the supervisor an exit message.
   self->set_exit_handler(
       [=](caf::exit_msg& msg) { begin_stop(self, msg.reason); });
   return {

@@ -10,14 +10,15 @@
 //     caf::actor_system sys{cfg};
 //     auto eng = georoute::engine::start(sys, settings); // uses the loop
 //
-// Why. With CAF's default scheduler a point read crosses threads four times:
-// caller -> router (a worker), router -> the client's io thread, the io
-// thread -> router again, and every `request(..., timeout)` or
-// `delayed_send` registers with CAF's clock thread. Each crossing is a wake
-// of a sleeping thread. On the loop the router, its socket and its timers
-// share a thread: a message between actors of the loop is a push onto a
-// local queue, an HTTP completion runs on the thread that will handle it,
-// and a timer is an entry in a map the loop looks at before it sleeps.
+// Why. With CAF's default scheduler a point read crosses threads: caller ->
+// router, router -> caller, and, unless the router runs on a home thread
+// beside its sockets (actors/home_thread.hpp), router -> the client's io
+// thread and back; and every `request(..., timeout)` or `delayed_send`
+// registers with CAF's clock thread. Each crossing is a wake of a sleeping
+// thread. On the loop the router, its socket and its timers share a thread:
+// a message between actors of the loop is a push onto a local queue, an
+// HTTP completion runs on the thread that will handle it, and a timer is an
+// entry in a map the loop looks at before it sleeps.
 //
 // The thread runs, in turn: ready actors (FIFO, at most a batch before it
 // looks at sockets and timers again, so busy actors cannot starve I/O),

@@ -6,12 +6,13 @@
 // actors/engine_loop.hpp, every actor already shares the sockets' thread and
 // no home thread is made.)
 //
-// Why. On CAF's default scheduler a point read used to cross threads four
-// times: caller -> router on a worker, router -> the client's io thread, the
-// io thread -> router on a worker again, router -> caller. With the router
-// at home beside its sockets, a send is a call on the same thread and the
-// completion comes back there: two crossings remain (caller -> home, home ->
-// caller), the ones a caller on another thread cannot avoid.
+// Why. On CAF's default scheduler, without a home thread, a point read
+// crosses threads four times: caller -> router on a worker, router -> the
+// client's io thread, the io thread -> router on a worker again, router ->
+// caller. With the router at home beside its sockets, a send is a call on
+// the same thread and the completion comes back there: two crossings remain
+// (caller -> home, home -> caller), the ones a caller on another thread
+// cannot avoid.
 //
 // How an actor stays home. CAF 0.17 schedules an actor that receives a
 // message on the execution unit of the sender (its worker), so nothing keeps

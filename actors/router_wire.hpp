@@ -53,7 +53,7 @@ data_response to_response(transport::outcome&& o);
 /// Checks the body of a successful attempt: a 2xx that carries a resource
 /// (a document, a query page) must carry one JSON object; 204, 304 and the
 /// empty answer of a remove carry none. Returns the problem, or nothing.
-/// Without it a broken body reached the caller as a success (the
+/// Without it a broken body would reach the caller as a success (the
 /// bad-input table, `integration.BadInput.MalformedJson_*`).
 std::optional<std::string> success_body_problem(data_op op,
                                                 const transport::outcome& o);

@@ -191,9 +191,9 @@ load_result georoute_config::load(std::vector<std::string> args,
   for (auto& e : read.errors)
     out.errors.push_back(std::move(e));
 
-  // CAF's own default of max(4, cores) workers costs ~35% on 2 cores. Only
-  // this program's configuration does this; read_settings leaves a host's
-  // scheduler alone.
+  // CAF's own default of max(4, cores) workers puts more workers than cores
+  // on a small machine, each polling for work. Only this program's
+  // configuration does this; read_settings leaves a host's scheduler alone.
   if (out.ok() && caf::get_if(&content, "scheduler.max-threads") == nullptr)
     set("scheduler.max-threads", out.values.scheduler_threads);
   return out;

@@ -191,7 +191,8 @@ using router_actor = caf::typed_actor<
 ///
 /// - `(stop_atom)` -> `caf::ok_atom`: the asynchronous stop. Every actor is
 ///   told to exit (callers with work in flight get `errc::shutting_down`),
-///   the HTTP client's io threads are joined off the CAF workers, and only
+///   the HTTP client is closed off the CAF workers (its io threads joined,
+///   or its sockets closed on the thread that drives them), and only
 ///   then comes the answer: once it is there, the engine is down and the
 ///   actor system may destruct. Idempotent while the supervisor lives; a
 ///   stop sent after it is gone fails with CAF's `request_receiver_down`,

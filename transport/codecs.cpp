@@ -25,8 +25,9 @@ bool upper_hex(const std::string& s) {
 }
 
 // EPK bounds are upper-case hex; "" is the minimum. They compare in EPK order
-// (epk_compare), where "" == "00" == "0000": comparing them as strings let
-// through empty ranges such as ["", "00") (found by tests/fuzz).
+// (epk_compare), where "" == "00" == "0000": comparing them as strings would
+// let through empty ranges such as ["", "00") (the crash-empty-range-* files
+// of tests/fuzz/corpus/pkranges keep such cases).
 void check_epk_bounds(reader& rd, const std::string& min_path,
                       const std::string& min, const std::string& max_path,
                       const std::string& max, bool allow_equal) {

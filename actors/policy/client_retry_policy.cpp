@@ -142,8 +142,8 @@ retry_decision client_retry_policy::evaluate(const failure_signal& s,
       // ClientRetryPolicy.ShouldRetryOnUnavailableEndpointStatusCodes, which
       // never retries a single-master write after a 503. The engine's view may
       // be stale: the account may have become multi-write again, or moved its
-      // hub, since the last refresh (the 30-minute soak failed 23 writes so, a
-      // few seconds after a single-write moment). A 503 was not applied, so:
+      // hub, since the last refresh (a few seconds after a single-write
+      // moment, the old hub answers 503). A 503 was not applied, so:
       // read the account (not forced: the minimum interval bounds the reads a
       // real hub outage causes), then retry once, resolved on the table as it
       // then is. A second 503 is not retried (the counter below).

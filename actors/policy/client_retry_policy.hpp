@@ -25,8 +25,10 @@
 //                             use_preferred = false)
 //   403.1008                  reads and multi-write requests: EF(preferred);
 //                             single-master writes: no retry
-//   404.1002 ClientRetryPolicy.ShouldRetryOnSessionNotAvailable (session
-//   retries) 503 (any substatus)       UE (no mark) 500 on a read, 410.1022 UE
+//   404.1002                  session retries (ClientRetryPolicy.
+//                             ShouldRetryOnSessionNotAvailable)
+//   503 (any substatus)       UE (no mark)
+//   500 on a read, 410.1022   UE
 //   429.3092 multi-master write  UE
 //   other 429                 throttle
 //   408, timeouts, the rest   no retry
@@ -39,8 +41,10 @@
 // index 1 on the list as it is at the retry, and a mark expiring in between
 // can put the failed region back at index 1.
 //
-// Not modelled (no counterpart in georoute): per-partition failover and the
-// circuit breaker, AAD revocation, DTX, thin client.
+// Not modelled here: per-partition failover and the circuit breaker (their
+// own pure code, partition_failover.hpp and partition_breaker.hpp, which the
+// attempt loop consults), and AAD revocation, DTX and the thin client (no
+// counterpart in georoute).
 //
 // One deliberate reading: on a 403.3 for a multi-master metadata write the
 // refresh is forced when the previous attempt already went to the hub (the

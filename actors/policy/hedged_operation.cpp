@@ -130,10 +130,10 @@ hedge_step hedged_operation::advance(const hedge_env& env,
   if (budget_spent) plan_.stop();
   for (auto next = plan_.next_start(); next && next->at <= now;
        next = plan_.next_start()) {
-    // Only the first hedge (arm 1) leans on arm 0's evidence. (Counting
-    // mere hedge wins as evidence, too, let an overloaded machine, where
-    // everything is slow and every arm wins somewhere, hedge past the
-    // budget.)
+    // Only the first hedge (arm 1) leans on arm 0's evidence, and only on
+    // a breaker that is no longer closed: hedge wins alone are no evidence
+    // (on an overloaded machine everything is slow and every arm wins
+    // somewhere, so counting them would let hedges past the budget).
     if (next->arm == 1 && primary_losing(env, primary, now)) {
       ++out.on_evidence;
     } else if (!env.budget->try_take(now)) {

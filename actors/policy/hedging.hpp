@@ -14,7 +14,9 @@
 // `threshold + step * (i - 1)` after arm 0 was sent, or at once when an arm
 // ends with a result that another region may change. The first final result
 // of any arm is the operation's result; when every arm has answered and none
-// was final, the last answer is. The caller's sequence:
+// was final, the last answer is. The caller's sequence, in its simplest
+// form (hedged_operation.hpp carries it out, choosing the regions only when
+// the first hedge is due and consulting the circuit breaker):
 //
 //   regions = hedge_regions(table, op, excluded, now);
 //   if (hedge_eligibility(opts, {op, ..., regions.size()}) ==
@@ -184,9 +186,10 @@ struct hedging_options {
   /// Hedge eligible data-plane operations. On by default: with it (and the
   /// partition breaker) a hung, slow, flapping region or one hung range
   /// costs the affected site's reads one threshold at most, where without
-  /// it they waited out the ladder or their caller's deadline (the drill's
-  /// G scenarios, at the library's defaults); when nothing is slow nothing
-  /// is hedged, and the budget caps the cost of a slow-everywhere day.
+  /// it they wait out the ladder or their caller's deadline (the drill's G
+  /// scenarios judge this at the library's defaults); when nothing is slow
+  /// nothing is hedged, and the budget caps the cost of a slow-everywhere
+  /// day.
   bool enabled = true;
   /// Hedge writes: only with this, on a multi-write account, and when the
   /// write's retries are safe.

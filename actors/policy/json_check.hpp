@@ -4,9 +4,9 @@
 //
 // Every successful point operation's body is checked before it is handed
 // to the caller (a broken body is the gateway breaking the protocol, never
-// a success). nlohmann's `accept` does that with about eight heap
-// allocations for a small document; this scanner does it with none, in one
-// pass, for documents nested up to `max_depth` deep. It only ever answers
+// a success). nlohmann's `accept` allocates on the heap to do that, even
+// for a small document; this scanner allocates nothing and makes one pass,
+// for documents nested up to `max_depth` deep. It only ever answers
 // "yes, an object" when nlohmann would accept the text and its first
 // character is `{`; for anything else (invalid, not an object, a byte-order
 // mark, deeper nesting) the caller falls back to nlohmann, which also says

@@ -268,8 +268,7 @@ location_table::preferred_available(const std::vector<region_entry>& by_name,
     // regions are known, georoute tries the marked regions instead, in
     // preference order: a mark is a hint that expires, while the account
     // endpoint names no region and may lag a write-region move (the stale
-    // fallback the engine exists to avoid; the soak found 0.23 % of its
-    // operations served there once every region had been marked).
+    // fallback the engine exists to avoid).
     bool agnostic = normalize_endpoint(fallback) == default_key_;
     if (available.empty() && !(agnostic && !unavailable.empty())) {
       result.push_back(fallback);

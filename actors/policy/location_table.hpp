@@ -98,7 +98,7 @@ struct resolve_input {
   /// endpoint when `eps[index % size]` names it and another one applies.
   /// The index walks a list that marks reorder: a mark expiring between two
   /// attempts moves its region forward, and the same index can then name
-  /// the region that failed (the 30-minute soak's one avoidable failure).
+  /// the region that failed.
   /// Branch A (single-master writes) ignores it: only the hub takes those.
   std::string avoid_endpoint;
 };

@@ -2,7 +2,7 @@
 
 // `georoute bench`: georoute against the limit (a raw Beast client) and
 // against the official SDK (@azure/cosmos), side by side, in one run against
-// one emulator in a child process. See tests/bench/PERFORMANCE.md and
+// one emulator in a child process. See tests/bench/README.md and
 // `georoute bench --help`.
 
 #include <string>

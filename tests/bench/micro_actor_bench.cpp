@@ -224,8 +224,8 @@ private:
   std::mt19937_64 rng_{1};
 };
 
-/// CAF's `simple_actor_clock`, what the loop used for every timer before
-/// (and what CAF's clock thread uses), driven from this thread.
+/// CAF's `simple_actor_clock`, which CAF's clock thread uses (and the loop
+/// for every timer but request timeouts), driven from this thread.
 void BM_RequestTimeouts_CafClock(benchmark::State& state) {
   caf::actor_system_config cfg;
   caf::actor_system sys{cfg};

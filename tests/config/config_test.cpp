@@ -690,8 +690,8 @@ TEST(OptionTable, HandBuiltOutOfBounds_RefusedInTheWordsOfTheFile) {
 
 // "QUJ=" has the shape of base64 (four characters of its alphabet, padded)
 // but is not canonical: its last character has bits the padding drops. The
-// old check of the configuration passed it and the transport refused it when
-// it signed; now both ask the transport.
+// transport refuses it when it signs, so loading and checking the settings
+// ask the transport's decoder too, and refuse it in the same words.
 TEST(OptionTable, AKeyTheTransportRefuses_LoadAndCheckSettingsRefuseIt) {
   const std::string bad_key = "QUJ=";
   auto transport_says = georoute::transport::parse_master_key(bad_key);

@@ -1,9 +1,9 @@
 // The READMEs state the library's default timeout ladders: README.md in
 // prose, actors/policy/README.md in prose and in its ladder table, README.md
 // again in its options table. These tests hold them to the code's defaults,
-// so that a change of either shows. (The README once said point reads climb
-// the metadata ladder, 1 s/5 s/65 s, while the code sends them up the
-// partition-failover ladder, 6 s/6 s/10 s.)
+// so that a change of either shows. (Point reads climb the
+// partition-failover ladder, 6 s/6 s/10 s, not the metadata ladder,
+// 1 s/5 s/65 s: prose that mixes the two up fails here.)
 
 #include "actors/policy/timeout_ladder.hpp"
 

@@ -2,8 +2,9 @@
 
 // A reproducible overload: busy threads in the drill's own process that
 // compete for the cores with the engines, the callers and the emulator, at
-// the same priority. `georoute drill --soak=... --cpu-hog=4` on 2 cores is
-// the load average of 3-6 in which the soak once lost track of its writes.
+// the same priority. `georoute drill --soak=... --cpu-hog=4` on 2 cores
+// overloads the machine: the case where read-backs time out and every
+// acknowledged write must still be verified, not counted as lost.
 
 #include <atomic>
 #include <cstdint>

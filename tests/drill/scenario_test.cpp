@@ -101,9 +101,9 @@ INSTANTIATE_TEST_SUITE_P(Drill, Scenario, ::testing::ValuesIn(scenario_ids()),
 
 // The grey scenarios two at a time: each mostly waits on a hung or slow
 // region (its callers send 150 requests a second), so a pair shares the 2
-// cores without moving a p99 that is judged to within 200 ms; alone, one
-// after the other, they took three minutes of the suite. (A deferred one
-// runs when its result is asked for, after the first.)
+// cores without moving a p99 that is judged to within 200 ms, and the pair
+// costs the suite half the time of running them one after the other. (A
+// deferred one runs when its result is asked for, after the first.)
 TEST(DrillGrey, InPairs_PassEveryCriterion) {
   if (std::getenv("GEOROUTE_GREY_TEST") == nullptr)
     GTEST_SKIP() << "runs as drill.grey, alone";

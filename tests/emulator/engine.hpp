@@ -102,7 +102,7 @@ constexpr const char* delay_marker = "x-georoute-emulator-delay-ms";
 /// What a matching `fault_rule` does with a request.
 enum class fault_action {
   /// Answer `status`/`substatus` (or `body`) instead of serving; the
-  /// default, and the only action before grey failures.
+  /// default.
   status,
   /// Never answer: the server holds the request with its connection open
   /// until the rule is lifted (`remove_fault` of its id, `clear_faults`),
@@ -254,7 +254,7 @@ public:
   // the range is accepted only by that region; every other region, the
   // account write region and the global endpoint included, answers 403/3
   // (WriteForbidden) as a non-write region always does. Writes to the other
-  // ranges go to the account write region as before. A write accepted by the
+  // ranges go to the account write region as usual. A write accepted by the
   // moved-to region replicates like any other (origin = that region, seen by
   // the others after the replication lag).
   //

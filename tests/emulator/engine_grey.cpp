@@ -7,7 +7,8 @@
 // one range, a hierarchical-key prefix (queries and feeds) the ranges it
 // overlaps, x-ms-documentdb-partitionkeyrangeid that range (gone or not), and
 // a query or feed with neither every current range. Malformed headers
-// resolve to nothing; the handler answers them as before.
+// resolve to nothing; the handler answers them as it answers any malformed
+// request.
 
 #include "tests/emulator/engine_impl.hpp"
 

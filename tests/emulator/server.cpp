@@ -22,9 +22,9 @@
 // from other threads are posted). No exception leaves a handler: the engine
 // and admin calls are wrapped, and every error_code overload is used.
 //
-// One file past the usual size on purpose: a Beast translation unit costs
-// about 45 s and 1 GB to compile (measured), so the sessions, the
-// listeners and the `emulator` class that owns them stay in one.
+// One file past the usual size on purpose: a Beast translation unit is slow
+// and memory-hungry to compile, so the sessions, the listeners and the
+// `emulator` class that owns them stay in one.
 
 #include "tests/emulator/server.hpp"
 

@@ -281,8 +281,9 @@ private:
   // No depth_guard here: not_expr counts the level. Every cycle of the
   // recursion (parentheses, constructors, call arguments) passes through
   // not_expr once, so a text may nest as deep as the tree printed from it;
-  // counting here too let the printer's fully parenthesized rewrite of a
-  // valid query (65 ORs) fail to parse (found by tests/fuzz/sql).
+  // counting here too would make the printer's fully parenthesized rewrite
+  // of a valid query (65 ORs) fail to parse (a case the corpus of
+  // tests/fuzz/sql keeps).
   res<expr_ptr> expression() { return or_expr(); }
 
   res<expr_ptr> binary_chain(std::string_view kw, binary_op op,
@@ -314,7 +315,7 @@ private:
   // A run of NOTs is a loop, not a recursion: the printer writes a NOT as
   // "(NOT x)", one level of text per level of the tree, as it does for
   // every operator, so that what it prints parses again. Recursing here
-  // counted a printed NOT twice (its parenthesis and itself).
+  // would count a printed NOT twice (its parenthesis and itself).
   res<expr_ptr> not_expr() {
     depth_guard guard{depth_};
     if (guard.too_deep())

@@ -364,7 +364,8 @@ result<query_plan> make_plan(const query& q, const std::string& text,
     // The rewrite nests the query's expressions one or two levels deeper
     // (inside the range filter, IS_DEFINED, {"item": ...}). A query within
     // the parser's limit whose rewrite is not gets a clear 400 here, not a
-    // plan that every range would then refuse (found by tests/fuzz/sql).
+    // plan that every range would then refuse (the corpus of tests/fuzz/sql
+    // keeps such queries).
     auto rewritten = plan->info.rewritten_query;
     auto at = rewritten.find(placeholder);
     if (at != std::string::npos)

@@ -382,7 +382,7 @@ TEST(SqlPlan, RewrittenAggregate_RunsPerRange) {
 }
 
 // The rewrite prints every binary operator in parentheses, so a flat chain
-// of n ORs nests n levels deep: it must still parse (found by tests/fuzz).
+// of n ORs nests n levels deep: it must still parse (tests/fuzz/sql).
 TEST(SqlPlan, LongOrChain_RewriteParses) {
   std::string where = "c.n = 0";
   for (int i = 1; i < 120; ++i)
@@ -392,8 +392,8 @@ TEST(SqlPlan, LongOrChain_RewriteParses) {
     EXPECT_FALSE(plan_of(text).info.rewritten_query.empty()) << text;
 }
 
-// `31.n` is a malformed number: the rewrite writes `(31).n` (found by
-// tests/fuzz).
+// `31.n` is a malformed number: the rewrite writes `(31).n`
+// (tests/fuzz/sql).
 TEST(SqlPlan, PropertyOfANumber_RewriteParses) {
   auto p = plan_of("SELECT VALUE SUM(c.n) FROM c WHERE c.n = (31).n");
   EXPECT_NE(p.info.rewritten_query.find("(31).n"), std::string::npos)
@@ -405,7 +405,7 @@ namespace {
 // A WHERE as tall as the parser allows (max_depth): the ORDER BY rewrite
 // nests it one level deeper, which the parser would refuse. The plan is a
 // clear error instead of a rewrite every range refuses; a little lower, the
-// plan and its rewrite are fine (the open edge case of tests/fuzz/sql).
+// plan and its rewrite are fine (an edge tests/fuzz/sql probes).
 TEST(SqlPlan, WhereAtTheHeightLimit_RewriteTooDeep_IsAClearError) {
   // NOT^(k-1) over `true`: height k (a leaf is 1).
   auto where = [](int height) {

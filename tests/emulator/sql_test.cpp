@@ -238,7 +238,7 @@ TEST(SqlParse, ModerateNesting_Parses) {
 // A tree as tall as the limit prints (every operator in parentheses) as
 // text one level deeper than the tree, and that text parses to the same
 // tree; one level taller is refused. The query plan's rewrite depends on it
-// (the open edge case of tests/fuzz/sql: height 127-128 failed).
+// (heights 127 and 128, an edge tests/fuzz/sql probes).
 TEST(SqlParse, TreeAtTheHeightLimit_PrintsTextThatParsesAgain) {
   const std::vector<std::pair<std::string, std::string>> shapes = {
       // A leaf is height 1: 127 levels over `true` make max_depth (128).

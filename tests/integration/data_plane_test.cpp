@@ -440,13 +440,13 @@ TEST_F(MultiWrite, WriteGets503_RetriedInTheNextWriteRegion) {
             (std::vector<std::string>{"West US 503", "East US 200"}));
 }
 
-// The soak's failing criterion (issue 11): a single-write moment ends, the
-// engine still sees the account as single-write, and the hub answers writes
-// 503. ClientRetryPolicy.ShouldRetryOnUnavailableEndpointStatusCodes would not
+// Just after a single-write moment ends, the engine still sees the account
+// as single-write, and the hub answers writes 503.
+// ClientRetryPolicy.ShouldRetryOnUnavailableEndpointStatusCodes would not
 // retry; georoute reads the account again and retries once, on the table the
 // refresh produced (not the one it replaced, which reaches the router a hop
-// later): multi-write again, so the retry goes to another write region than the
-// one that answered 503.
+// later): multi-write again, so the retry goes to another write region than
+// the one that answered 503.
 TEST_F(MultiWrite, StaleSingleWriteView_WriteGets503_RefreshedAndRetried) {
   create("doc1");
   emu->control().set_multi_write(false);

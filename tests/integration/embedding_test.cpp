@@ -102,7 +102,7 @@ TEST_F(Embedding, HomeThread_OnCafsScheduler_EndsWithABlockingStop) {
 }
 
 // With the home thread off the router runs on CAF's workers and the client
-// on io threads of its own, as before the home thread existed.
+// on io threads of its own.
 class EmbeddingNoHome : public Embedding {
 protected:
   void configure_engine(engine_options& eo) override { eo.home_thread = false; }

@@ -145,11 +145,11 @@ TEST(ClientRetryPolicy, ServiceUnavailable_Read_ResolvesSecondPreferred) {
   EXPECT_EQ(t.resolve(policy.route(base), t0).endpoint, west);
 }
 
-// The soak's one avoidable failure: East US was marked (it refused
-// connections), so West US led the read list and took the first attempt; it
-// answered 503. East's mark expired before the retry, which moved East back
-// to the front, and index 1 named West again: a second 503. The retry steps
-// past the endpoint that answered 503, whatever the list looks like by then.
+// A mark that expires between two attempts: East US is marked (it refused
+// connections), so West US leads the read list and takes the first attempt;
+// it answers 503. East's mark expires before the retry, which moves East
+// back to the front, and index 1 names West again. The retry steps past the
+// endpoint that answered 503, whatever the list looks like by then.
 TEST(ClientRetryPolicy,
      ServiceUnavailable_MarkExpiresBeforeRetry_NotSameRegion) {
   location_table_options o;

@@ -17,7 +17,7 @@ namespace {
 using georoute::is_json_object_text;
 
 // What the check must answer: nlohmann accepts, and the first non-blank
-// byte is '{' (a BOM makes it not an object for the router, as before).
+// byte is '{' (a BOM makes it not an object for the router).
 bool expected(const std::string& s) {
   if (!nlohmann::json::accept(s)) return false;
   auto first = s.find_first_not_of(" \t\r\n");
@@ -100,8 +100,8 @@ TEST(JsonCheck, NotObjects_No) {
 }
 
 // nlohmann's lexer ends the input at a NUL byte, so it accepts what follows
-// one; the scanner does not, and the caller's fallback to nlohmann keeps the
-// old answer. The one place where the two differ.
+// one; the scanner does not, and the caller's fallback to nlohmann gives
+// nlohmann's answer. The one place where the two differ.
 TEST(JsonCheck, NulByte_StricterThanNlohmann) {
   std::string s("{\"a\":1}\0 junk", 13);
   EXPECT_TRUE(nlohmann::json::accept(s));

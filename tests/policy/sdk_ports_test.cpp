@@ -569,9 +569,9 @@ TEST(SdkHedgePlan, HedgeContext_ListsExactlyTheRegionsSent) {
 // even after the primary failed regionally (its reason: a region-scoped
 // RBAC misconfiguration must not surface as the result), and answers the
 // primary's 503. georoute signs with the account's master key, valid or
-// not in every region (hedging.hpp, README "Metadata hedging"), so after a
-// regional failure of the primary the hedge's 401 is the true answer and is
-// taken.
+// not in every region (hedging.hpp, actors/README.md "Metadata hedging"),
+// so after a regional failure of the primary the hedge's 401 is the true
+// answer and is taken.
 TEST(SdkMetadataHedge, Winner_ByStatus_Table) {
   struct side {
     transport_fault fault;

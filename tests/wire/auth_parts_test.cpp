@@ -187,8 +187,8 @@ TEST(Auth, ParseRfc1123_Malformed_Nullopt) {
         "Sun, 29 Nov 26 18:59:20 GMT", "Sun,29 Nov 2026 18:59:20 GMT",
         "Sun, 29 Nov 2026 18:59:20 GMT ", "2026-11-29T18:59:20Z",
         "Sun, 00 Nov 2026 18:59:20 GMT", "Sun, 2x Nov 2026 18:59:20 GMT",
-        // Beyond what system_clock's 64-bit nanoseconds can hold (UBSan
-        // caught the overflow): 29 Nov 8026 is a Sunday too.
+        // Beyond what system_clock's 64-bit nanoseconds can hold (an
+        // overflow UBSan reports): 29 Nov 8026 is a Sunday too.
         "Sun, 29 Nov 8026 18:59:20 GMT"}) {
     SCOPED_TRACE(bad);
     EXPECT_FALSE(parse_rfc1123(bad).has_value());

@@ -207,7 +207,7 @@ INSTANTIATE_TEST_SUITE_P(
                   with(pkr, R"("maxExclusive":"FF")", R"("maxExclusive":"7F")"),
                   "PartitionKeyRanges[1].maxExclusive: '7F' is not above the "
                   "minimum '7F'"},
-        // EPK order, not ordinal: "7F00" == "7F" (found by tests/fuzz).
+        // EPK order, not ordinal: "7F00" == "7F" (tests/fuzz/pkranges).
         shape_row{
             "Pkranges_MaxEqualInEpkOrder_Problem", "pkranges",
             with(pkr, R"("maxExclusive":"FF")", R"("maxExclusive":"7F00")"),
