@@ -98,8 +98,12 @@ void require_flat_memory(scenario_run& run) {
   auto length = std::chrono::milliseconds{run.at_ms(1.0)};
   auto limits = length >= long_run ? long_run_limits : short_run_limits;
   auto slope_text = [](std::optional<double> s, double limit) {
-    return s ? fixed1(*s) + " MiB/min (allowed " + fixed1(limit) + ")"
-             : std::string{"too few samples"};
+    if (!s) return std::string{"too few samples"};
+    std::ostringstream os;
+    os.setf(std::ios::fixed);
+    os.precision(3);
+    os << *s << " MiB/min (allowed " << limit << ")";
+    return os.str();
   };
   // The drill's own records, for the reader: what of the heap is not the
   // engines' and the emulator's.
