@@ -197,7 +197,8 @@ void exclude_writes(scenario_run& run, scenario_report& out,
               unexplained.empty());
   constexpr size_t described = 50;
   for (size_t i = 0; i < unexplained.size() && i < described; ++i)
-    run.note(unexplained_as + ": " + describe_write(*unexplained[i], out.faults));
+    run.note(unexplained_as + ": " +
+             describe_write(*unexplained[i], out.faults));
   if (unexplained.size() > described)
     run.note("... and " + std::to_string(unexplained.size() - described) +
              " more " + unexplained_as);
@@ -211,9 +212,7 @@ void exclude_timed_out_writes(
     const std::string& requirement) {
   exclude_writes(
       run, out, timed_out_in_engine,
-      [&](const op_record& op) {
-        return sent_inside(op, windows);
-      },
+      [&](const op_record& op) { return sent_inside(op, windows); },
       "writes that timed out in flight", "timed-out writes", "timed out",
       "started outside", requirement);
 }

@@ -78,9 +78,9 @@ TEST(SoakJudgement, DescribedWrite_NamesAttemptsConnectionAndNearestFaults) {
       {15000, "range 1 splits", "", -1}};
   auto text = describe_write(op, faults);
   for (const char* part :
-       {"write +5.00 s .. +10.80 s", "attempt 1 to West US",
-        "429/0", "then throttled", "attempt 2 to East US",
-        "(http://127.0.0.1:4711/)", "sent +9.80 s", "timeout after 1.0 s",
+       {"write +5.00 s .. +10.80 s", "attempt 1 to West US", "429/0",
+        "then throttled", "attempt 2 to East US", "(http://127.0.0.1:4711/)",
+        "sent +9.80 s", "timeout after 1.0 s",
         "connection #7 reused (12 answered before)",
         "nearest fault before: 'West US throttles 30% of its requests (429)' "
         "at +2.0 s (lifted at +4.0 s)",

@@ -162,8 +162,7 @@ result<parsed_command> parse_command(std::vector<std::string> args) {
         a.substr(2, eq == std::string::npos ? std::string::npos : eq - 2);
     static const std::vector<std::string> known{
         "scenario", "duration", "rate", "callers", "regions", "seed",
-        "deadline", "json",     "html", "soak",    "cpu-hog",
-        "leak-per-op"};
+        "deadline", "json",     "html", "soak",    "cpu-hog", "leak-per-op"};
     if (std::find(known.begin(), known.end(), name) == known.end())
       return problem{"unknown option --" + name +
                      " (see georoute drill --help)"};

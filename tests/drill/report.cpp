@@ -328,11 +328,10 @@ ojson to_json(const scenario_report& s) {
                         {"callers", ojson(b.callers)}});
   auto memory = ojson::array();
   for (const auto& m : s.memory)
-    memory.push_back(
-        {{"t_ms", m.t_ms},
-         {"rss_mib", m.rss_mib},
-         {"heap_mib", m.heap_mib},
-         {"records_mib", m.records_mib}});
+    memory.push_back({{"t_ms", m.t_ms},
+                      {"rss_mib", m.rss_mib},
+                      {"heap_mib", m.heap_mib},
+                      {"records_mib", m.records_mib}});
   auto criteria = ojson::array();
   for (const auto& c : s.criteria)
     criteria.push_back({{"requirement", c.requirement},

@@ -290,10 +290,12 @@ TEST(ValidateReportJson, MissingKey_Named) {
 }
 
 TEST(ValidateReportJson, MemorySeries_OptionalButCheckedWhenThere) {
-  EXPECT_TRUE(after([](json& j) { j["scenarios"][0].erase("memory"); }).empty());
-  EXPECT_EQ(after([](json& j) { j["scenarios"][0]["memory"][1]["heap_mib"] = "x"; }),
-            problems{"scenarios[0].memory[1].heap_mib: expected a number, got "
-                     "string \"x\""});
+  EXPECT_TRUE(
+      after([](json& j) { j["scenarios"][0].erase("memory"); }).empty());
+  EXPECT_EQ(
+      after([](json& j) { j["scenarios"][0]["memory"][1]["heap_mib"] = "x"; }),
+      problems{"scenarios[0].memory[1].heap_mib: expected a number, got "
+               "string \"x\""});
 }
 
 TEST(ValidateReportJson, WrongType_Named) {

@@ -324,9 +324,8 @@ uint64_t scenario_run::account_fetches() {
 void scenario_run::start_workload() {
   emu_->control().reset_counters();
   fetches_at_start_ = account_fetches();
-  rec_ =
-      std::make_shared<recorder>(recorder::clock::now(), world_.fold_successes,
-                                 opts_.leak_per_op);
+  rec_ = std::make_shared<recorder>(recorder::clock::now(),
+                                    world_.fold_successes, opts_.leak_per_op);
   auto per_caller = opts_.rate / std::max<uint32_t>(opts_.callers, 1);
   for (uint32_t i = 0; i < opts_.callers; ++i) {
     caller_setup c;
@@ -365,8 +364,8 @@ void scenario_run::sample_backend() {
     b.t_ms = t_ms;
     for (const auto& [region, by_status] : now) {
       auto name = region.empty() ? std::string{"(global)"} : region;
-      auto at = std::find(backend_regions_.begin(), backend_regions_.end(),
-                          name);
+      auto at =
+          std::find(backend_regions_.begin(), backend_regions_.end(), name);
       auto index = static_cast<uint16_t>(at - backend_regions_.begin());
       if (at == backend_regions_.end()) backend_regions_.push_back(name);
       for (const auto& [status, count] : by_status) {

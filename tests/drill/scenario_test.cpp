@@ -159,10 +159,9 @@ TEST(DrillWriteRetries, S1a_NoWriteFailure_EveryDocumentItsOwn) {
 namespace {
 
 bool has_criterion(const scenario_report& s, const std::string& prefix) {
-  return std::any_of(s.criteria.begin(), s.criteria.end(),
-                     [&](const criterion& c) {
-                       return c.requirement.rfind(prefix, 0) == 0;
-                     });
+  return std::any_of(
+      s.criteria.begin(), s.criteria.end(),
+      [&](const criterion& c) { return c.requirement.rfind(prefix, 0) == 0; });
 }
 
 const criterion* find_criterion(const scenario_report& s,
@@ -212,8 +211,7 @@ TEST(DrillSoak, TwoMinutes_PassesEveryCriterion) {
 // heap's slope over the second half fails, while the level criterion (the
 // median of 20-40 % against 80-100 %, +16 MiB allowed) cannot see it.
 TEST(DrillSoak, LeakOfSixteenBytesPerOperation_FailsTheHeapSlope) {
-  if (instrumented)
-    GTEST_SKIP() << "memory is not judged under a sanitizer";
+  if (instrumented) GTEST_SKIP() << "memory is not judged under a sanitizer";
   auto report = two_minute_soak(16, false);
   ASSERT_EQ(report.scenarios.size(), 1u);
   const auto& s = report.scenarios.front();

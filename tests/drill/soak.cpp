@@ -6,9 +6,9 @@
 #include "tests/drill/criteria.hpp"
 
 #include <algorithm>
+#include <caf/all.hpp>
 #include <chrono>
 #include <cmath>
-#include <caf/all.hpp>
 #include <functional>
 #include <map>
 #include <optional>
@@ -121,9 +121,9 @@ void require_flat_memory(scenario_run& run) {
               level, early > 0 && late - early <= allowed);
   if (length < min_judged) {
     run.note("memory slopes over the second half (not judged below " +
-             std::to_string(min_judged.count()) +
-             " s): resident " + slope_text(rss_slope, limits.rss) +
-             ", heap " + slope_text(heap_slope, limits.heap));
+             std::to_string(min_judged.count()) + " s): resident " +
+             slope_text(rss_slope, limits.rss) + ", heap " +
+             slope_text(heap_slope, limits.heap));
     return;
   }
   run.require("resident memory does not keep rising (least-squares slope "
@@ -147,8 +147,8 @@ void soak(scenario_run& run, scenario_report& out, uint64_t seed) {
   // data set is complete within the first fifth and its growth is not
   // taken for a leak.
   const auto& o = run.options();
-  double writes_per_caller_s = o.rate * w.mix.write_pct / 100.0 /
-                               std::max<uint32_t>(1, o.callers);
+  double writes_per_caller_s =
+      o.rate * w.mix.write_pct / 100.0 / std::max<uint32_t>(1, o.callers);
   double fifth_s = static_cast<double>(run.at_ms(0.2)) / 1000.0;
   w.write_ids = static_cast<uint32_t>(
       std::clamp(writes_per_caller_s * fifth_s, 8.0, 200.0));

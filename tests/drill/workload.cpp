@@ -3,8 +3,8 @@
 #include "messages/error.hpp"
 #include "messages/types.hpp"
 
-#include <caf/all.hpp>
 #include <algorithm>
+#include <caf/all.hpp>
 #include <cmath>
 #include <nlohmann/json.hpp>
 #include <random>
@@ -58,6 +58,28 @@ int64_t recorder::now_us() const {
       .count();
 }
 
+namespace {
+
+size_t heap_of(const std::string& s) {
+  // Short strings live inside the object (libstdc++: up to 15 characters).
+  return s.capacity() > 15 ? s.capacity() + 1 : 0;
+}
+
+// What one kept operation holds on the heap beyond its own object.
+size_t heap_bytes_of(const op_record& op) {
+  size_t n = heap_of(op.region) + heap_of(op.range_id) + heap_of(op.error) +
+             heap_of(op.written_id) + heap_of(op.tracking_id) +
+             op.attempted.capacity() * sizeof(std::string) +
+             op.outcomes.capacity() * sizeof(op_record::attempt_outcome);
+  for (const auto& a : op.attempted)
+    n += heap_of(a);
+  for (const auto& o : op.outcomes)
+    n += heap_of(o.retry_reason) + heap_of(o.endpoint) + heap_of(o.failure);
+  return n;
+}
+
+} // namespace
+
 void recorder::add(op_record r) {
   switch (r.result) {
   case op_result::success:
@@ -79,6 +101,7 @@ void recorder::add(op_record r) {
   bool plain = r.result == op_result::success && r.region != "(global)" &&
                r.duplicates == 0 && r.missing == 0;
   if (!fold_ || !plain) {
+    kept_bytes_ += heap_bytes_of(r);
     ops_.push_back(std::move(r));
     return;
   }
@@ -111,35 +134,15 @@ folded_ops recorder::folded() const {
   return folded_;
 }
 
-namespace {
-
-size_t heap_of(const std::string& s) {
-  // Short strings live inside the object (libstdc++: up to 15 characters).
-  return s.capacity() > 15 ? s.capacity() + 1 : 0;
-}
-
-} // namespace
-
 size_t recorder::bytes_held() const {
   std::lock_guard<std::mutex> guard{mtx_};
-  size_t n = ops_.capacity() * sizeof(op_record);
-  for (const auto& op : ops_) {
-    n += heap_of(op.region) + heap_of(op.range_id) + heap_of(op.error) +
-         heap_of(op.written_id) + heap_of(op.tracking_id);
-    n += op.attempted.capacity() * sizeof(std::string);
-    for (const auto& a : op.attempted)
-      n += heap_of(a);
-    n += op.outcomes.capacity() * sizeof(op_record::attempt_outcome);
-    for (const auto& o : op.outcomes)
-      n += heap_of(o.retry_reason) + heap_of(o.endpoint) + heap_of(o.failure);
-  }
-  n += folded_.per_second.capacity() * sizeof(uint64_t);
-  for (const auto& id : folded_.written_ids)
-    n += 64 + heap_of(id); // a set node: 32 bytes of links, the string
-  for (const auto& [id, last] : folded_.last_tracking)
-    n += 96 + heap_of(id) + heap_of(last.second);
+  // Kept operations are counted as they are added (`kept_bytes_`): a walk
+  // over them here would hold the lock every caller takes, once a sample.
   // The deliberate leak is left out: it stands for a leak anywhere else.
-  return n;
+  return kept_bytes_ + ops_.capacity() * sizeof(op_record) +
+         folded_.per_second.capacity() * sizeof(uint64_t) +
+         folded_.written_ids.size() * 96 + // a set node and a short string
+         folded_.last_tracking.size() * 160;
 }
 
 namespace {

@@ -144,6 +144,7 @@ private:
   /// `drill_options::leak_per_op`: bytes kept per operation in `leaked_`.
   uint32_t leak_per_op_;
   std::vector<std::unique_ptr<char[]>> leaked_;
+  size_t kept_bytes_ = 0; ///< heap held by the strings of `ops_`
   mutable std::mutex mtx_;
   std::vector<op_record> ops_;
   folded_ops folded_;
