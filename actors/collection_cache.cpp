@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <caf/stateful_actor.hpp>
 #include <caf/typed_event_based_actor.hpp>
+#include <functional>
 #include <map>
 #include <utility>
 #include <vector>
@@ -28,10 +29,14 @@ using promise = caf::typed_response_promise<collection_info>;
 // Everyone waiting for one key's fetch. A waiter whose request timed out
 // stays in the list: delivering to it is harmless. The id tells this fetch's
 // answer from that of an earlier one that was abandoned (retry actor down).
+// `via` is the retry actor that runs it: the supervisor's re-wiring to a
+// successor may arrive before that actor's down message, so the down message
+// is matched against the fetches it held, not against the current handle.
 struct fetch {
   uint64_t id = 0;
   std::string what; // "GET /dbs/x/colls/y", for errors
   std::vector<promise> waiters;
+  caf::actor_addr via;
 };
 
 using fetch_map = std::map<std::string, fetch>;
@@ -132,7 +137,7 @@ caf::result<collection_info> start_fetch(self_ptr self, fetch_map& fetches,
   auto& st = self->state;
   ++st.stats.fetches;
   auto id = st.next_fetch++;
-  fetches[key] = fetch{id, req.method + " " + req.path, {}};
+  fetches[key] = fetch{id, req.method + " " + req.path, {}, st.retry.address()};
   auto rp = join(self, fetches, key);
   auto path = req.path;
   self->request(st.retry, caf::infinite, execute_atom_v, std::move(req))
@@ -187,20 +192,23 @@ void on_rid_fetched(self_ptr self, const std::string& rid, uint64_t id,
   deliver_all(waiters, r);
 }
 
-// Fails every fetch in flight with `err` and forgets them: their answers,
-// should any still come, find no waiters.
-void fail_fetches(
-    self_ptr self,
-    const std::function<caf::error(const std::string&)>& err_for) {
+// Fails every fetch in flight that `gone` ran (every fetch if `gone` is
+// null) with `err` and forgets it: its answer, should one still come, finds
+// no waiters. Returns how many waiters it failed.
+size_t
+fail_fetches(self_ptr self, const caf::actor_addr& gone,
+             const std::function<caf::error(const std::string&)>& err_for) {
   auto& st = self->state;
-  for (auto* fetches : {&st.name_fetches, &st.rid_fetches}) {
-    for (auto& [key, f] : *fetches) {
-      auto err = err_for(f.what);
-      for (auto& w : f.waiters)
-        w.deliver(err);
-    }
-    fetches->clear();
-  }
+  size_t failed = 0;
+  auto fail = [&](fetch& f) {
+    auto err = err_for(f.what);
+    for (auto& w : f.waiters)
+      w.deliver(err);
+    failed += f.waiters.size();
+  };
+  take_entries_of(st.name_fetches, gone, fail);
+  take_entries_of(st.rid_fetches, gone, fail);
+  return failed;
 }
 
 cache_impl_actor::behavior_type
@@ -215,19 +223,16 @@ collection_cache_impl(self_ptr self, retry_actor retry, caf::actor session_sink,
   st.supervisor = std::move(supervisor);
   if (st.retry) self->monitor(st.retry);
   self->set_down_handler([=](caf::down_msg& dm) {
-    auto& st = self->state;
-    if (!st.retry || dm.source != st.retry.address()) return;
-    for (auto* fetches : {&st.name_fetches, &st.rid_fetches})
-      for (auto& [key, f] : *fetches)
-        st.stats.collaborator_failures += f.waiters.size();
-    fail_fetches(self, [&](const std::string& what) {
-      return collaborator_down("the retry actor (georoute.retry)", dm.reason,
-                               what);
-    });
+    if (!dm.source) return;
+    self->state.stats.collaborator_failures +=
+        fail_fetches(self, dm.source, [&](const std::string& what) {
+          return collaborator_down("the retry actor (georoute.retry)",
+                                   dm.reason, what);
+        });
   });
   self->set_exit_handler([=](caf::exit_msg& msg) {
     if (!msg.reason) return;
-    fail_fetches(self, [&](const std::string&) {
+    fail_fetches(self, caf::actor_addr{}, [&](const std::string&) {
       return stopped_error(who, msg.reason);
     });
     self->quit(msg.reason);

@@ -75,6 +75,28 @@ bool from_supervisor(Self* self, const caf::actor_addr& supervisor) {
   return supervisor && self->current_sender() == supervisor;
 }
 
+/// Takes out of `entries` (a map whose values name, in `via`, the
+/// collaborator running their work) every entry that `gone` ran, or every
+/// entry if `gone` is null, and hands each to `fail`; returns how many.
+/// A down message is matched this way, not against the current handle: the
+/// supervisor's re-wiring to a successor comes from another actor than the
+/// down message and may arrive first.
+template <class Map, class Fail>
+size_t take_entries_of(Map& entries, const caf::actor_addr& gone, Fail fail) {
+  size_t taken = 0;
+  for (auto i = entries.begin(); i != entries.end();) {
+    if (gone && i->second.via != gone) {
+      ++i;
+      continue;
+    }
+    auto entry = std::move(i->second);
+    i = entries.erase(i);
+    fail(entry);
+    ++taken;
+  }
+  return taken;
+}
+
 /// Re-targets `current` to `next` (if it is a new actor) and monitors it.
 template <class Self, class Handle>
 void retarget(Self* self, Handle& current, const Handle& next) {

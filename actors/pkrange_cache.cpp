@@ -62,6 +62,9 @@ struct load {
   range_list ranges;
   uint32_t pages = 0;
   std::vector<waiter> waiters;
+  // The retry actor running the page in flight: its down message may come
+  // after the supervisor re-wired us to a successor.
+  caf::actor_addr via;
 };
 
 struct cache_state {
@@ -216,6 +219,7 @@ void request_page(self_ptr self, const std::string& rid,
   auto* l = current_load(self, rid, id);
   ++l->pages;
   ++self->state.stats.pages;
+  l->via = self->state.retry.address();
   // `caf::infinite`: no caller's timeout reaches the load; the load's own
   // deadline bounds all its pages together.
   self->request(self->state.retry, caf::infinite, execute_atom_v,
@@ -280,12 +284,17 @@ void on_load_deadline(self_ptr self, const pk_load_deadline& m) {
 }
 
 // Fails every load in flight and forgets it.
-void fail_loads(self_ptr self, const caf::error& err) {
-  auto loads = std::move(self->state.loads);
-  self->state.loads.clear();
-  for (auto& [rid, l] : loads)
+// Fails the loads whose page `gone` runs (all of them if `gone` is null);
+// returns how many callers it answered.
+size_t fail_loads(self_ptr self, const caf::actor_addr& gone,
+                  const caf::error& err) {
+  size_t failed = 0;
+  take_entries_of(self->state.loads, gone, [&](load& l) {
     for (auto& w : l.waiters)
       answer(w, err);
+    failed += l.waiters.size();
+  });
+  return failed;
 }
 
 cache_impl_actor::behavior_type pkrange_cache_impl(self_ptr self,
@@ -299,16 +308,15 @@ cache_impl_actor::behavior_type pkrange_cache_impl(self_ptr self,
   st.supervisor = std::move(supervisor);
   if (st.retry) self->monitor(st.retry);
   self->set_down_handler([=](caf::down_msg& dm) {
-    auto& st = self->state;
-    if (!st.retry || dm.source != st.retry.address()) return;
-    for (auto& [rid, l] : st.loads)
-      st.stats.collaborator_failures += l.waiters.size();
-    fail_loads(self, collaborator_down("the retry actor (georoute.retry)",
-                                       dm.reason, "a pkranges load"));
+    if (!dm.source) return;
+    self->state.stats.collaborator_failures +=
+        fail_loads(self, dm.source,
+                   collaborator_down("the retry actor (georoute.retry)",
+                                     dm.reason, "a pkranges load"));
   });
   self->set_exit_handler([=](caf::exit_msg& msg) {
     if (!msg.reason) return;
-    fail_loads(self, stopped_error(who, msg.reason));
+    fail_loads(self, caf::actor_addr{}, stopped_error(who, msg.reason));
     self->quit(msg.reason);
   });
   return {

@@ -23,10 +23,13 @@ using plan_impl_actor = query_plan_actor::extend<caf::reacts_to<engine_wiring>>;
 using plan_promise = caf::typed_response_promise<query_plan>;
 
 // The callers waiting for one plan's fetch; `id` tells its answer from that
-// of an abandoned earlier fetch (retry actor down).
+// of an abandoned earlier fetch (retry actor down). `via` is the retry actor
+// that runs it: its down message may come after the supervisor re-wired us to
+// a successor.
 struct plan_fetch {
   uint64_t id = 0;
   std::vector<plan_promise> waiters;
+  caf::actor_addr via;
 };
 
 struct plan_state {
@@ -71,12 +74,17 @@ void land(self_ptr self, const std::string& key, uint64_t id,
   st.waiting.erase(i);
 }
 
-void fail_everything(self_ptr self, const caf::error& err) {
-  auto waiting = std::move(self->state.waiting);
-  self->state.waiting.clear();
-  for (auto& [key, f] : waiting)
+// Fails the fetches that `gone` ran (all of them if `gone` is null) with
+// `err`; returns how many callers it answered.
+size_t fail_fetches(self_ptr self, const caf::actor_addr& gone,
+                    const caf::error& err) {
+  size_t failed = 0;
+  take_entries_of(self->state.waiting, gone, [&](plan_fetch& f) {
     for (auto& rp : f.waiters)
       rp.deliver(err);
+    failed += f.waiters.size();
+  });
+  return failed;
 }
 
 plan_impl_actor::behavior_type query_plan_impl(self_ptr self, retry_actor retry,
@@ -90,17 +98,15 @@ plan_impl_actor::behavior_type query_plan_impl(self_ptr self, retry_actor retry,
   st.supervisor = std::move(supervisor);
   if (st.retry) self->monitor(st.retry);
   self->set_down_handler([=](caf::down_msg& dm) {
-    auto& st = self->state;
-    if (!st.retry || dm.source != st.retry.address()) return;
-    for (auto& [key, f] : st.waiting)
-      st.counters.collaborator_failures += f.waiters.size();
-    fail_everything(self,
-                    collaborator_down("the retry actor (georoute.retry)",
-                                      dm.reason, "a query-plan fetch"));
+    if (!dm.source) return;
+    self->state.counters.collaborator_failures +=
+        fail_fetches(self, dm.source,
+                     collaborator_down("the retry actor (georoute.retry)",
+                                       dm.reason, "a query-plan fetch"));
   });
   self->set_exit_handler([=](caf::exit_msg& msg) {
     if (!msg.reason) return;
-    fail_everything(self, stopped_error(who, msg.reason));
+    fail_fetches(self, caf::actor_addr{}, stopped_error(who, msg.reason));
     self->quit(msg.reason);
   });
   return {
@@ -147,6 +153,7 @@ plan_impl_actor::behavior_type query_plan_impl(self_ptr self, retry_actor retry,
         auto id = st.next_fetch++;
         auto& f = st.waiting[key];
         f.id = id;
+        f.via = st.retry.address();
         f.waiters.push_back(self->make_response_promise<query_plan>());
         auto rp = f.waiters.back();
         // No timeout here: the retry actor's hard deadline bounds the fetch,

@@ -18,7 +18,6 @@
 #include <map>
 #include <memory>
 #include <optional>
-#include <set>
 #include <variant>
 
 namespace georoute {
@@ -99,7 +98,8 @@ struct http_route {
 // A detach-only operation: the router works, we wait.
 struct detached_op {
   caf::typed_response_promise<transport::outcome> rp;
-  std::string what; // "POST /dbs/d/colls/c/docs"
+  std::string what;    // "POST /dbs/d/colls/c/docs"
+  caf::actor_addr via; // the router that runs it
 };
 
 struct retry_state {
@@ -110,7 +110,10 @@ struct retry_state {
   std::map<uint64_t, http_route> http_to_op;
   // Attempts of ended operations still out, by HTTP id.
   std::map<uint64_t, late_attempt> late;
-  std::set<uint64_t> awaiting_refresh;
+  // Operations waiting for an account refresh, with the endpoint manager
+  // asked: its down message may come after the supervisor re-wired us to a
+  // successor, so it is matched against this, not the current handle.
+  std::map<uint64_t, caf::actor_addr> awaiting_refresh;
   std::map<uint64_t, detached_op> detached;
   std::vector<uint64_t> waiting_for_snapshot;
   // The hard deadlines and hedge times of the live operations, served by
@@ -453,7 +456,7 @@ void refresh_then_attempt(self_ptr self, uint64_t op_id, bool force,
     schedule_attempt(self, op_id, delay);
     return;
   }
-  st.awaiting_refresh.insert(op_id);
+  st.awaiting_refresh.emplace(op_id, st.with.endpoints.address());
   auto retry = [=] {
     if (self->state.awaiting_refresh.erase(op_id) > 0)
       schedule_attempt(self, op_id, delay);
@@ -627,7 +630,8 @@ caf::result<transport::outcome> detach(self_ptr self, document_request& req) {
                       "detach-only mode needs a request router");
   auto id = st.next_id++;
   auto rp = self->make_response_promise<transport::outcome>();
-  st.detached.emplace(id, detached_op{rp, req.method + " " + req.path});
+  st.detached.emplace(id, detached_op{rp, req.method + " " + req.path,
+                                      st.with.router.address()});
   ++st.stats.operations;
   update_live(st);
   // The router's pipeline runs under the same hard deadline and answers the
@@ -652,26 +656,36 @@ caf::result<transport::outcome> detach(self_ptr self, document_request& req) {
   return rp;
 }
 
+// A collaborator went down: what waits for it goes on or fails at once.
+// Matched by the address each operation asked, since the supervisor's
+// re-wiring to the successor may arrive first. A location cache that went
+// down needs nothing: our snapshot stays usable until the supervisor re-wires
+// us to its successor.
 void on_down(self_ptr self, const caf::down_msg& dm) {
   auto& st = self->state;
-  if (st.with.endpoints && dm.source == st.with.endpoints.address()) {
-    // Refreshes asked of it will never be answered: go on without them.
-    auto waiting = std::move(st.awaiting_refresh);
-    st.awaiting_refresh.clear();
-    for (auto id : waiting)
-      schedule_attempt(self, id, std::chrono::milliseconds{0});
-    return;
+  if (!dm.source) return;
+  // Refreshes asked of an endpoint manager that is gone will never be
+  // answered: go on without them.
+  std::vector<uint64_t> go_on;
+  for (auto i = st.awaiting_refresh.begin(); i != st.awaiting_refresh.end();) {
+    if (i->second == dm.source) {
+      go_on.push_back(i->first);
+      i = st.awaiting_refresh.erase(i);
+    } else {
+      ++i;
+    }
   }
-  if (st.with.router && dm.source == st.with.router.address()) {
-    auto detached = std::move(st.detached);
-    st.detached.clear();
-    update_live(st);
-    for (auto& [id, d] : detached)
-      d.rp.deliver(collaborator_down("the request router (georoute.router)",
-                                     dm.reason, d.what));
-  }
-  // The location cache: our snapshot stays usable until the supervisor
-  // re-wires us to its successor.
+  for (auto id : go_on)
+    schedule_attempt(self, id, std::chrono::milliseconds{0});
+  // Detached operations the gone router ran fail now, not at their timeout.
+  std::vector<detached_op> failed;
+  take_entries_of(st.detached, dm.source,
+                  [&](detached_op& d) { failed.push_back(std::move(d)); });
+  if (failed.empty()) return;
+  update_live(st);
+  for (auto& d : failed)
+    d.rp.deliver(collaborator_down("the request router (georoute.router)",
+                                   dm.reason, d.what));
 }
 
 void rewire(self_ptr self, const engine_wiring& w) {

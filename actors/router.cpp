@@ -92,6 +92,10 @@ struct data_operation {
       deadline; // started + budget; in router_state::deadlines
   bool budget_spent = false;
   waiting_for waiting = waiting_for::nothing;
+  // The collaborator asked while waiting for a collection, ranges or a
+  // refresh: its down message may come after the supervisor re-wired us to a
+  // successor, so it is matched against this, not the current handle.
+  caf::actor_addr waiting_on;
   // Shared with the router's collection LRU: a hit copies a pointer, not
   // the collection's strings and key definition.
   std::shared_ptr<const collection_info> coll;
@@ -581,6 +585,7 @@ void resolve_collection(self_ptr self, uint64_t id, bool force) {
   }
   auto obsolete = force && op.coll ? op.coll->rid : std::string{};
   op.waiting = waiting_for::collection;
+  op.waiting_on = st.with.collections.address();
   self->request(st.with.collections, caf::infinite, by_name_atom_v, op.link,
                 force, obsolete)
       .then(
@@ -674,6 +679,7 @@ void resolve_range(self_ptr self, uint64_t id, bool refresh) {
   // refreshed since.
   auto known = refresh && op.map ? op.map->etag() : std::string{};
   op.waiting = waiting_for::ranges;
+  op.waiting_on = st.with.pkranges.address();
   self->request(st.with.pkranges, caf::infinite, pkranges_atom_v, rid, known)
       .then(
           [=](routing_snapshot& snap) {
@@ -817,6 +823,7 @@ void carry_out(self_ptr self, uint64_t id, const loop_step& s) {
     return;
   }
   op.waiting = waiting_for::refresh;
+  op.waiting_on = st.with.endpoints.address();
   auto delay = s.delay;
   auto retry = [=] {
     auto& st = self->state;
@@ -1492,34 +1499,37 @@ void subscribe(self_ptr self) {
           [](caf::error&) {});
 }
 
-void fail_waiting(self_ptr self, waiting_for what, const caf::error& reason,
-                  const std::string& whom) {
+// The operations waiting for `what` from the collaborator `gone`.
+std::vector<uint64_t> ops_waiting_on(router_state& st, waiting_for what,
+                                     const caf::actor_addr& gone) {
   std::vector<uint64_t> ids;
-  for (auto& [id, op] : self->state.ops)
-    if (op.waiting == what) ids.push_back(id);
-  for (auto id : ids) {
+  for (auto& [id, op] : st.ops)
+    if (op.waiting == what && op.waiting_on == gone) ids.push_back(id);
+  return ids;
+}
+
+void fail_waiting(self_ptr self, waiting_for what, const caf::down_msg& dm,
+                  const std::string& whom) {
+  for (auto id : ops_waiting_on(self->state, what, dm.source)) {
     auto err =
-        collaborator_down(whom, reason, describe(self->state.ops.at(id)));
+        collaborator_down(whom, dm.reason, describe(self->state.ops.at(id)));
     finish_error(self, id, code_of(err), context_of(err));
   }
 }
 
+// A collaborator went down: whoever waits for it is told at once. Matched by
+// the address each operation asked, since the supervisor's re-wiring to the
+// successor may arrive first.
 void on_down(self_ptr self, const caf::down_msg& dm) {
-  auto& st = self->state;
-  if (st.with.collections && dm.source == st.with.collections.address())
-    fail_waiting(self, waiting_for::collection, dm.reason,
-                 "the collection cache (georoute.collection_cache)");
-  else if (st.with.pkranges && dm.source == st.with.pkranges.address())
-    fail_waiting(self, waiting_for::ranges, dm.reason,
-                 "the partition-range cache (georoute.pkrange_cache)");
-  else if (st.with.endpoints && dm.source == st.with.endpoints.address()) {
-    // Refreshes asked of it will never be answered: go on without them.
-    std::vector<uint64_t> ids;
-    for (auto& [id, op] : st.ops)
-      if (op.waiting == waiting_for::refresh) ids.push_back(id);
-    for (auto id : ids)
-      schedule_attempt(self, id, std::chrono::milliseconds{0});
-  }
+  if (!dm.source) return;
+  fail_waiting(self, waiting_for::collection, dm,
+               "the collection cache (georoute.collection_cache)");
+  fail_waiting(self, waiting_for::ranges, dm,
+               "the partition-range cache (georoute.pkrange_cache)");
+  // Refreshes asked of an endpoint manager that is gone will never be
+  // answered: go on without them.
+  for (auto id : ops_waiting_on(self->state, waiting_for::refresh, dm.source))
+    schedule_attempt(self, id, std::chrono::milliseconds{0});
 }
 
 void rewire(self_ptr self, const engine_wiring& w) {

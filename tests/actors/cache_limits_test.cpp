@@ -172,10 +172,12 @@ bool starts_with(const std::string& s, const std::string& prefix) {
 
 TEST_F(CacheLimits, RetryDiesMidCollectionFetch_WaitersFailAtOnce_NextFetches) {
   start();
-  auto first = ask<collection_info>(collections, by_name_atom_v, std::string{"dbs/d/colls/c"},
-                   false, std::string{});
-  auto second = ask<collection_info>(collections, by_name_atom_v, std::string{"dbs/d/colls/c"},
-                    false, std::string{});
+  auto first =
+      ask<collection_info>(collections, by_name_atom_v,
+                           std::string{"dbs/d/colls/c"}, false, std::string{});
+  auto second =
+      ask<collection_info>(collections, by_name_atom_v,
+                           std::string{"dbs/d/colls/c"}, false, std::string{});
   ASSERT_EQ(fetches->requests.size(), 1u); // one fetch, two waiters
   replace_retry();                         // no virtual time passes
   for (auto& log : {first, second}) {
@@ -189,8 +191,9 @@ TEST_F(CacheLimits, RetryDiesMidCollectionFetch_WaitersFailAtOnce_NextFetches) {
   EXPECT_EQ(stats_of<collection_cache_stats>(collections).collaborator_failures,
             2u);
   rewire();
-  auto again = ask<collection_info>(collections, by_name_atom_v, std::string{"dbs/d/colls/c"},
-                   false, std::string{});
+  auto again =
+      ask<collection_info>(collections, by_name_atom_v,
+                           std::string{"dbs/d/colls/c"}, false, std::string{});
   ASSERT_EQ(fetches->requests.size(), 1u) << "no fresh fetch";
   answer(0, collection_ok(rid_a));
   EXPECT_EQ(again->got, std::vector<std::string>{"ok"});
@@ -198,7 +201,8 @@ TEST_F(CacheLimits, RetryDiesMidCollectionFetch_WaitersFailAtOnce_NextFetches) {
 
 TEST_F(CacheLimits, RetryDiesMidPkrangeLoad_WaitersFailAtOnce_NextLoads) {
   start();
-  auto first = ask<routing_snapshot>(pkranges, pkranges_atom_v, rid_a, std::string{});
+  auto first =
+      ask<routing_snapshot>(pkranges, pkranges_atom_v, rid_a, std::string{});
   ASSERT_EQ(fetches->requests.size(), 1u);
   replace_retry();
   ASSERT_EQ(first->got.size(), 1u) << "the waiter was left to its timeout";
@@ -206,7 +210,8 @@ TEST_F(CacheLimits, RetryDiesMidPkrangeLoad_WaitersFailAtOnce_NextLoads) {
       << first->got[0];
   EXPECT_EQ(stats_of<pkrange_cache_stats>(pkranges).collaborator_failures, 1u);
   rewire();
-  auto again = ask<routing_snapshot>(pkranges, pkranges_atom_v, rid_a, std::string{});
+  auto again =
+      ask<routing_snapshot>(pkranges, pkranges_atom_v, rid_a, std::string{});
   ASSERT_EQ(fetches->requests.size(), 1u) << "no fresh load";
   answer(0, whole_range_page(rid_a, "\"1\""));
   answer(1, not_modified("\"1\""));
@@ -215,16 +220,56 @@ TEST_F(CacheLimits, RetryDiesMidPkrangeLoad_WaitersFailAtOnce_NextLoads) {
 
 TEST_F(CacheLimits, RetryDiesMidQueryPlanFetch_WaitersFailAtOnce_NextFetches) {
   start();
-  auto first = ask<query_plan>(plans, plan_atom_v, plan_for(rid_a, "SELECT * FROM c"));
+  auto first =
+      ask<query_plan>(plans, plan_atom_v, plan_for(rid_a, "SELECT * FROM c"));
   replace_retry();
   ASSERT_EQ(first->got.size(), 1u) << "the waiter was left to its timeout";
   EXPECT_TRUE(starts_with(first->got[0], "error collaborator_down"))
       << first->got[0];
   rewire();
-  auto again = ask<query_plan>(plans, plan_atom_v, plan_for(rid_a, "SELECT * FROM c"));
+  auto again =
+      ask<query_plan>(plans, plan_atom_v, plan_for(rid_a, "SELECT * FROM c"));
   // The fake records detach requests only as promises: answer the first.
   answer(0, plan_ok());
   EXPECT_EQ(again->got, std::vector<std::string>{"ok"});
+}
+
+// The supervisor's re-wiring and the old retry actor's down message come from
+// two actors: CAF does not order them. With the re-wiring first, the waiters
+// of the old actor's fetches must still fail at once, and the successor's own
+// fetches must not.
+TEST_F(CacheLimits, RewiredBeforeTheOldRetryIsSeenDown_ItsWaitersStillFail) {
+  start();
+  auto coll =
+      ask<collection_info>(collections, by_name_atom_v,
+                           std::string{"dbs/d/colls/c"}, false, std::string{});
+  auto map =
+      ask<routing_snapshot>(pkranges, pkranges_atom_v, rid_a, std::string{});
+  auto plan =
+      ask<query_plan>(plans, plan_atom_v, plan_for(rid_a, "SELECT * FROM c"));
+  auto old = retry;
+  others.push_back(caf::actor_cast<caf::actor>(old));
+  fetches = std::make_shared<recording_retry_log>();
+  retry = sys.spawn(recording_retry, fetches);
+  rewire();
+  auto fresh = ask<collection_info>(collections, by_name_atom_v,
+                                    std::string{"dbs/d/colls/other"}, false,
+                                    std::string{});
+  ASSERT_EQ(fetches->requests.size(), 1u) << "the successor got no fetch";
+  for (auto& log : {coll, map, plan, fresh})
+    EXPECT_TRUE(log->got.empty()) << "answered before anything went down";
+  self->send_exit(old, caf::exit_reason::kill);
+  run(); // no time passes
+  for (auto& log : {coll, map, plan}) {
+    ASSERT_EQ(log->got.size(), 1u) << "a waiter was left to its timeout";
+    EXPECT_TRUE(starts_with(log->got[0], "error collaborator_down"))
+        << log->got[0];
+  }
+  EXPECT_TRUE(fresh->got.empty()) << "the successor's fetch failed too";
+  answer(0, collection_ok(rid_b));
+  EXPECT_EQ(fresh->got, std::vector<std::string>{"ok"});
+  EXPECT_EQ(stats_of<collection_cache_stats>(collections).collaborator_failures,
+            1u);
 }
 
 TEST_F(CacheLimits, RewireFromAnyoneButTheSupervisor_IsIgnored) {
@@ -238,8 +283,9 @@ TEST_F(CacheLimits, RewireFromAnyoneButTheSupervisor_IsIgnored) {
   w.retry = retry;
   caf::anon_send(caf::actor_cast<caf::actor>(collections), w); // no sender
   run();
-  auto got = ask<collection_info>(collections, by_name_atom_v, std::string{"dbs/d/colls/c"},
-                 false, std::string{});
+  auto got =
+      ask<collection_info>(collections, by_name_atom_v,
+                           std::string{"dbs/d/colls/c"}, false, std::string{});
   EXPECT_EQ(fetches->requests.size(), 0u) << "a stranger re-wired the cache";
   ASSERT_EQ(got->got.size(), 1u); // asked the dead actor: an error at once
   EXPECT_TRUE(starts_with(got->got[0], "error")) << got->got[0];
@@ -253,7 +299,8 @@ TEST_F(CacheLimits, CollectionCache_Lru_EvictsTheLeastRecentlyUsed) {
   uint64_t n = 0;
   for (auto name : {"a", "b", "c"}) {
     auto log = ask<collection_info>(collections, by_name_atom_v,
-                   std::string{"dbs/d/colls/"} + name, false, std::string{});
+                                    std::string{"dbs/d/colls/"} + name, false,
+                                    std::string{});
     answer(n, collection_ok(n == 0 ? rid_a : n == 1 ? rid_b : rid_c));
     ++n;
     ASSERT_EQ(log->got, std::vector<std::string>{"ok"});
@@ -261,11 +308,11 @@ TEST_F(CacheLimits, CollectionCache_Lru_EvictsTheLeastRecentlyUsed) {
   auto s = stats_of<collection_cache_stats>(collections);
   EXPECT_EQ(s.evictions, 2u); // "a" left both indexes
   // "c" and "b" are cached, "a" is fetched again.
-  ask<collection_info>(collections, by_name_atom_v, std::string{"dbs/d/colls/c"}, false,
-      std::string{});
+  ask<collection_info>(collections, by_name_atom_v,
+                       std::string{"dbs/d/colls/c"}, false, std::string{});
   EXPECT_EQ(fetches->requests.size(), 3u);
-  ask<collection_info>(collections, by_name_atom_v, std::string{"dbs/d/colls/a"}, false,
-      std::string{});
+  ask<collection_info>(collections, by_name_atom_v,
+                       std::string{"dbs/d/colls/a"}, false, std::string{});
   EXPECT_EQ(fetches->requests.size(), 4u);
 }
 
@@ -273,9 +320,12 @@ TEST_F(CacheLimits, CollectionCache_WaiterCap_RefusesTheNextCaller) {
   collection_cfg.max_waiters = 2;
   start();
   auto link = std::string{"dbs/d/colls/c"};
-  auto a = ask<collection_info>(collections, by_name_atom_v, link, false, std::string{});
-  auto b = ask<collection_info>(collections, by_name_atom_v, link, false, std::string{});
-  auto c = ask<collection_info>(collections, by_name_atom_v, link, false, std::string{});
+  auto a = ask<collection_info>(collections, by_name_atom_v, link, false,
+                                std::string{});
+  auto b = ask<collection_info>(collections, by_name_atom_v, link, false,
+                                std::string{});
+  auto c = ask<collection_info>(collections, by_name_atom_v, link, false,
+                                std::string{});
   ASSERT_EQ(c->got.size(), 1u);
   EXPECT_TRUE(starts_with(c->got[0], "error overloaded")) << c->got[0];
   EXPECT_NE(c->got[0].find("georoute.cache-max-waiters"), std::string::npos);
@@ -288,10 +338,12 @@ TEST_F(CacheLimits, CollectionCache_WaiterCap_RefusesTheNextCaller) {
 TEST_F(CacheLimits, PkrangeCache_Lru_EvictsTheLeastRecentlyUsedMap) {
   pkrange_cfg.capacity = 1;
   start();
-  auto a = ask<routing_snapshot>(pkranges, pkranges_atom_v, rid_a, std::string{});
+  auto a =
+      ask<routing_snapshot>(pkranges, pkranges_atom_v, rid_a, std::string{});
   answer(0, whole_range_page(rid_a, "\"1\""));
   answer(1, not_modified("\"1\""));
-  auto b = ask<routing_snapshot>(pkranges, pkranges_atom_v, rid_b, std::string{});
+  auto b =
+      ask<routing_snapshot>(pkranges, pkranges_atom_v, rid_b, std::string{});
   answer(2, whole_range_page(rid_b, "\"1\""));
   answer(3, not_modified("\"1\""));
   ASSERT_EQ(a->got, std::vector<std::string>{"ok"});
@@ -306,7 +358,8 @@ TEST_F(CacheLimits, PkrangeCache_Lru_EvictsTheLeastRecentlyUsedMap) {
 TEST_F(CacheLimits, PkrangeCache_OneDeadlineForAllPages) {
   pkrange_cfg.load_deadline = 10s;
   start();
-  auto got = ask<routing_snapshot>(pkranges, pkranges_atom_v, rid_a, std::string{});
+  auto got =
+      ask<routing_snapshot>(pkranges, pkranges_atom_v, rid_a, std::string{});
   // Each page comes back within 4 s, but the feed never ends with a 304.
   for (uint64_t i = 0; i < 2; ++i) {
     advance(4s);
@@ -328,7 +381,8 @@ TEST_F(CacheLimits, PkrangeCache_WaiterCap_RefusesTheNextCaller) {
   pkrange_cfg.max_waiters = 1;
   start();
   ask<routing_snapshot>(pkranges, pkranges_atom_v, rid_a, std::string{});
-  auto refused = ask<routing_snapshot>(pkranges, pkranges_atom_v, rid_a, std::string{});
+  auto refused =
+      ask<routing_snapshot>(pkranges, pkranges_atom_v, rid_a, std::string{});
   ASSERT_EQ(refused->got.size(), 1u);
   EXPECT_TRUE(starts_with(refused->got[0], "error overloaded"))
       << refused->got[0];
@@ -336,7 +390,8 @@ TEST_F(CacheLimits, PkrangeCache_WaiterCap_RefusesTheNextCaller) {
 
 TEST_F(CacheLimits, QueryPlan_EmptyRid_IsAValidationError) {
   start();
-  auto got = ask<query_plan>(plans, plan_atom_v, plan_for("", "SELECT * FROM c"));
+  auto got =
+      ask<query_plan>(plans, plan_atom_v, plan_for("", "SELECT * FROM c"));
   ASSERT_EQ(got->got.size(), 1u);
   EXPECT_TRUE(starts_with(got->got[0], "error validation_error"))
       << got->got[0];
@@ -369,8 +424,10 @@ TEST(QueryPlanKey, EveryPartIsLengthPrefixed) {
 
 TEST_F(CacheLimits, QueryPlan_SameQueryOnTwoCollections_TwoPlans) {
   start();
-  auto a = ask<query_plan>(plans, plan_atom_v, plan_for(rid_a, "SELECT * FROM c"));
-  auto b = ask<query_plan>(plans, plan_atom_v, plan_for(rid_b, "SELECT * FROM c"));
+  auto a =
+      ask<query_plan>(plans, plan_atom_v, plan_for(rid_a, "SELECT * FROM c"));
+  auto b =
+      ask<query_plan>(plans, plan_atom_v, plan_for(rid_b, "SELECT * FROM c"));
   EXPECT_TRUE(b->got.empty()) << "collection b was served a's plan";
   answer(0, plan_ok());
   answer(1, plan_ok());
@@ -381,7 +438,8 @@ TEST_F(CacheLimits, QueryPlan_WaiterCap_RefusesTheNextCaller) {
   plan_waiters = 1;
   start();
   ask<query_plan>(plans, plan_atom_v, plan_for(rid_a, "SELECT * FROM c"));
-  auto refused = ask<query_plan>(plans, plan_atom_v, plan_for(rid_a, "SELECT * FROM c"));
+  auto refused =
+      ask<query_plan>(plans, plan_atom_v, plan_for(rid_a, "SELECT * FROM c"));
   ASSERT_EQ(refused->got.size(), 1u);
   EXPECT_TRUE(starts_with(refused->got[0], "error overloaded"))
       << refused->got[0];

@@ -2,6 +2,7 @@
 // snapshots it applies, what it does when a collaborator goes down or the
 // engine stops, and the detach-only path's deadline error. Virtual time.
 
+#include "actors/internal.hpp"
 #include "actors/location_cache.hpp"
 #include "actors/query_plan.hpp"
 #include "actors/retry.hpp"
@@ -130,6 +131,7 @@ protected:
   endpoint_manager_actor endpoints;
   router_actor router;
   retry_actor retry;
+  caf::actor_addr supervisor; // null: nobody may re-wire the retry actor
 
   std::shared_ptr<const location_table> table(bool west_marked = false) {
     auto t = location_table{table_options()}.with_account(account(),
@@ -143,7 +145,8 @@ protected:
     locations = sys.spawn(fake_locations, locs);
     endpoints = sys.spawn(fake_endpoints, eps);
     router = sys.spawn(silent_router);
-    retry = spawn_retry(sys, cfg, {locations, endpoints, http, router, {}, {}});
+    retry = spawn_retry(sys, cfg,
+                        {locations, endpoints, http, router, {}, supervisor});
     for (auto a : {caf::actor_cast<caf::actor>(locations),
                    caf::actor_cast<caf::actor>(endpoints),
                    caf::actor_cast<caf::actor>(router),
@@ -286,6 +289,58 @@ TEST_F(RetryWiring, EndpointManagerGoesDown_WaitingOperationGoesOn) {
   receive_now(
       self, h, [](transport::outcome&) {},
       [](caf::error& e) { ADD_FAILURE() << caf::to_string(e); });
+}
+
+// The supervisor's re-wiring to a successor and the old collaborator's down
+// message come from two actors: CAF does not order them. Whoever waited for
+// the old one must still be told when the re-wiring comes first.
+TEST_F(RetryWiring, RewiredToSuccessorsFirst_OldOnesDown_WaitersStillGoOn) {
+  eps->hold = true; // refreshes are never answered
+  supervisor = self->address();
+  start({table(), 1});
+  document_request d;
+  d.method = "POST";
+  d.path = "/dbs/d/colls/c/docs";
+  auto detached = self->request(retry, caf::infinite, detach_atom_v, d);
+  auto read =
+      self->request(retry, caf::infinite, execute_atom_v, read_collection());
+  run();
+  answer(transport_failure(transport::failure::refused));
+  EXPECT_EQ(eps->refreshes, 1);
+  auto old_router = router;
+  auto old_endpoints = endpoints;
+  router = sys.spawn(silent_router);
+  endpoints = sys.spawn(fake_endpoints, std::make_shared<endpoints_log>());
+  spawned.push_back(caf::actor_cast<caf::actor>(router));
+  spawned.push_back(caf::actor_cast<caf::actor>(endpoints));
+  engine_wiring w;
+  w.supervisor = supervisor;
+  w.locations = locations;
+  w.endpoints = endpoints;
+  w.router = router;
+  self->send(caf::actor_cast<caf::actor>(retry), w);
+  run();
+  EXPECT_EQ(stats().live, 2u) << "the re-wiring alone ended an operation";
+  EXPECT_EQ(http->count(), 1u) << "the re-wiring alone ended the wait";
+  self->send_exit(old_router, caf::exit_reason::kill);
+  self->send_exit(old_endpoints, caf::exit_reason::kill);
+  run(); // no time passes
+  receive_now(
+      self, detached,
+      [](transport::outcome&) { ADD_FAILURE() << "expected an error"; },
+      [](caf::error& e) {
+        EXPECT_EQ(code_of(e), errc::collaborator_down) << context_of(e);
+        EXPECT_NE(context_of(e).find("georoute.router"), std::string::npos)
+            << context_of(e);
+      });
+  advance(1s); // the failover pause
+  ASSERT_EQ(http->count(), 2u) << "the read waited for a dead actor";
+  EXPECT_EQ(last_endpoint(), east_ep);
+  answer(ok_response("{}"));
+  receive_now(
+      self, read, [](transport::outcome&) {},
+      [](caf::error& e) { ADD_FAILURE() << caf::to_string(e); });
+  EXPECT_EQ(stats().live, 0u);
 }
 
 TEST_F(RetryWiring, Stopped_OperationsInFlightGetEngineStopped) {
