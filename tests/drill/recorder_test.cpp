@@ -45,32 +45,89 @@ TEST(Recorder, Folding_KeepsWholeOnlyWhatIsNotAPlainSuccess) {
   q.duplicates = 1;
   rec.add(q);
   op_record failed;
+  failed.type = op_type::write;
   failed.result = op_result::failure;
   failed.error = "write timeout in East US";
   rec.add(failed);
   op_record late;
   late.result = op_result::timeout;
+  late.end_us = 1'200'000;
   rec.add(late);
+  op_record read_failed;
+  read_failed.result = op_result::failure;
+  read_failed.end_us = 2'500'000;
+  read_failed.error = "503 from East US after 3 attempts";
+  rec.add(read_failed);
 
   auto kept = rec.all();
-  ASSERT_EQ(kept.size(), 4u);
+  ASSERT_EQ(kept.size(), 3u);
   EXPECT_EQ(kept[0].region, "(global)");
   EXPECT_EQ(kept[1].duplicates, 1u);
-  EXPECT_EQ(kept[2].result, op_result::failure);
-  EXPECT_EQ(kept[3].result, op_result::timeout);
+  EXPECT_EQ(kept[2].result, op_result::failure) << "a failed write is kept";
+  EXPECT_EQ(kept[2].type, op_type::write);
 
   auto f = rec.folded();
   EXPECT_EQ(f.successes[op_type::read], 1u);
   EXPECT_EQ(f.successes[op_type::write], 2u);
   EXPECT_EQ(f.served_by["West US"], 1u);
   EXPECT_EQ(f.served_by["East US"], 2u);
-  ASSERT_EQ(f.per_second.size(), 3u); // ended at 1.5 ms and 2.1 s
-  EXPECT_EQ(f.per_second[0], 1u);
-  EXPECT_EQ(f.per_second[2], 2u);
+  EXPECT_EQ(f.timeouts[op_type::read], 1u);
+  EXPECT_EQ(f.failures[op_type::read], 1u);
+  EXPECT_EQ(f.failures.count(op_type::write), 0u);
+  ASSERT_EQ(f.per_second.size(), 3u); // ended at 1.5 ms, 1.2 s, 2.1 and 2.5 s
+  auto at = [&](size_t s, op_result r) {
+    return f.per_second[s][static_cast<size_t>(r)];
+  };
+  EXPECT_EQ(at(0, op_result::success), 1u);
+  EXPECT_EQ(at(1, op_result::timeout), 1u);
+  EXPECT_EQ(at(2, op_result::success), 2u);
+  EXPECT_EQ(at(2, op_result::failure), 1u);
+  ASSERT_EQ(f.failure_texts.size(), 1u);
+  EXPECT_EQ(f.failure_texts.begin()->first,
+            "read: # from East US after # attempts");
+  EXPECT_EQ(f.failure_texts.begin()->second.example, read_failed.error);
+  EXPECT_EQ(f.first_failure, read_failed.error);
   EXPECT_EQ(f.written_ids, std::set<std::string>{"S-c1-7\npk7"});
   EXPECT_EQ(f.latency.count(), 3u);
   EXPECT_EQ(f.complete_queries, 0u);
-  EXPECT_EQ(rec.ok + rec.failed + rec.timed_out, 7u);
+  EXPECT_EQ(rec.ok + rec.failed + rec.timed_out, 8u);
+}
+
+// An overloaded machine (the soak beside a CPU hog) times out and fails
+// reads by the ten thousand: the records must not grow with them.
+TEST(Recorder, Folding_MemoryDoesNotGrowWithTimeoutsAndReadFailures) {
+  recorder rec{recorder::clock::now(), true};
+  rec.add(success(op_type::read, "West US", 0, 10));
+  auto before = rec.bytes_held();
+  for (int i = 0; i < 100000; ++i) {
+    op_record r;
+    r.type = i % 2 == 0 ? op_type::read : op_type::query;
+    r.result = i % 3 == 0 ? op_result::timeout : op_result::failure;
+    r.end_us = i;
+    r.error = "request to East US timed out after " + std::to_string(i) +
+              " ms (attempt " + std::to_string(i % 7) + ")";
+    rec.add(r);
+  }
+  EXPECT_TRUE(rec.all().empty());
+  EXPECT_LT(rec.bytes_held(), before + 4096) << "the records grew";
+  auto f = rec.folded();
+  EXPECT_EQ(f.failure_texts.size(), 2u); // one text per type
+  EXPECT_EQ(f.failures[op_type::read] + f.failures[op_type::query] +
+                f.timeouts[op_type::read] + f.timeouts[op_type::query],
+            100000u);
+}
+
+TEST(Recorder, Folding_FailureTextsBeyondTheCap_AreCountedNotKept) {
+  recorder rec{recorder::clock::now(), true};
+  for (size_t i = 0; i < folded_ops::max_groups + 10; ++i) {
+    op_record r;
+    r.result = op_result::failure;
+    r.error = "error kind " + std::string(1 + i / 26, char('a' + i % 26));
+    rec.add(r);
+  }
+  auto f = rec.folded();
+  EXPECT_EQ(f.failure_texts.size(), folded_ops::max_groups);
+  EXPECT_EQ(f.other_texts, 10u);
 }
 
 TEST(Recorder, Folding_MemoryDoesNotGrowWithPlainSuccesses) {
@@ -83,7 +140,8 @@ TEST(Recorder, Folding_MemoryDoesNotGrowWithPlainSuccesses) {
   EXPECT_TRUE(rec.all().empty());
   auto f = rec.folded();
   EXPECT_EQ(f.written_ids.size(), 200u);
-  EXPECT_EQ(f.per_second.size(), 1u);
+  ASSERT_EQ(f.per_second.size(), 1u);
+  EXPECT_EQ(f.per_second[0][static_cast<size_t>(op_result::success)], 100000u);
   EXPECT_EQ(f.latency.count(), 100000u);
 }
 

@@ -607,15 +607,21 @@ void scenario_run::teardown() {
 
 void scenario_run::summarize() {
   std::vector<int64_t> latencies;
-  // Folded successes (the soak) count like kept ones; their latencies are
-  // in a histogram, and then every latency goes there.
-  for (const auto& [type, n] : folded_.successes) {
-    auto& k = out_.by_kind[to_string(type)];
-    for (auto* c : {&k, &out_.total}) {
-      c->ops += n;
-      c->successes += n;
+  // Folded operations (the soak) count like kept ones; the latencies of
+  // folded successes are in a histogram, and then every latency goes there.
+  auto add_folded = [&](const std::map<op_type, uint64_t>& by_type,
+                        uint64_t op_counts::*field) {
+    for (const auto& [type, n] : by_type) {
+      auto& k = out_.by_kind[to_string(type)];
+      for (auto* c : {&k, &out_.total}) {
+        c->ops += n;
+        c->*field += n;
+      }
     }
-  }
+  };
+  add_folded(folded_.successes, &op_counts::successes);
+  add_folded(folded_.failures, &op_counts::failures);
+  add_folded(folded_.timeouts, &op_counts::timeouts);
   for (const auto& [region, n] : folded_.served_by)
     out_.served_by[region] += n;
   auto histogram = folded_.latency;
@@ -681,10 +687,12 @@ void scenario_run::summarize() {
     if (op.hedged) ++callers[op.hedge_won ? "hedge_won" : "hedged"];
   }
   for (size_t second = 0; second < folded_.per_second.size(); ++second) {
-    if (folded_.per_second[second] == 0) continue;
     auto idx = std::min(second, out_.timeline.size() - 1);
-    out_.timeline[idx].callers[to_string(op_result::success)] +=
-        folded_.per_second[second];
+    for (auto result :
+         {op_result::success, op_result::failure, op_result::timeout}) {
+      auto n = folded_.per_second[second][static_cast<size_t>(result)];
+      if (n > 0) out_.timeline[idx].callers[to_string(result)] += n;
+    }
   }
   for (const auto& b : out_.timeline)
     for (const auto& [region, by_status] : b.backend)
@@ -698,34 +706,36 @@ void scenario_run::common_criteria() {
   require("every operation ends by its caller's deadline (no stuck request)",
           std::to_string(stuck) + " stuck", stuck == 0);
   // A failure the engine returned before the caller's deadline: a retry
-  // would still have been allowed.
-  std::string first_failure;
+  // would still have been allowed. The first is the one that ended first,
+  // kept whole or folded.
+  std::string first_failure = folded_.first_failure;
+  int64_t first_at = folded_.first_failure_us;
   for (const auto& op : ops_)
-    if (op.result == op_result::failure) {
+    if (op.result == op_result::failure &&
+        (first_at < 0 || op.end_us < first_at)) {
+      first_at = op.end_us;
       first_failure = op.error.substr(0, 400);
-      break;
     }
   // What the users were told: the failures grouped by their text (numbers,
   // ports and ids blanked), the most common first, one example each.
-  std::map<std::string, std::pair<uint64_t, std::string>> by_text;
+  std::map<std::string, failure_group> by_text = folded_.failure_texts;
   for (const auto& op : ops_) {
     if (op.result != op_result::failure) continue;
-    std::string key;
-    for (char ch : op.error.substr(0, 160))
-      if (!std::isdigit(static_cast<unsigned char>(ch)) || key.empty() ||
-          key.back() != '#')
-        key += std::isdigit(static_cast<unsigned char>(ch)) ? '#' : ch;
-    auto& [n, example] = by_text[std::string{to_string(op.type)} + ": " + key];
-    if (n++ == 0) example = op.error.substr(0, 300);
+    auto& g = by_text[failure_group_key(op.type, op.error)];
+    if (g.count++ == 0) g.example = op.error.substr(0, 300);
   }
   std::vector<std::pair<uint64_t, std::string>> ranked;
-  for (const auto& [key, v] : by_text)
-    ranked.emplace_back(v.first,
-                        key.substr(0, key.find(':')) + ": " + v.second);
+  for (const auto& [key, g] : by_text)
+    ranked.emplace_back(g.count,
+                        key.substr(0, key.find(':')) + ": " + g.example);
   std::sort(ranked.begin(), ranked.end(), std::greater<>{});
   for (size_t i = 0; i < ranked.size() && i < 6; ++i)
     note("failures " + std::to_string(ranked[i].first) + "x " +
          ranked[i].second);
+  if (folded_.other_texts > 0)
+    note("failures " + std::to_string(folded_.other_texts) +
+         "x with texts beyond the first " +
+         std::to_string(folded_ops::max_groups) + " kinds (not grouped)");
   require("user-visible failures = 0",
           std::to_string(out_.total.failures) +
               (first_failure.empty() ? "" : " (first: " + first_failure + ")"),

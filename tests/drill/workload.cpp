@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <caf/all.hpp>
+#include <cctype>
 #include <cmath>
 #include <nlohmann/json.hpp>
 #include <random>
@@ -100,17 +101,43 @@ void recorder::add(op_record r) {
   }
   bool plain = r.result == op_result::success && r.region != "(global)" &&
                r.duplicates == 0 && r.missing == 0;
-  if (!fold_ || !plain) {
+  // A failed write is judged one by one (may it have been applied?); a
+  // timeout or another failure only counts, by second and by its text.
+  bool judged_alone =
+      r.result == op_result::failure && r.type == op_type::write;
+  bool keep = r.result == op_result::success ? !plain : judged_alone;
+  if (!fold_ || keep) {
     kept_bytes_ += heap_bytes_of(r);
     ops_.push_back(std::move(r));
     return;
   }
   auto& f = folded_;
-  ++f.successes[r.type];
-  ++f.served_by[r.region];
   auto second = static_cast<size_t>(std::max<int64_t>(r.end_us, 0) / 1000000);
   if (f.per_second.size() <= second) f.per_second.resize(second + 1);
-  ++f.per_second[second];
+  ++f.per_second[second][static_cast<size_t>(r.result)];
+  if (r.result == op_result::timeout) {
+    ++f.timeouts[r.type];
+    return;
+  }
+  if (r.result == op_result::failure) {
+    ++f.failures[r.type];
+    auto key = failure_group_key(r.type, r.error);
+    auto g = f.failure_texts.find(key);
+    if (g == f.failure_texts.end() &&
+        f.failure_texts.size() >= folded_ops::max_groups) {
+      ++f.other_texts;
+    } else {
+      auto& group = f.failure_texts[key];
+      if (group.count++ == 0) group.example = r.error.substr(0, 300);
+    }
+    if (f.first_failure_us < 0 || r.end_us < f.first_failure_us) {
+      f.first_failure_us = r.end_us;
+      f.first_failure = r.error.substr(0, 400);
+    }
+    return;
+  }
+  ++f.successes[r.type];
+  ++f.served_by[r.region];
   f.latency.add(r.end_us - r.start_us);
   if (!r.written_id.empty()) {
     // The stored document is the last acknowledged write's (a caller
@@ -139,10 +166,23 @@ size_t recorder::bytes_held() const {
   // Kept operations are counted as they are added (`kept_bytes_`): a walk
   // over them here would hold the lock every caller takes, once a sample.
   // The deliberate leak is left out: it stands for a leak anywhere else.
+  size_t texts = 0;
+  for (const auto& [key, g] : folded_.failure_texts)
+    texts += 96 + key.capacity() + g.example.capacity(); // node and strings
   return kept_bytes_ + ops_.capacity() * sizeof(op_record) +
-         folded_.per_second.capacity() * sizeof(uint64_t) +
+         folded_.per_second.capacity() * sizeof(folded_.per_second[0]) +
          folded_.written_ids.size() * 96 + // a set node and a short string
-         folded_.last_tracking.size() * 160;
+         folded_.last_tracking.size() * 160 + texts;
+}
+
+std::string failure_group_key(op_type type, const std::string& error) {
+  std::string key = std::string{to_string(type)} + ": ";
+  for (char ch : error.substr(0, 160)) {
+    bool digit = std::isdigit(static_cast<unsigned char>(ch)) != 0;
+    if (digit && key.back() == '#') continue;
+    key += digit ? '#' : ch;
+  }
+  return key;
 }
 
 namespace {

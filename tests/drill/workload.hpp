@@ -8,6 +8,7 @@
 
 #include "messages/interfaces.hpp"
 
+#include <array>
 #include <atomic>
 #include <caf/actor_system.hpp>
 #include <chrono>
@@ -91,13 +92,29 @@ private:
   uint64_t count_ = 0;
 };
 
+/// A group of failures with the same text once numbers are blanked: how
+/// many, and the first one's text as an example.
+struct failure_group {
+  uint64_t count = 0;
+  std::string example;
+};
+
+/// The key failures are grouped by: the operation's type, then the first 160
+/// characters of the error with every run of digits made one '#'.
+std::string failure_group_key(op_type type, const std::string& error);
+
 /// What a folding recorder keeps of the operations it does not keep whole:
-/// plain successes (served by a region, queries complete and exact).
+/// plain successes (served by a region, queries complete and exact), caller
+/// timeouts, and the failures of reads and queries. Failed writes stay whole:
+/// the soak judges each one (may it have been applied, and why).
 struct folded_ops {
   std::map<op_type, uint64_t> successes;
+  std::map<op_type, uint64_t> failures;
+  std::map<op_type, uint64_t> timeouts;
   std::map<std::string, uint64_t> served_by;
-  /// Successes by the second they ended in (since the start).
-  std::vector<uint64_t> per_second;
+  /// Folded operations by the second they ended in (since the start),
+  /// indexed by `op_result`.
+  std::vector<std::array<uint64_t, 3>> per_second;
   latency_histogram latency;
   /// Acknowledged writes ("id\npk"), each once: bounded when the callers
   /// upsert a bounded set (`caller_setup::write_ids`).
@@ -106,12 +123,21 @@ struct folded_ops {
   /// end time), when writes carried one.
   std::map<std::string, std::pair<int64_t, std::string>> last_tracking;
   uint64_t complete_queries = 0;
+  /// The folded failures by `failure_group_key`; at most `max_groups`
+  /// texts, the rest counted under `other_texts`.
+  static constexpr size_t max_groups = 256;
+  std::map<std::string, failure_group> failure_texts;
+  uint64_t other_texts = 0;
+  /// The folded failure that ended first: its end and its error.
+  int64_t first_failure_us = -1;
+  std::string first_failure;
 };
 
 /// Every operation of one scenario; thread-safe. A folding recorder (the
-/// soak) keeps whole only what is not a plain success, so that its memory
-/// grows with the failures, not with the run's length, and the resident
-/// memory curve shows the engine's.
+/// soak) keeps whole only the failed writes and the successes that are not
+/// plain, so that its memory does not grow with the run's length, nor with
+/// an overloaded machine's timeouts, and the memory curves show the
+/// engine's.
 class recorder {
 public:
   using clock = std::chrono::steady_clock;
