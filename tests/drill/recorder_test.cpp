@@ -188,3 +188,24 @@ TEST(LatencyHistogram, EmptyAndNonPositive) {
   EXPECT_EQ(h.count(), 2u);
   EXPECT_EQ(h.percentile_ms(0.99), 0.0);
 }
+
+// Under --cpu-hog failed writes are not judged one by one: folded too, and
+// an error too short to act on is still counted (the overload criterion).
+TEST(Recorder, FoldingFailedWrites_FoldsThemAndCountsUnclearErrors) {
+  recorder rec{recorder::clock::now(), true, 0, true};
+  op_record w;
+  w.type = op_type::write;
+  w.result = op_result::failure;
+  w.error = "transport_timeout: timeout (read from East US) after 1 attempt";
+  rec.add(w);
+  op_record terse;
+  terse.result = op_result::failure;
+  terse.error = "failed";
+  rec.add(terse);
+  EXPECT_TRUE(rec.all().empty());
+  auto f = rec.folded();
+  EXPECT_EQ(f.failures[op_type::write], 1u);
+  EXPECT_EQ(f.failures[op_type::read], 1u);
+  EXPECT_EQ(f.unclear, 1u);
+  EXPECT_EQ(f.unclear_example, "failed");
+}

@@ -324,8 +324,11 @@ uint64_t scenario_run::account_fetches() {
 void scenario_run::start_workload() {
   emu_->control().reset_counters();
   fetches_at_start_ = account_fetches();
-  rec_ = std::make_shared<recorder>(recorder::clock::now(),
-                                    world_.fold_successes, opts_.leak_per_op);
+  // Under --cpu-hog failed writes are not judged one by one (the machine
+  // times them out anywhere): a folding run folds them too.
+  rec_ =
+      std::make_shared<recorder>(recorder::clock::now(), world_.fold_successes,
+                                 opts_.leak_per_op, opts_.cpu_hog > 0);
   auto per_caller = opts_.rate / std::max<uint32_t>(opts_.callers, 1);
   for (uint32_t i = 0; i < opts_.callers; ++i) {
     caller_setup c;
@@ -341,6 +344,7 @@ void scenario_run::start_workload() {
     c.mix = world_.mix;
     c.rate = per_caller;
     c.deadline = deadline_;
+    c.budget_is_deadline = world_.budget_is_deadline;
     if (world_.exclude_every_region) c.excluded_regions = regions_;
     c.write_ids = world_.write_ids;
     c.seed = opts_.seed * 1000003 + i;

@@ -40,6 +40,12 @@ struct world_options {
   /// soak); `ops()` then holds only the rest. Scripts that look at
   /// successes (failover instants, who served what) must not set it.
   bool fold_successes = false;
+  /// Every request carries its caller's deadline as its operation budget
+  /// (`request_options::budget`), as an application that knows its timeout
+  /// should: the engine then starts no attempt for a caller that has gone.
+  /// Off, the engine's `georoute.operation-budget` (60 s by default) bounds
+  /// an operation whose caller gave up after `deadline`.
+  bool budget_is_deadline = false;
   /// The account's `enablePerPartitionFailoverBehavior` (S8); unset: the
   /// property is left out of the account.
   std::optional<bool> per_partition_failover;

@@ -983,10 +983,11 @@ const std::vector<scenario_def>& scenarios() {
 // that every failure the engine returned says what happened.
 void judge_under_overload(const scenario_run& run, scenario_report& out,
                           uint32_t hog_threads) {
-  uint64_t unclear = 0;
-  std::string example;
+  uint64_t unclear = run.folded().unclear;
+  std::string example = run.folded().unclear_example;
   for (const auto& op : run.ops())
-    if (op.result == op_result::failure && op.error.size() < 20) {
+    if (op.result == op_result::failure &&
+        op.error.size() < folded_ops::unclear_below) {
       ++unclear;
       if (example.empty()) example = op.error;
     }

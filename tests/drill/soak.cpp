@@ -153,6 +153,11 @@ void soak(scenario_run& run, scenario_report& out, uint64_t seed) {
   w.write_ids = static_cast<uint32_t>(
       std::clamp(writes_per_caller_s * fifth_s, 8.0, 200.0));
   w.fold_successes = true; // and the recorder too (the memory criterion)
+  // Callers give up after their deadline; without a budget the engine would
+  // go on with their operations for up to 60 s (georoute.operation-budget).
+  // Beside the CPU hog that held 250-300 MiB of operations nobody waited
+  // for: an application that knows its timeout says so.
+  w.budget_is_deadline = true;
   if (!run.setup(w)) return;
   const auto regions = run.regions();
   std::mt19937_64 rng{seed};

@@ -103,8 +103,8 @@ void recorder::add(op_record r) {
                r.duplicates == 0 && r.missing == 0;
   // A failed write is judged one by one (may it have been applied?); a
   // timeout or another failure only counts, by second and by its text.
-  bool judged_alone =
-      r.result == op_result::failure && r.type == op_type::write;
+  bool judged_alone = r.result == op_result::failure &&
+                      r.type == op_type::write && !fold_failed_writes_;
   bool keep = r.result == op_result::success ? !plain : judged_alone;
   if (!fold_ || keep) {
     kept_bytes_ += heap_bytes_of(r);
@@ -130,6 +130,8 @@ void recorder::add(op_record r) {
       auto& group = f.failure_texts[key];
       if (group.count++ == 0) group.example = r.error.substr(0, 300);
     }
+    if (r.error.size() < folded_ops::unclear_below && f.unclear++ == 0)
+      f.unclear_example = r.error;
     if (f.first_failure_us < 0 || r.end_us < f.first_failure_us) {
       f.first_failure_us = r.end_us;
       f.first_failure = r.error.substr(0, 400);
@@ -294,11 +296,15 @@ router_actor router_of(const caller_setup& cfg) {
   return cfg.current_router ? cfg.current_router() : cfg.router;
 }
 
-data_request base_request(const caller_setup& cfg, data_op op) {
+// `left`: what remains of the operation's deadline (a query's later pages
+// have less than the first).
+data_request base_request(const caller_setup& cfg, data_op op,
+                          std::chrono::milliseconds left) {
   data_request req;
   req.op = op;
   req.collection_link = cfg.collection_link;
   req.options.excluded_regions = cfg.excluded_regions;
+  if (cfg.budget_is_deadline) req.options.budget = left;
   return req;
 }
 
@@ -306,7 +312,7 @@ void issue_read(caller_ptr self, op_record r) {
   auto& st = self->state;
   const auto& docs = st.cfg.seeds->docs;
   const auto& [id, pk] = docs[st.rng() % docs.size()];
-  auto req = base_request(st.cfg, data_op::read);
+  auto req = base_request(st.cfg, data_op::read, st.cfg.deadline);
   req.id = id;
   req.options.partition_key_json = nlohmann::json::array({pk}).dump();
   self->request(router_of(st.cfg), st.cfg.deadline, route_atom_v,
@@ -329,7 +335,8 @@ void issue_write(caller_ptr self, op_record r) {
   // An upserted id keeps its partition key.
   auto pk = "p" + std::to_string(upsert ? (st.cfg.index * 31 + n) % 40
                                         : st.rng() % 40);
-  auto req = base_request(st.cfg, upsert ? data_op::upsert : data_op::create);
+  auto req = base_request(st.cfg, upsert ? data_op::upsert : data_op::create,
+                          st.cfg.deadline);
   req.body =
       nlohmann::json{
           {"id", id}, {"pk", pk}, {"kind", "w"}, {"site", st.cfg.site}}
@@ -369,7 +376,7 @@ void query_page(caller_ptr self, op_record r,
     fail(self, std::move(r), caf::make_error(caf::sec::request_timeout));
     return;
   }
-  auto req = base_request(st.cfg, data_op::query);
+  auto req = base_request(st.cfg, data_op::query, left);
   req.body = seed_query();
   req.options.continuation = std::move(continuation);
   self->request(router_of(st.cfg), left, route_atom_v, std::move(req))

@@ -105,8 +105,9 @@ std::string failure_group_key(op_type type, const std::string& error);
 
 /// What a folding recorder keeps of the operations it does not keep whole:
 /// plain successes (served by a region, queries complete and exact), caller
-/// timeouts, and the failures of reads and queries. Failed writes stay whole:
-/// the soak judges each one (may it have been applied, and why).
+/// timeouts, and the failures of reads and queries. Failed writes stay whole
+/// (the soak judges each one: may it have been applied, and why) unless the
+/// run does not judge them.
 struct folded_ops {
   std::map<op_type, uint64_t> successes;
   std::map<op_type, uint64_t> failures;
@@ -131,6 +132,11 @@ struct folded_ops {
   /// The folded failure that ended first: its end and its error.
   int64_t first_failure_us = -1;
   std::string first_failure;
+  /// Folded failures whose error says too little to act on (shorter than
+  /// `unclear_below` characters), and the first such text.
+  static constexpr size_t unclear_below = 20;
+  uint64_t unclear = 0;
+  std::string unclear_example;
 };
 
 /// Every operation of one scenario; thread-safe. A folding recorder (the
@@ -142,9 +148,12 @@ class recorder {
 public:
   using clock = std::chrono::steady_clock;
 
+  /// `fold_failed_writes` (with `fold`): failed writes are folded too, for
+  /// runs that do not judge them one by one (the soak under --cpu-hog).
   explicit recorder(clock::time_point start, bool fold = false,
-                    uint32_t leak_per_op = 0)
-      : start_(start), fold_(fold), leak_per_op_(leak_per_op) {}
+                    uint32_t leak_per_op = 0, bool fold_failed_writes = false)
+      : start_(start), fold_(fold), fold_failed_writes_(fold_failed_writes),
+        leak_per_op_(leak_per_op) {}
 
   int64_t now_us() const;
   clock::time_point start() const { return start_; }
@@ -167,6 +176,7 @@ public:
 private:
   clock::time_point start_;
   bool fold_;
+  bool fold_failed_writes_;
   /// `drill_options::leak_per_op`: bytes kept per operation in `leaked_`.
   uint32_t leak_per_op_;
   std::vector<std::unique_ptr<char[]>> leaked_;
@@ -204,6 +214,9 @@ struct caller_setup {
   op_mix mix;
   double rate = 10; ///< operations per second of this caller
   std::chrono::milliseconds deadline{5000};
+  /// Every request's `budget` is what is left of its deadline
+  /// (`world_options::budget_is_deadline`).
+  bool budget_is_deadline = false;
   std::vector<std::string> excluded_regions; ///< on every request
   /// 0: every write creates a new document. N: writes upsert one of N
   /// documents of this caller (the soak: the data set stays bounded).
