@@ -89,6 +89,16 @@ TEST_F(CacheRace,
                                      old_etag);
   ASSERT_FALSE(first);
   EXPECT_EQ(first.error(), caf::sec::request_timeout);
+  // The refresh is two operations of the retry actor (the changes, then a
+  // 304): the retry actor is idle between them, so only the map tells that
+  // the refresh ended. Asking for it is a cache hit: no request goes out.
+  wait_for(
+      [&] {
+        auto now = ask<routing_snapshot>(ranges, 5s, pkranges_atom_v, coll->rid,
+                                         std::string{});
+        return now && now->map && now->map->etag() != old_etag;
+      },
+      "the refresh to fill the cache");
   wait_for([&] { return retry_stats_now().live == 0; }, "the refresh to end");
   auto after = ask<pkrange_cache_stats>(ranges, 5s, stats_atom_v);
   ASSERT_TRUE(after);
