@@ -72,7 +72,7 @@ struct operation {
   // (metadata_hedge.hpp); the actor keeps what the wire needs.
   std::optional<metadata_hedge> hedge;
   uint64_t hedge_http_id = 0; // of the hedge's attempt
-  // When the hedge is due (held in the deadline queue under 2 * id + 1).
+  // When the hedge is due (held in the deadline queue).
   std::optional<caf::actor_clock::time_point> hedge_due;
   // A definitive error of the hedge, kept until the primary decides.
   std::optional<transport::outcome> hedge_held;
@@ -117,8 +117,7 @@ struct retry_state {
   std::map<uint64_t, detached_op> detached;
   std::vector<uint64_t> waiting_for_snapshot;
   // The hard deadlines and hedge times of the live operations, served by
-  // one timer message (no timer per operation that outlives it): key 2 * id
-  // is a hard deadline, 2 * id + 1 a metadata hedge.
+  // one timer message (no timer per operation that outlives it).
   deadline_queue deadlines;
   // Metadata hedges in flight, for every operation of this actor.
   metadata_hedge_budget hedge_slots;
@@ -160,11 +159,9 @@ void late_effects(self_ptr self, const loop_effects& fx,
 // is marked meanwhile (the region is known bad) or there is none.
 bool climb_late(self_ptr self, uint64_t op_id, late_attempt& late) {
   auto& st = self->state;
-  auto now = self->clock().now();
-  if (!st.snap.table() ||
-      st.snap.table()->is_unavailable(late.loop.endpoint(), late.req.op, now))
-    return false;
-  auto plan = late.loop.next_attempt(*st.snap.table(), now);
+  if (!st.snap.table()) return false;
+  auto plan = continue_abandoned_climb(late.loop, *st.snap.table(),
+                                       self->clock().now());
   if (!plan) return false;
   auto http_id = send_request(self, op_id, late.req, *plan, false);
   st.late.emplace(http_id, std::move(late));
@@ -197,19 +194,27 @@ void finish(self_ptr self, uint64_t op_id,
     op.rp.deliver(std::move(*r));
   else
     op.rp.deliver(r.error());
-  st.deadlines.remove(2 * op_id, op.deadline);
-  if (op.hedge_due) st.deadlines.remove(2 * op_id + 1, *op.hedge_due);
-  // The arms of a hedged operation still out are abandoned, not forgotten:
-  // a failure still marks. A primary between two steps of its ladder sends
-  // the next one all the same, so that a hung region is found out. (As in
-  // the router, an operation that was not hedged drops what comes late.)
-  if (op.hedge && op.hedge->started()) {
-    if (!op.in_flight && op.climbing && op.loop) {
+  st.deadlines.remove({op_id, deadline_slot::end}, op.deadline);
+  if (op.hedge_due)
+    st.deadlines.remove({op_id, deadline_slot::hedge}, *op.hedge_due);
+  // Attempts still out are abandoned, not forgotten, whatever ended the
+  // operation (a hedge's answer, the hard deadline): a failure still marks.
+  // A primary between two steps of its ladder sends the next one all the
+  // same, so that a hung region is found out. (A hard deadline is not a
+  // budget: the metadata loop never stops climbing for it.)
+  if (op.loop) {
+    switch (abandon_primary(op.in_flight, op.climbing, false)) {
+    case primary_fate::settle_in_flight:
+      st.late.emplace(op.http_id, late_attempt{std::move(*op.loop), op.req});
+      break;
+    case primary_fate::climb_now: {
       late_attempt late{std::move(*op.loop), op.req};
       climb_late(self, op_id, late);
+      break;
     }
-    if (op.in_flight && op.loop)
-      st.late.emplace(op.http_id, late_attempt{std::move(*op.loop), op.req});
+    case primary_fate::nothing:
+      break;
+    }
   }
   if (op.hedge) {
     if (auto loop = op.hedge->abandon(st.hedge_slots))
@@ -233,27 +238,22 @@ void schedule_attempt(self_ptr self, uint64_t op_id,
 
 std::vector<std::string> excluded_for(const retry_state& st,
                                       const metadata_request& req) {
-  auto all = st.cfg.excluded_regions;
-  all.insert(all.end(), req.excluded_regions.begin(),
-             req.excluded_regions.end());
-  return all;
+  return merged_exclusions(st.cfg.excluded_regions, req.excluded_regions);
 }
 
 attempt_loop make_loop(const retry_state& st, const metadata_request& req) {
-  attempt_loop_config c;
-  c.kind = req.kind;
-  c.op = req.op;
-  c.is_document = false;
-  c.policy = req.policy == retry_policy_kind::partition_range
-                 ? loop_policy::partition_range
-             : req.policy == retry_policy_kind::clearing_session
-                 ? loop_policy::clearing_session
-                 : loop_policy::client;
-  c.name_based = !req.collection_name.empty();
-  c.attempt_cap = st.cfg.attempt_cap;
-  c.excluded_regions = excluded_for(st, req);
-  c.client = st.cfg.client;
-  return attempt_loop{std::move(c), st.cfg.ladders};
+  auto policy = req.policy == retry_policy_kind::partition_range
+                    ? loop_policy::partition_range
+                : req.policy == retry_policy_kind::clearing_session
+                    ? loop_policy::clearing_session
+                    : loop_policy::client;
+  loop_environment env;
+  env.client = st.cfg.client;
+  env.attempt_cap = st.cfg.attempt_cap;
+  return attempt_loop{metadata_loop(req.kind, req.op, policy,
+                                    !req.collection_name.empty(),
+                                    excluded_for(st, req), env),
+                      st.cfg.ladders};
 }
 
 void arm_deadline_timer(self_ptr self,
@@ -313,9 +313,12 @@ void sync_hedge_due(self_ptr self, uint64_t op_id, operation& op) {
   auto& st = self->state;
   auto due = op.hedge ? op.hedge->due() : std::nullopt;
   if (op.hedge_due == due) return;
-  if (op.hedge_due) st.deadlines.remove(2 * op_id + 1, *op.hedge_due);
+  if (op.hedge_due)
+    st.deadlines.remove({op_id, deadline_slot::hedge}, *op.hedge_due);
   op.hedge_due = due;
-  if (due) arm_deadline_timer(self, st.deadlines.add(2 * op_id + 1, *due));
+  if (due)
+    arm_deadline_timer(self,
+                       st.deadlines.add({op_id, deadline_slot::hedge}, *due));
 }
 
 // The hedge's time came: one attempt in the hedge region, if the hedge
@@ -603,10 +606,10 @@ void arm_deadline_timer(self_ptr self,
 void on_deadline_timer(self_ptr self, caf::actor_clock::time_point due) {
   auto fired = self->state.deadlines.on_timer(due, self->clock().now());
   for (auto key : fired.expired)
-    if (key % 2 == 0)
-      on_deadline(self, key / 2);
+    if (key.slot == deadline_slot::end)
+      on_deadline(self, key.op);
     else
-      start_hedge(self, key / 2);
+      start_hedge(self, key.op);
   arm_deadline_timer(self, fired.arm);
 }
 
@@ -741,7 +744,7 @@ retry_impl_actor::behavior_type retry_impl(self_ptr self, retry_config cfg,
         op.rp = rp;
         op.loop.emplace(make_loop(st, op.req));
         op.deadline = self->clock().now() + st.cfg.hard_deadline;
-        auto arm = st.deadlines.add(2 * id, op.deadline);
+        auto arm = st.deadlines.add({id, deadline_slot::end}, op.deadline);
         st.ops.emplace(id, std::move(op));
         ++st.stats.operations;
         update_live(st);

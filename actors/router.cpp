@@ -105,6 +105,9 @@ struct data_operation {
   // The attempt loop (built when the operation starts): endpoint choice,
   // ladder, retry policy, attempt count.
   std::optional<attempt_loop> loop;
+  // The primary's last attempt timed out and its next ladder step waits
+  // out the step's pause (`waiting == backoff`).
+  bool climbing = false;
   std::string endpoint;
   std::string region;
   bool range_refreshed = false; // a range-targeted query refreshed its map
@@ -167,7 +170,7 @@ struct router_state {
            pool_allocator<op_entry>>
       ops{std::less<uint64_t>{}, pool_allocator<op_entry>{ops_pool.get()}};
   // The budgets and hedge times of the live operations, served by one
-  // timer message: key 2 * id is a budget, 2 * id + 1 a hedge.
+  // timer message: each operation's budget, and its hedge's next wake-up.
   deadline_queue deadlines;
   // Hedging: the budget (a share of hedged reads), answer times per region
   // (adaptive thresholds), and the arms of ended operations still out.
@@ -215,20 +218,48 @@ std::string describe(const data_operation& op) {
 std::string session_token_for(const router_state& st, const data_operation& op);
 
 void forget_deadlines(router_state& st, uint64_t id, const data_operation& op) {
-  st.deadlines.remove(2 * id, op.deadline);
-  if (op.hedge_due) st.deadlines.remove(2 * id + 1, *op.hedge_due);
+  st.deadlines.remove({id, deadline_slot::end}, op.deadline);
+  if (op.hedge_due)
+    st.deadlines.remove({id, deadline_slot::hedge}, *op.hedge_due);
 }
 
-// An ended operation's arms still in flight go to `late`: their answers
-// still mark regions. Counts the hedges into the diagnostics.
-void settle_arms(router_state& st, uint64_t id, data_operation& op) {
-  if (!op.hedge) return;
+void send_late(self_ptr self, uint64_t id, uint32_t arm, late_arm late,
+               const attempt_plan& plan);
+
+// What an ended operation still had out goes to `late`: its answers still
+// mark regions. The primary follows `abandon_primary` (the retry actor's
+// rule too): an attempt in flight is settled when it answers; a ladder step
+// pending after a timeout is sent now (a hung region is still found out),
+// unless the budget was spent (then the loop climbs no further anyway).
+// Counts the hedges into the diagnostics.
+void settle_arms(self_ptr self, uint64_t id, data_operation& op) {
+  auto& st = self->state;
+  if (!op.loop) return;
+  // A read-back in flight is not the primary: its answer is dropped.
+  bool primary_out = op.waiting == waiting_for::response && !op.echo;
+  bool climbing = op.waiting == waiting_for::backoff && op.climbing;
+  auto fate = abandon_primary(primary_out, climbing, op.budget_spent);
+  if (fate == primary_fate::nothing && !op.hedge) return;
   auto token = session_token_for(st, op);
-  if (op.waiting == waiting_for::response && op.loop) {
+  switch (fate) {
+  case primary_fate::settle_in_flight:
     st.late.emplace(std::make_pair(id, uint32_t{0}),
                     late_arm{std::move(*op.loop), op.req, op.link, token});
     ++op.diag.abandoned_arms;
+    break;
+  case primary_fate::climb_now:
+    if (!st.snap.table()) break;
+    if (auto plan = continue_abandoned_climb(*op.loop, *st.snap.table(),
+                                             self->clock().now())) {
+      send_late(self, id, 0,
+                late_arm{std::move(*op.loop), op.req, op.link, token}, *plan);
+      ++op.diag.abandoned_arms;
+    }
+    break;
+  case primary_fate::nothing:
+    break;
   }
+  if (!op.hedge) return;
   for (auto& [arm, loop] : op.hedge->abandon()) {
     st.late.emplace(std::make_pair(id, static_cast<uint32_t>(arm)),
                     late_arm{std::move(loop), op.req, op.link, token});
@@ -357,7 +388,7 @@ void finish_ok(self_ptr self, uint64_t id, transport::outcome& o,
                                                  : op.region,
                    r.status, errc::none, now);
   op.diag.metadata_refreshes = op.loop ? op.loop->metadata_refreshes() : 0;
-  settle_arms(st, id, op);
+  settle_arms(self, id, op);
   r.diag = std::move(op.diag);
   r.request_charge = r.diag.request_charge;
   r.hedge_charge = r.diag.hedge_charge;
@@ -388,7 +419,7 @@ void finish_error(self_ptr self, uint64_t id, errc code, std::string text) {
   record_operation(st, op, *region,
                    op.last_failure ? op.last_failure->status : 0, code, now);
   op.diag.metadata_refreshes = op.loop ? op.loop->metadata_refreshes() : 0;
-  settle_arms(st, id, op);
+  settle_arms(self, id, op);
   if (st.cfg.log.enabled(log_level::debug))
     st.cfg.log.log(log_level::debug, router_state::name, "operation.failed",
                    std::string{to_string(code)} + ": " + text);
@@ -415,10 +446,8 @@ void finish_failure(self_ptr self, uint64_t id, const std::string& why) {
 
 std::vector<std::string> excluded_for(const router_state& st,
                                       const data_operation& op) {
-  auto all = st.cfg.excluded_regions;
-  all.insert(all.end(), op.req.options.excluded_regions.begin(),
-             op.req.options.excluded_regions.end());
-  return all;
+  return merged_exclusions(st.cfg.excluded_regions,
+                           op.req.options.excluded_regions);
 }
 
 op_kind op_of(const data_operation& op) {
@@ -619,34 +648,30 @@ void resolve_collection(self_ptr self, uint64_t id, bool force) {
 
 void locate(self_ptr self, uint64_t id) {
   auto& op = self->state.ops.at(id);
-  if (!op.req.range_id.empty()) {
-    // A query on one physical range: the range must still exist.
-    op.range = op.map->range_by_id(op.req.range_id);
-    if (!op.range || op.map->is_gone(op.req.range_id)) {
-      if (!op.range_refreshed) {
-        op.range_refreshed = true;
-        resolve_range(self, id, true);
-        return;
-      }
-      finish_error(self, id, errc::partition_range_gone,
-                   describe(op) + ": partition-key range " + op.req.range_id +
-                       " of collection " + op.coll->rid +
-                       " is gone (it split or merged); read its successors");
-      return;
-    }
+  auto found =
+      locate_range(*op.map, op.req.range_id, op.epk, op.range_refreshed);
+  switch (found.verdict) {
+  case range_verdict::found:
+    op.range = found.range;
     op.diag.range_id = op.range->id;
     attempt(self, id);
     return;
-  }
-  op.range = op.map->range_by_epk(op.epk);
-  if (!op.range) {
+  case range_verdict::refresh_map:
+    op.range_refreshed = true;
+    resolve_range(self, id, true);
+    return;
+  case range_verdict::gone:
+    finish_error(self, id, errc::partition_range_gone,
+                 describe(op) + ": partition-key range " + op.req.range_id +
+                     " of collection " + op.coll->rid +
+                     " is gone (it split or merged); read its successors");
+    return;
+  case range_verdict::no_range_for_epk:
     finish_error(self, id, errc::protocol_violation,
                  describe(op) + ": no partition-key range of collection " +
                      op.coll->rid + " holds EPK " + op.epk);
     return;
   }
-  op.diag.range_id = op.range->id;
-  attempt(self, id);
 }
 
 void resolve_range(self_ptr self, uint64_t id, bool refresh) {
@@ -771,6 +796,7 @@ void attempt(self_ptr self, uint64_t id) {
   auto req = to_wire(op.req, t);
   ++st.stats.attempts;
   op.waiting = waiting_for::response;
+  op.climbing = false;
   op.attempt_started = self->clock().now();
   attempt_record rec;
   rec.region = op.region;
@@ -865,34 +891,26 @@ hedge_env env_of(router_state& st) {
   return env;
 }
 
-// The pure rule (`write_copy_safe`) on a request; reads and queries are not
-// writes and are never asked. A tracked write (write retries on) may also
-// be copied when it is a create or a replace with if-match: the echo of
-// its own first copy (409, 412) is recognised by its tracking id.
+// The pure rule (`write_copy_safe`, write_copy.hpp) on a request; reads
+// and queries are not writes and are never asked.
 bool write_copy_safe(const data_operation& op) {
-  const auto& r = op.req;
-  auto w = write_op_of(r.op);
-  bool conditional =
-      !r.options.if_match.empty() || !r.options.if_none_match.empty();
-  if (!op.tracking_id.empty() &&
-      (w == write_op::create ||
-       (w == write_op::replace && r.options.if_none_match.empty())))
-    return true;
-  return write_copy_safe(w, conditional);
+  const auto& o = op.req.options;
+  return write_copy_safe(write_op_of(op.req.op), !o.if_match.empty(),
+                         !o.if_none_match.empty(), !op.tracking_id.empty());
 }
 
-// Puts the hedge's next wake-up into the deadline queue (key 2 * id + 1).
+// Puts the hedge's next wake-up into the deadline queue.
 void arm_hedge_timer(self_ptr self, uint64_t id, data_operation& op,
                      std::optional<policy_time> at) {
   auto& st = self->state;
   if (op.hedge_due == at) return;
   if (op.hedge_due) {
-    st.deadlines.remove(2 * id + 1, *op.hedge_due);
+    st.deadlines.remove({id, deadline_slot::hedge}, *op.hedge_due);
     op.hedge_due.reset();
   }
   if (!at) return;
   op.hedge_due = *at;
-  arm_budget_tick(self, st.deadlines.add(2 * id + 1, *at));
+  arm_budget_tick(self, st.deadlines.add({id, deadline_slot::hedge}, *at));
 }
 
 // Sends one arm (>= 1) the hedge started.
@@ -1070,7 +1088,8 @@ void on_hedge_outcome(self_ptr self, uint64_t id, uint32_t arm,
     mark_region(self, fx.mark_endpoint, fx.mark_read, fx.mark_write,
                 mark_reason(st, &o));
   }
-  if (!op.last_failure || op.hedge->primary_done()) {
+  if (replaces_reported_failure(op.last_failure.has_value(),
+                                op.hedge->primary_done())) {
     op.last_failure = o;
     op.last_region = region;
   }
@@ -1100,17 +1119,9 @@ void on_late_answer(self_ptr self, uint64_t id, uint32_t arm,
                                   *st.snap.table(), self->clock().now());
   note_transitions(st, nullptr); // a report or a ladder step may transition
   if (step.resend) {
-    wire_target t;
-    t.collection_link = late.link;
-    t.endpoint = step.resend->endpoint;
-    t.session_token = late.session_token;
-    t.hub_header = step.resend->hub_header;
-    t.timeout = step.resend->timeout;
-    auto hdl = caf::actor_cast<caf::actor>(self);
-    st.with.http->send(
-        to_wire(late.req, t), [hdl, id, arm](transport::outcome o) {
-          caf::anon_send(hdl, rt_http_done{id, arm, std::move(o)});
-        });
+    auto still = std::move(late);
+    st.late.erase(i);
+    send_late(self, id, arm, std::move(still), *step.resend);
     return;
   }
   const auto& fx = step.effects;
@@ -1126,6 +1137,25 @@ void on_late_answer(self_ptr self, uint64_t id, uint32_t arm,
         .then([](const database_account&) {}, [](const caf::error&) {});
   }
   st.late.erase(i);
+}
+
+// Sends the next ladder step of an abandoned attempt; its answer comes back
+// to `on_late_answer` under the same (operation, arm).
+void send_late(self_ptr self, uint64_t id, uint32_t arm, late_arm late,
+               const attempt_plan& plan) {
+  auto& st = self->state;
+  wire_target t;
+  t.collection_link = late.link;
+  t.endpoint = plan.endpoint;
+  t.session_token = late.session_token;
+  t.hub_header = plan.hub_header;
+  t.timeout = plan.timeout;
+  auto req = to_wire(late.req, t);
+  st.late.insert_or_assign(std::make_pair(id, arm), std::move(late));
+  auto hdl = caf::actor_cast<caf::actor>(self);
+  st.with.http->send(std::move(req), [hdl, id, arm](transport::outcome o) {
+    caf::anon_send(hdl, rt_http_done{id, arm, std::move(o)});
+  });
 }
 
 // -- writes that survive a hang ---------------------------------------------
@@ -1175,9 +1205,7 @@ bool take_echo(self_ptr self, uint64_t id, const transport::outcome& o,
   wire_target t;
   t.collection_link = op.link;
   t.endpoint = o.endpoint.empty() ? op.endpoint : o.endpoint;
-  t.timeout = st.cfg.ladders.partition_failover.empty()
-                  ? std::chrono::milliseconds{10000}
-                  : st.cfg.ladders.partition_failover[0].timeout;
+  t.timeout = read_back_timeout(st.cfg.ladders);
   attempt_record rec;
   rec.region = region;
   rec.endpoint = t.endpoint;
@@ -1206,24 +1234,21 @@ void on_read_back(self_ptr self, uint64_t id, transport::outcome& o) {
   auto& rec = op.diag.attempts[op.echo_record];
   record_answer(self, op, rec, o, op.echo_started);
   auto echo = *op.echo;
-  if (o.success() && carries_tracking_id(o.body, op.tracking_id)) {
+  auto verdict = judge_read_back(
+      write_op_of(op.req.op), o.success(),
+      o.success() && carries_tracking_id(o.body, op.tracking_id), o.status);
+  if (verdict.applied) {
     transport::outcome won = o;
-    won.status = op.req.op == data_op::create ? 201 : 200;
+    won.status = verdict.status;
     rec.retry_reason += "; it carries this write's tracking id: applied";
     finish_ok(self, id, won);
     return;
   }
   op.last_failure = echo;
   op.last_region = op.echo_region;
-  finish_error(
-      self, id, classify_outcome(echo),
-      failure_text(echo, op.echo_region, op.loop->attempts(), describe(op),
-                   o.success() ? "the stored document does not carry this "
-                                 "write's tracking id: it is somebody "
-                                 "else's"
-                               : "reading the document back to tell its "
-                                 "own first copy failed (" +
-                                     std::to_string(o.status) + ")"));
+  finish_error(self, id, classify_outcome(echo),
+               failure_text(echo, op.echo_region, op.loop->attempts(),
+                            describe(op), verdict.why));
 }
 
 void on_outcome(self_ptr self, uint64_t id, uint32_t arm,
@@ -1241,7 +1266,9 @@ void on_outcome(self_ptr self, uint64_t id, uint32_t arm,
   if (i->second.echo) {
     // A read-back decides this write now: another arm's success ends it,
     // its failure cannot (it would end the operation before the read-back
-    // tells whether the echo was its own first copy).
+    // tells whether the echo was its own first copy). A hedge arm's answer
+    // still reaches the hedge (the arm is no longer out; the breaker hears
+    // of it) and what it saw still marks; no further arm starts.
     auto& op = i->second;
     auto& rec =
         op.diag
@@ -1249,6 +1276,20 @@ void on_outcome(self_ptr self, uint64_t id, uint32_t arm,
     record_answer(self, op, rec, o,
                   arm == 0 ? op.attempt_started : op.arms[arm - 1].started);
     capture_session(st, op, o);
+    if (arm > 0 && op.hedge) {
+      op.diag.hedge_charge += o.request_charge;
+      st.stats.hedge_charge += o.request_charge;
+      auto answer = op.hedge->on_arm_result(
+          arm, attempt_result_of(o), o.request_charge, env_of(st), *op.loop,
+          false, *st.snap.table(), self->clock().now(), op.budget_spent);
+      note_transitions(st, &op);
+      const auto& fx = answer.effects;
+      if (fx.marks()) {
+        ++st.stats.marks;
+        mark_region(self, fx.mark_endpoint, fx.mark_read, fx.mark_write,
+                    mark_reason(st, &o));
+      }
+    }
     if (o.success() && !success_body_problem(op.req.op, o)) {
       if (arm == 0) op.waiting = waiting_for::nothing; // it answered
       finish_ok(self, id, o, arm);
@@ -1290,6 +1331,7 @@ void on_outcome(self_ptr self, uint64_t id, uint32_t arm,
   op.last_region = op.region;
   auto step = op.loop->on_result(attempt_result_of(o), *st.snap.table(),
                                  self->clock().now(), op.budget_spent);
+  op.climbing = step.ladder_climb;
   if (st.cfg.log.enabled(log_level::debug))
     st.cfg.log.log(
         log_level::debug, router_state::name, "operation.retry",
@@ -1360,19 +1402,18 @@ void arm_budget_tick(self_ptr self, std::optional<clock_type::time_point> at) {
 void on_budget(self_ptr self, uint64_t id);
 
 // Ends the budget of every operation whose deadline has come, and starts
-// the hedges that are due (key 2 * id: a budget; 2 * id + 1: a hedge).
+// the hedges that are due.
 void on_budget_tick(self_ptr self, clock_type::time_point due) {
   auto fired = self->state.deadlines.on_timer(due, self->clock().now());
   for (auto key : fired.expired) {
-    auto id = key / 2;
-    if (key % 2 == 0) {
-      on_budget(self, id);
+    if (key.slot == deadline_slot::end) {
+      on_budget(self, key.op);
       continue;
     }
-    auto i = self->state.ops.find(id);
+    auto i = self->state.ops.find(key.op);
     if (i == self->state.ops.end()) continue;
     i->second.hedge_due.reset();
-    advance_hedge(self, id);
+    advance_hedge(self, key.op);
   }
   arm_budget_tick(self, fired.arm);
 }
@@ -1431,11 +1472,11 @@ caf::result<data_response> start(self_ptr self, data_request& req) {
     return make_error(errc::validation_error, "the router has no HTTP port");
   if (auto refused = refuse_if_overloaded(self)) return std::move(*refused);
   // Writes that survive a hang: the request's setting wins.
-  bool write_retries = is_write(req.op) && (req.options.write_retries >= 0
-                                                ? req.options.write_retries > 0
-                                                : st.cfg.write_retries);
+  auto tracking = plan_write_tracking(
+      is_write(req.op) ? std::optional{write_op_of(req.op)} : std::nullopt,
+      req.options.write_retries, st.cfg.write_retries);
   std::string tracking_id;
-  if (write_retries && tracks(write_op_of(req.op))) {
+  if (tracking.tracked) {
     tracking_id = make_tracking_id(st.rng(), st.rng());
     auto body = with_tracking_id(req.body, tracking_id);
     if (!body)
@@ -1448,29 +1489,23 @@ caf::result<data_response> start(self_ptr self, data_request& req) {
   ++st.stats.operations;
   data_operation op;
   op.req = std::move(req);
-  op.write_retries = write_retries;
+  op.write_retries = tracking.retries;
   op.tracking_id = std::move(tracking_id);
   op.link = std::move(*link);
   op.rp = self->make_response_promise<data_response>();
   op.started = self->clock().now();
-  op.budget = op.req.options.budget.count() > 0 ? op.req.options.budget
-                                                : st.cfg.default_budget;
-  attempt_loop_config lc;
-  lc.kind = kind_of(op.req.op);
-  lc.op = op_of(op);
-  lc.is_document = true;
-  lc.per_partition_failover = true;
-  lc.refresh_metadata_on_gone = true;
-  lc.attempt_cap = st.cfg.attempt_cap;
-  lc.excluded_regions = excluded_for(st, op);
-  lc.client = st.cfg.client;
-  lc.breaker = st.breaker ? &*st.breaker : nullptr;
-  lc.ppaf = &st.ppaf;
-  lc.write_retries = op.write_retries;
-  op.loop.emplace(std::move(lc), st.cfg.ladders);
+  op.budget = effective_budget(op.req.options.budget, st.cfg.default_budget);
+  loop_environment env;
+  env.client = st.cfg.client;
+  env.attempt_cap = st.cfg.attempt_cap;
+  env.breaker = st.breaker ? &*st.breaker : nullptr;
+  env.ppaf = &st.ppaf;
+  op.loop.emplace(data_plane_loop(kind_of(op.req.op), op_of(op),
+                                  op.write_retries, excluded_for(st, op), env),
+                  st.cfg.ladders);
   op.deadline = op.started + op.budget;
   auto rp = op.rp;
-  auto arm = st.deadlines.add(2 * id, op.deadline);
+  auto arm = st.deadlines.add({id, deadline_slot::end}, op.deadline);
   st.ops.emplace(id, std::move(op));
   arm_budget_tick(self, arm);
   resolve_collection(self, id, false);

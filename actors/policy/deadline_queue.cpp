@@ -11,14 +11,14 @@ std::optional<deadline_queue::time_point> deadline_queue::arm_for_earliest() {
   return earliest;
 }
 
-std::optional<deadline_queue::time_point> deadline_queue::add(uint64_t id,
+std::optional<deadline_queue::time_point> deadline_queue::add(deadline_key key,
                                                               time_point at) {
-  deadlines_.emplace(at, id);
+  deadlines_.emplace(at, key);
   return arm_for_earliest();
 }
 
-void deadline_queue::remove(uint64_t id, time_point at) {
-  deadlines_.erase({at, id});
+void deadline_queue::remove(deadline_key key, time_point at) {
+  deadlines_.erase({at, key});
 }
 
 deadline_queue::fired deadline_queue::on_timer(time_point due, time_point now) {

@@ -15,6 +15,10 @@
 // timer is pending at any time. A deadline earlier than the pending timer
 // (a shorter budget after longer ones) needs a timer of its own; the one
 // already pending then fires as a no-op. Pure: time is a parameter.
+//
+// An operation holds up to one entry per slot: when it ends (`end`: the
+// router's budget, the retry actor's hard deadline) and when its hedge is
+// due (`hedge`). The key says which, so a fired entry needs no decoding.
 
 #include "actors/policy/node_pool.hpp"
 
@@ -28,25 +32,52 @@
 
 namespace georoute {
 
+/// Which of an operation's times an entry is.
+enum class deadline_slot : uint8_t {
+  end = 0,   ///< the operation's budget or hard deadline
+  hedge = 1, ///< its hedge's next wake-up
+};
+
+/// An entry's owner: the operation and which of its times.
+struct deadline_key {
+  uint64_t op = 0;
+  deadline_slot slot = deadline_slot::end;
+
+  friend bool operator==(deadline_key a, deadline_key b) {
+    return a.op == b.op && a.slot == b.slot;
+  }
+  friend bool operator<(deadline_key a, deadline_key b) {
+    return a.op != b.op ? a.op < b.op : a.slot < b.slot;
+  }
+};
+
+/// An operation's budget: the request's own when it names one (> 0), else
+/// the engine's.
+constexpr std::chrono::milliseconds
+effective_budget(std::chrono::milliseconds requested,
+                 std::chrono::milliseconds engine) {
+  return requested.count() > 0 ? requested : engine;
+}
+
 class deadline_queue {
 public:
   using time_point = std::chrono::steady_clock::time_point;
 
   /// What a fired timer yields.
   struct fired {
-    /// Operations whose deadline has come, earliest first; no longer held.
-    std::vector<uint64_t> expired;
+    /// Entries whose time has come, earliest first; no longer held.
+    std::vector<deadline_key> expired;
     /// Arm a timer for this time (nothing when no timer is needed).
     std::optional<time_point> arm;
   };
 
-  /// Holds `id`'s deadline `at`; returns when to arm a timer, if a new one
+  /// Holds `key`'s time `at`; returns when to arm a timer, if a new one
   /// is needed (no pending timer is due at or before `at`).
-  std::optional<time_point> add(uint64_t id, time_point at);
+  std::optional<time_point> add(deadline_key key, time_point at);
 
-  /// Forgets `id`'s deadline (the operation ended first). No timer changes:
-  /// a pending one fires and finds nothing, or the next deadline.
-  void remove(uint64_t id, time_point at);
+  /// Forgets `key`'s time (the operation ended first, the hedge moved). No
+  /// timer changes: a pending one fires and finds nothing, or the next one.
+  void remove(deadline_key key, time_point at);
 
   /// The timer armed for `due` fired at `now`.
   fired on_timer(time_point due, time_point now);
@@ -62,7 +93,7 @@ public:
 private:
   std::optional<time_point> arm_for_earliest();
 
-  using entry = std::pair<time_point, uint64_t>;
+  using entry = std::pair<time_point, deadline_key>;
   // Entries come and go with every operation: their nodes are reused.
   std::unique_ptr<node_pool> pool_ = std::make_unique<node_pool>();
   std::set<entry, std::less<entry>, pool_allocator<entry>> deadlines_{

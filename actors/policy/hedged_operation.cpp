@@ -1,5 +1,7 @@
 #include "actors/policy/hedged_operation.hpp"
 
+#include "actors/policy/write_copy.hpp"
+
 namespace georoute {
 
 arm_outcome arm_outcome_of(const attempt_result& r) {
@@ -9,7 +11,7 @@ arm_outcome arm_outcome_of(const attempt_result& r) {
 }
 
 bool hedge_wanted(const hedging_options& options, op_kind op, int hedge) {
-  bool on = hedge >= 0 ? hedge > 0 : options.enabled;
+  bool on = resolve_switch(hedge, options.enabled);
   if (!on) return false;
   return op != op_kind::write || hedge > 0 ||
          (hedge < 0 && options.hedge_writes);
@@ -271,19 +273,25 @@ late_step settle_late_attempt(attempt_loop& loop, const attempt_result& r,
   loop.report_outcome(r, now);
   if (r.success()) return out;
   auto step = loop.on_result(r, table, now, false);
-  // Up the ladder only while nobody has marked the endpoint yet (once it is
-  // marked the region is known bad and nothing more goes there), and not
-  // once the breaker keeps this range out of the region.
-  if (step.ladder_climb &&
-      !table.is_unavailable(loop.endpoint(), loop.config().op, now) &&
-      !loop.pinned_blocked(now)) {
-    if (auto plan = loop.next_attempt(table, now)) {
+  if (step.ladder_climb) {
+    if (auto plan = continue_abandoned_climb(loop, table, now)) {
       out.resend = std::move(*plan);
       return out;
     }
   }
   out.effects = step.effects;
   return out;
+}
+
+std::optional<attempt_plan>
+continue_abandoned_climb(attempt_loop& loop, const location_table& table,
+                         policy_time now) {
+  if (table.is_unavailable(loop.endpoint(), loop.config().op, now) ||
+      loop.pinned_blocked(now))
+    return std::nullopt;
+  auto plan = loop.next_attempt(table, now);
+  if (!plan) return std::nullopt;
+  return std::move(*plan);
 }
 
 } // namespace georoute

@@ -256,4 +256,39 @@ struct late_step {
 late_step settle_late_attempt(attempt_loop& loop, const attempt_result& r,
                               const location_table& table, policy_time now);
 
+/// Whether a hedge arm's failure that did not end the operation becomes the
+/// failure the operation reports if it ends in failure: only when there is
+/// none yet, or the primary has given up (its own failure is older news).
+constexpr bool replaces_reported_failure(bool have_one, bool primary_done) {
+  return !have_one || primary_done;
+}
+
+/// The next ladder step of an abandoned attempt whose last step timed out,
+/// or nothing: an abandoned attempt climbs only while nobody has marked its
+/// endpoint (once marked, the region is known bad and nothing more goes
+/// there) and while the breaker lets its range into that region.
+std::optional<attempt_plan>
+continue_abandoned_climb(attempt_loop& loop, const location_table& table,
+                         policy_time now);
+
+/// What becomes of an operation's primary attempt when the operation ends
+/// before its loop does (another arm won, a deadline passed, the budget
+/// was spent). One rule for both planes, hedged or not: the primary's
+/// decisions and their side effects run to completion though nobody waits
+/// for its answer. `budget_spent`: the operation's budget ended it; its
+/// loop climbs no ladder once the budget is spent (`attempt_loop::
+/// on_result`), so a pending step is dropped rather than sent.
+enum class primary_fate : uint8_t {
+  nothing,          ///< nothing out and no step pending: nothing to carry on
+  settle_in_flight, ///< an attempt is out: settle it when it answers
+  climb_now,        ///< a ladder step is pending: send it now, then settle it
+};
+
+constexpr primary_fate abandon_primary(bool in_flight, bool climbing,
+                                       bool budget_spent) {
+  if (in_flight) return primary_fate::settle_in_flight;
+  if (climbing && !budget_spent) return primary_fate::climb_now;
+  return primary_fate::nothing;
+}
+
 } // namespace georoute

@@ -19,4 +19,23 @@ constexpr bool write_copy_safe(write_op op, bool conditional) {
   return (op == write_op::upsert || op == write_op::replace) && !conditional;
 }
 
+/// The same for a write that may carry a tracking id (write retries on,
+/// write_tracking.hpp). A tracked create, or a tracked replace without
+/// if-none-match, is safe as well: the echo of its own first copy (409,
+/// 412) is recognised by the id, so a second copy cannot be mistaken for
+/// somebody else's write.
+constexpr bool write_copy_safe(write_op op, bool if_match, bool if_none_match,
+                               bool tracked) {
+  if (tracked &&
+      (op == write_op::create || (op == write_op::replace && !if_none_match)))
+    return true;
+  return write_copy_safe(op, if_match || if_none_match);
+}
+
+/// A per-request switch (-1 the engine's setting, 0 off, 1 on) resolved
+/// against the engine's setting.
+constexpr bool resolve_switch(int requested, bool engine_default) {
+  return requested >= 0 ? requested > 0 : engine_default;
+}
+
 } // namespace georoute

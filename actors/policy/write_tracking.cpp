@@ -44,4 +44,26 @@ write_echo classify_write_echo(write_op op, bool conditional,
   return write_echo::none;
 }
 
+std::chrono::milliseconds read_back_timeout(const timeout_ladders& ladders) {
+  return choose_ladder(ladders, request_kind::document_read, true)
+      .ladder->front()
+      .timeout;
+}
+
+read_back_verdict judge_read_back(write_op op, bool read_ok, bool carries_id,
+                                  int read_status) {
+  read_back_verdict v;
+  if (read_ok && carries_id) {
+    v.applied = true;
+    v.status = op == write_op::create ? 201 : 200;
+    return v;
+  }
+  v.why = read_ok ? "the stored document does not carry this write's "
+                    "tracking id: it is somebody else's"
+                  : "reading the document back to tell its own first copy "
+                    "failed (" +
+                        std::to_string(read_status) + ")";
+  return v;
+}
+
 } // namespace georoute

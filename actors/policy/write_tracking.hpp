@@ -16,9 +16,11 @@
 // so. An upsert's second copy simply succeeds.
 
 #include "actors/policy/result.hpp"
+#include "actors/policy/timeout_ladder.hpp"
 #include "actors/policy/write_copy.hpp"
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -58,5 +60,43 @@ constexpr bool tracks(write_op op) {
   return op == write_op::create || op == write_op::replace ||
          op == write_op::upsert;
 }
+
+/// Whether a write is retried where it may have been applied, and whether
+/// it carries a tracking id for that.
+struct write_tracking_plan {
+  bool retries = false;
+  bool tracked = false;
+};
+
+/// `op`: the write (nothing for a read or a query). `requested`: the
+/// request's own switch (-1 the engine's, 0 off, 1 on); `engine_default`:
+/// `georoute.write-retries`.
+constexpr write_tracking_plan plan_write_tracking(std::optional<write_op> op,
+                                                  int requested,
+                                                  bool engine_default) {
+  write_tracking_plan p;
+  p.retries = op.has_value() && resolve_switch(requested, engine_default);
+  p.tracked = p.retries && tracks(*op);
+  return p;
+}
+
+/// What the read-back of a possible echo says about the write.
+struct read_back_verdict {
+  /// Its first copy was applied: the write succeeded with `status`.
+  bool applied = false;
+  int status = 0;
+  /// Why the echo stands, when it does (for the error's text).
+  std::string why;
+};
+
+/// `read_ok`: the read-back succeeded (`read_status` otherwise);
+/// `carries_id`: the stored document carries this write's tracking id.
+read_back_verdict judge_read_back(write_op op, bool read_ok, bool carries_id,
+                                  int read_status);
+
+/// How long the read-back of a possible echo may take: as long as the first
+/// attempt of any read of the operation's document (the read ladder's first
+/// step).
+std::chrono::milliseconds read_back_timeout(const timeout_ladders& ladders);
 
 } // namespace georoute

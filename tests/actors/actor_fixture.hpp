@@ -92,6 +92,41 @@ inline const std::string west_ep = "http://127.0.0.1:4301/";
 inline const std::string east_ep = "http://127.0.0.1:4302/";
 inline const std::string north_ep = "http://127.0.0.1:4303/";
 
+/// A single-write account on those endpoints: West US writes; West US,
+/// East US and North Europe read.
+inline database_account three_region_account() {
+  database_account a;
+  a.id = "acct";
+  a.writable = {{"West US", west_ep}};
+  a.readable = {
+      {"West US", west_ep}, {"East US", east_ep}, {"North Europe", north_ep}};
+  return a;
+}
+
+/// The account refreshes an endpoint manager was asked for, and the account
+/// it answers with.
+struct refresh_log {
+  int forced = 0;
+  int plain = 0;
+  database_account serves = three_region_account();
+  int total() const { return forced + plain; }
+};
+
+/// An endpoint manager that answers every refresh at once with
+/// `log->serves`, and counts them.
+inline endpoint_manager_actor::behavior_type
+fake_endpoint_manager(endpoint_manager_actor::pointer,
+                      std::shared_ptr<refresh_log> log) {
+  return {
+      [log](refresh_atom, bool force) {
+        ++(force ? log->forced : log->plain);
+        return log->serves;
+      },
+      [log](account_atom) { return log->serves; },
+      [](stats_atom) { return endpoint_manager_stats{}; },
+  };
+}
+
 inline transport::outcome ok_response(std::string body, int status = 200) {
   transport::outcome o;
   o.status = status;

@@ -630,24 +630,36 @@ TEST_P(EngineLoopShutdown, PendingTimersDoNotDelayShutdown) {
 }
 
 // Messages still queued when the system goes: a chatty pair of actors that
-// keeps the loop busy until the very end.
+// keeps the loop busy until the very end. The exits must cut the exchange
+// short (on its own the pair would bounce ten million times), and the system
+// must go down without waiting for the queue to drain.
 TEST_P(EngineLoopShutdown, BusyActorsAtShutdown) {
+  constexpr int rounds = 10000000;
   std::atomic<int> bounces{0}; // outlives the actors
-  loop_config cfg{GetParam()};
-  caf::actor_system sys{cfg};
-  auto bouncer = [&bounces](caf::event_based_actor* me) -> caf::behavior {
-    return {[me, &bounces](int n, caf::actor peer) {
-      ++bounces;
-      if (n > 0) me->send(peer, n - 1, caf::actor{me});
-    }};
-  };
-  auto x = sys.spawn(bouncer);
-  auto y = sys.spawn(bouncer);
-  caf::anon_send(x, 100000, y);
-  while (bounces.load() < 100)
-    std::this_thread::yield();
-  caf::anon_send_exit(x, caf::exit_reason::user_shutdown);
-  caf::anon_send_exit(y, caf::exit_reason::user_shutdown);
+  auto started = std::chrono::steady_clock::now();
+  {
+    loop_config cfg{GetParam()};
+    caf::actor_system sys{cfg};
+    auto bouncer = [&bounces](caf::event_based_actor* me) -> caf::behavior {
+      return {[me, &bounces](int n, caf::actor peer) {
+        ++bounces;
+        if (n > 0) me->send(peer, n - 1, caf::actor{me});
+      }};
+    };
+    auto x = sys.spawn(bouncer);
+    auto y = sys.spawn(bouncer);
+    caf::anon_send(x, rounds, y);
+    while (bounces.load() < 100)
+      std::this_thread::yield();
+    caf::anon_send_exit(x, caf::exit_reason::user_shutdown);
+    caf::anon_send_exit(y, caf::exit_reason::user_shutdown);
+  } // the system's destructor waits for its actors
+  auto at_end = bounces.load();
+  EXPECT_GE(at_end, 100);
+  EXPECT_LT(at_end, rounds + 1)
+      << "the exits did not stop the pair: it bounced to the end";
+  EXPECT_LT(std::chrono::steady_clock::now() - started,
+            std::chrono::minutes{1});
 }
 
 INSTANTIATE_TEST_SUITE_P(engine_loop, EngineLoopShutdown,

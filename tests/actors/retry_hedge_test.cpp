@@ -15,15 +15,6 @@ using namespace georoute;
 using namespace georoute::test;
 using namespace std::chrono_literals;
 
-database_account account() {
-  database_account a;
-  a.id = "acct";
-  a.writable = {{"West US", west_ep}};
-  a.readable = {
-      {"West US", west_ep}, {"East US", east_ep}, {"North Europe", north_ep}};
-  return a;
-}
-
 // A location cache that serves one table and records the marks it gets.
 struct locations_log {
   location_snapshot initial;
@@ -53,9 +44,9 @@ answering_endpoints(endpoint_manager_actor::pointer,
   return {
       [=](refresh_atom, bool) {
         ++*refreshes;
-        return account();
+        return three_region_account();
       },
-      [](account_atom) { return account(); },
+      [](account_atom) { return three_region_account(); },
       [](stats_atom) { return endpoint_manager_stats{}; },
   };
 }
@@ -106,7 +97,8 @@ protected:
     location_table_options lo;
     lo.default_endpoint = global_ep;
     lo.preferred_regions = {"West US", "East US", "North Europe"};
-    auto t = location_table{lo}.with_account(account(), sys.clock().now());
+    auto t = location_table{lo}.with_account(three_region_account(),
+                                             sys.clock().now());
     locs->initial = {std::make_shared<const location_table>(std::move(t)), 1};
     locations = sys.spawn(recording_locations, locs);
     endpoints = sys.spawn(answering_endpoints, refreshes);

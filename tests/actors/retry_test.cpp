@@ -12,34 +12,6 @@ using namespace georoute;
 using namespace georoute::test;
 using namespace std::chrono_literals;
 
-database_account account() {
-  database_account a;
-  a.id = "acct";
-  a.writable = {{"West US", west_ep}};
-  a.readable = {
-      {"West US", west_ep}, {"East US", east_ep}, {"North Europe", north_ep}};
-  return a;
-}
-
-struct refresh_log {
-  int forced = 0;
-  int plain = 0;
-};
-
-// An endpoint manager that answers every refresh at once.
-endpoint_manager_actor::behavior_type
-fake_endpoint_manager(endpoint_manager_actor::pointer,
-                      std::shared_ptr<refresh_log> log) {
-  return {
-      [log](refresh_atom, bool force) {
-        ++(force ? log->forced : log->plain);
-        return account();
-      },
-      [](account_atom) { return account(); },
-      [](stats_atom) { return endpoint_manager_stats{}; },
-  };
-}
-
 // A router that records requests and answers them when told.
 struct router_log {
   int requests = 0;
@@ -97,7 +69,7 @@ protected:
     lo.default_endpoint = global_ep;
     lo.preferred_regions = {"West US", "East US", "North Europe"};
     locations = spawn_location_cache(sys, lo);
-    self->send(locations, account_atom_v, account());
+    self->send(locations, account_atom_v, three_region_account());
     endpoints = sys.spawn(fake_endpoint_manager, refreshes);
     router = sys.spawn(fake_router, routed);
     retry = spawn_retry(sys, cfg, {locations, endpoints, http, router, {}, {}});
@@ -198,7 +170,7 @@ TEST_F(Retry, CrossRegionRetryExecutes_EvenWhenCallerTimesOutMidFlight) {
   // West US refuses the connection after the caller left: the decision runs
   // anyway: West is marked, the account refreshed, East tried.
   answer(transport_failure(transport::failure::refused));
-  EXPECT_EQ(refreshes->plain + refreshes->forced, 1);
+  EXPECT_EQ(refreshes->total(), 1);
   advance(1s); // EF: reads wait 1 s
   ASSERT_EQ(http->count(), 2u);
   EXPECT_EQ(last_endpoint(), east_ep);
@@ -318,6 +290,75 @@ TEST_F(Retry, DeadlineTripsDuringBackoff_ReportsLastUnderlyingFailure) {
   EXPECT_EQ(stats().live, 0u);
 }
 
+// The hard deadline ends an operation that was not hedged while its
+// primary is out. The caller gets its error at the deadline; what the
+// primary's region did afterwards is still acted on: a refusal marks it and
+// refreshes the account, as it would have had the deadline not come.
+TEST_F(Retry, DeadlineTripsDuringAnUnhedgedAttempt_ItsLateFailureStillMarks) {
+  retry_config cfg;
+  cfg.hard_deadline = 30s;
+  cfg.metadata_hedge.max_concurrent = 0; // not hedged
+  start(cfg);
+  auto h =
+      self->request(retry, caf::infinite, execute_atom_v, read_collection());
+  run();
+  advance(30s);
+  receive_now(
+      self, h,
+      [](transport::outcome&) { ADD_FAILURE() << "expected an error"; },
+      [](caf::error& e) { EXPECT_EQ(code_of(e), errc::deadline_exceeded); });
+  ASSERT_EQ(http->count(), 1u) << "the operation was hedged after all";
+  EXPECT_EQ(stats().marks, 0u);
+  EXPECT_EQ(refreshes->total(), 0);
+  answer(transport_failure(transport::failure::refused));
+  auto s = stats();
+  EXPECT_EQ(s.marks, 1u) << "the late refusal was dropped";
+  EXPECT_EQ(refreshes->total(), 1);
+  EXPECT_EQ(s.late_completions, 1u);
+  EXPECT_EQ(http->count(), 1u); // a refusal does not climb: nothing resent
+  EXPECT_EQ(s.live, 0u);
+}
+
+// The hard deadline falls into the pause between two steps of the timeout
+// ladder of an operation that was not hedged. The pending step still goes
+// to the same endpoint (at once: nobody waits for the pause), and when it
+// too is silent the region is marked, as if the deadline had not come.
+TEST_F(Retry, DeadlineTripsBetweenLadderSteps_TheNextStepStillGoesAndMarks) {
+  retry_config cfg;
+  cfg.hard_deadline = 29500ms;
+  cfg.metadata_hedge.max_concurrent = 0; // not hedged
+  start(cfg);
+  auto h =
+      self->request(retry, caf::infinite, execute_atom_v, read_collection());
+  run();
+  answer(transport_failure(transport::failure::timeout)); // step 1 (1 s)
+  ASSERT_EQ(http->count(), 2u);
+  advance(29s);
+  answer(transport_failure(transport::failure::timeout)); // step 2 (5 s)
+  EXPECT_EQ(http->count(), 2u); // step 3 waits out a 1 s pause
+  advance(500ms);               // the hard deadline, mid-pause
+  receive_now(
+      self, h,
+      [](transport::outcome&) { ADD_FAILURE() << "expected an error"; },
+      [](caf::error& e) {
+        EXPECT_NE(context_of(e).find("hard deadline of 29500ms reached"),
+                  std::string::npos)
+            << context_of(e);
+      });
+  ASSERT_EQ(http->count(), 3u) << "the pending ladder step was dropped";
+  EXPECT_EQ(last_endpoint(), west_ep);
+  EXPECT_EQ(http->at(2).request.timeout, 65s);
+  EXPECT_EQ(stats().marks, 0u);
+  advance(500ms); // the pause's own attempt message finds the operation gone
+  EXPECT_EQ(http->count(), 3u);
+  answer(transport_failure(transport::failure::timeout)); // step 3, silent
+  auto s = stats();
+  EXPECT_EQ(s.marks, 1u);
+  EXPECT_EQ(refreshes->total(), 1);
+  EXPECT_EQ(http->count(), 3u); // nothing more goes to the marked region
+  EXPECT_EQ(s.live, 0u);
+}
+
 TEST_F(Retry, ZeroBackoff_GoesThroughTheMailbox_OtherMessagesInterleave) {
   start();
   auto req = read_collection();
@@ -385,7 +426,7 @@ TEST_F(Retry, TimeoutClimbsTheHotPathLadder_OnTheSameEndpoint) {
   // and after the 1 s failover pause East is tried.
   answer(transport_failure(transport::failure::timeout));
   EXPECT_EQ(stats().marks, 1u);
-  EXPECT_EQ(refreshes->plain + refreshes->forced, 1);
+  EXPECT_EQ(refreshes->total(), 1);
   advance(1s);
   ASSERT_EQ(http->count(), 4u);
   EXPECT_EQ(last_endpoint(), east_ep);

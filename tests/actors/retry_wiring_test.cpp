@@ -21,15 +21,6 @@ using confirm_atom = caf::atom_constant<caf::atom("confirm")>;
 constexpr push_atom push_atom_v = push_atom{};
 constexpr confirm_atom confirm_atom_v = confirm_atom{};
 
-database_account account() {
-  database_account a;
-  a.id = "acct";
-  a.writable = {{"West US", west_ep}};
-  a.readable = {
-      {"West US", west_ep}, {"East US", east_ep}, {"North Europe", north_ep}};
-  return a;
-}
-
 location_table_options table_options() {
   location_table_options lo;
   lo.default_endpoint = global_ep;
@@ -92,11 +83,11 @@ fake_endpoints(endpoint_manager_actor::pointer self,
   return {
       [=](refresh_atom, bool) -> caf::result<database_account> {
         ++log->refreshes;
-        if (!log->hold) return account();
+        if (!log->hold) return three_region_account();
         log->held.push_back(self->make_response_promise<database_account>());
         return log->held.back();
       },
-      [](account_atom) { return account(); },
+      [](account_atom) { return three_region_account(); },
       [](stats_atom) { return endpoint_manager_stats{}; },
   };
 }
@@ -134,8 +125,8 @@ protected:
   caf::actor_addr supervisor; // null: nobody may re-wire the retry actor
 
   std::shared_ptr<const location_table> table(bool west_marked = false) {
-    auto t = location_table{table_options()}.with_account(account(),
-                                                          sys.clock().now());
+    auto t = location_table{table_options()}.with_account(
+        three_region_account(), sys.clock().now());
     if (west_marked) t = t.with_mark(west_ep, true, true, sys.clock().now());
     return std::make_shared<const location_table>(std::move(t));
   }
@@ -377,7 +368,7 @@ protected:
 
 TEST_F(DetachDeadline, QueryPlanPath_ReportsTheLastUnderlyingFailure) {
   auto locations = spawn_location_cache(sys, table_options());
-  self->send(locations, account_atom_v, account());
+  self->send(locations, account_atom_v, three_region_account());
   auto eps = std::make_shared<endpoints_log>();
   auto endpoints = sys.spawn(fake_endpoints, eps);
   retry_config cfg;

@@ -39,15 +39,45 @@ attempt_result refused() {
 
 // The retry actor's loop for a metadata read.
 attempt_loop_config metadata(loop_policy p = loop_policy::client) {
-  attempt_loop_config c;
-  c.kind = request_kind::metadata_read;
-  c.op = op_kind::read;
-  c.is_document = false;
-  c.policy = p;
-  return c;
+  return metadata_loop(request_kind::metadata_read, op_kind::read, p, false, {},
+                       loop_environment{});
 }
 
 const timeout_ladders ladders{};
+
+// The two planes' loops, built once from what the engine shares: the
+// environment reaches both, the breaker and per-partition failover only
+// the data plane.
+TEST(LoopConfig, BothPlanes_FromOneEnvironment) {
+  partition_breaker breaker;
+  partition_failover ppaf;
+  loop_environment env;
+  env.client.max_failover_retries = 7;
+  env.attempt_cap = 9;
+  env.breaker = &breaker;
+  env.ppaf = &ppaf;
+  auto d = data_plane_loop(request_kind::write, op_kind::write, true,
+                           {"West US"}, env);
+  EXPECT_TRUE(d.is_document);
+  EXPECT_TRUE(d.per_partition_failover);
+  EXPECT_TRUE(d.refresh_metadata_on_gone);
+  EXPECT_TRUE(d.write_retries);
+  EXPECT_EQ(d.breaker, &breaker);
+  EXPECT_EQ(d.ppaf, &ppaf);
+  EXPECT_EQ(d.attempt_cap, 9u);
+  EXPECT_EQ(d.client.max_failover_retries, 7u);
+  EXPECT_EQ(d.excluded_regions, std::vector<std::string>{"West US"});
+  auto m = metadata_loop(request_kind::pkranges_read, op_kind::read,
+                         loop_policy::partition_range, true, {}, env);
+  EXPECT_FALSE(m.is_document);
+  EXPECT_FALSE(m.refresh_metadata_on_gone);
+  EXPECT_EQ(m.policy, loop_policy::partition_range);
+  EXPECT_TRUE(m.name_based);
+  EXPECT_EQ(m.breaker, nullptr);
+  EXPECT_EQ(m.ppaf, nullptr);
+  EXPECT_EQ(m.attempt_cap, 9u);
+  EXPECT_EQ(m.client.max_failover_retries, 7u);
+}
 
 TEST(GoneKind, Classify_OneAnswerPer410) {
   struct row {

@@ -28,15 +28,11 @@ inline attempt_result no_answer(bool timed_out, bool sent) {
 /// failover ladder for reads, 410s refresh metadata), with `breaker`.
 inline attempt_loop_config data_plane(op_kind op,
                                       partition_breaker* breaker = nullptr) {
-  attempt_loop_config c;
-  c.kind =
-      op == op_kind::read ? request_kind::document_read : request_kind::write;
-  c.op = op;
-  c.is_document = true;
-  c.per_partition_failover = true;
-  c.refresh_metadata_on_gone = true;
-  c.breaker = breaker;
-  return c;
+  loop_environment env;
+  env.breaker = breaker;
+  return data_plane_loop(op == op_kind::read ? request_kind::document_read
+                                             : request_kind::write,
+                         op, false, {}, env);
 }
 
 } // namespace georoute::test

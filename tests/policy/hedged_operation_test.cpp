@@ -489,4 +489,54 @@ TEST(SettleLateAttempt, ConnectionRefused_MarksAndRefreshes) {
   EXPECT_TRUE(s.effects.refresh_account);
 }
 
+TEST(ContinueAbandonedClimb, NextRung_UntilTheEndpointIsMarked) {
+  auto t = fixture();
+  engine e;
+  operation op{e, t};
+  // Arm 0 timed out at its first rung (the loop's step said: climb).
+  auto step = op.primary.on_result(no_answer(true, true), t, t0 + 6s, false);
+  ASSERT_TRUE(step.ladder_climb);
+  auto plan = continue_abandoned_climb(op.primary, t, t0 + 6s);
+  ASSERT_TRUE(plan);
+  EXPECT_EQ(plan->endpoint, east);
+  EXPECT_EQ(plan->timeout, 6s);
+  // Somebody marked East meanwhile: the region is known bad, nothing more
+  // goes there.
+  auto again = fixture();
+  engine e2;
+  operation op2{e2, again};
+  ASSERT_TRUE(
+      op2.primary.on_result(no_answer(true, true), again, t0 + 6s, false)
+          .ladder_climb);
+  auto marked = again.with_mark(east, true, false, t0 + 6s);
+  EXPECT_FALSE(continue_abandoned_climb(op2.primary, marked, t0 + 6s));
+}
+
+TEST(AbandonPrimary, Table) {
+  struct row {
+    bool in_flight, climbing, budget_spent;
+    primary_fate fate;
+  };
+  for (auto r : {row{false, false, false, primary_fate::nothing},
+                 row{true, false, false, primary_fate::settle_in_flight},
+                 row{false, true, false, primary_fate::climb_now},
+                 // in flight wins: the pending step was already sent
+                 row{true, true, false, primary_fate::settle_in_flight},
+                 // a spent budget starts nothing new; what is out settles
+                 row{false, true, true, primary_fate::nothing},
+                 row{true, false, true, primary_fate::settle_in_flight},
+                 row{false, false, true, primary_fate::nothing}})
+    EXPECT_EQ(abandon_primary(r.in_flight, r.climbing, r.budget_spent), r.fate)
+        << r.in_flight << r.climbing << r.budget_spent;
+}
+
+// A hedge arm's non-final failure is what the operation reports only when
+// there is nothing else yet, or the primary has given up.
+TEST(ReplacesReportedFailure, Table) {
+  EXPECT_TRUE(replaces_reported_failure(false, false));
+  EXPECT_TRUE(replaces_reported_failure(false, true));
+  EXPECT_TRUE(replaces_reported_failure(true, true));
+  EXPECT_FALSE(replaces_reported_failure(true, false));
+}
+
 } // namespace

@@ -677,4 +677,46 @@ TEST(WriteCopy, Safe_Table) {
   }
 }
 
+// With write retries on, a write carries a tracking id, and the echo of its
+// own first copy is recognised: a create, and a replace without
+// if-none-match, may then be copied too.
+TEST(WriteCopy, Tracked_Table) {
+  using georoute::write_op;
+  struct row {
+    write_op op;
+    bool if_match, if_none_match, tracked;
+    bool safe;
+  };
+  for (auto r :
+       std::vector<row>{// untracked: the two-argument rule
+                        {write_op::upsert, false, false, false, true},
+                        {write_op::replace, true, false, false, false},
+                        {write_op::create, false, false, false, false},
+                        // tracked: creates and replaces without if-none-match
+                        {write_op::create, false, false, true, true},
+                        {write_op::replace, true, false, true, true},
+                        {write_op::replace, false, false, true, true},
+                        {write_op::replace, false, true, true, false},
+                        {write_op::upsert, false, false, true, true},
+                        {write_op::upsert, true, false, true, false},
+                        // a remove's echo (404) cannot be told apart: never
+                        {write_op::remove, false, false, true, false},
+                        {write_op::remove, true, false, true, false}}) {
+    SCOPED_TRACE(std::to_string(static_cast<int>(r.op)) +
+                 (r.if_match ? " if-match" : "") +
+                 (r.if_none_match ? " if-none-match" : "") +
+                 (r.tracked ? " tracked" : ""));
+    EXPECT_EQ(
+        georoute::write_copy_safe(r.op, r.if_match, r.if_none_match, r.tracked),
+        r.safe);
+  }
+}
+
+TEST(ResolveSwitch, RequestWins_ElseTheEngine) {
+  EXPECT_TRUE(georoute::resolve_switch(1, false));
+  EXPECT_FALSE(georoute::resolve_switch(0, true));
+  EXPECT_TRUE(georoute::resolve_switch(-1, true));
+  EXPECT_FALSE(georoute::resolve_switch(-1, false));
+}
+
 } // namespace

@@ -22,6 +22,12 @@ void PrintTo(pkrange_lookup x, std::ostream* os) {
   *os << names[static_cast<int>(x)];
 }
 
+void PrintTo(range_verdict x, std::ostream* os) {
+  static const char* names[] = {"found", "refresh_map", "gone",
+                                "no_range_for_epk"};
+  *os << names[static_cast<int>(x)];
+}
+
 } // namespace georoute
 
 namespace {
@@ -308,6 +314,53 @@ TEST(OverlapLookup, Table) {
   };
   for (const auto& r : rows)
     EXPECT_EQ(decide_overlap_lookup(r.has_map, r.force), r.expected) << r.name;
+}
+
+partition_key_range range_of(std::string id, std::string min, std::string max,
+                             std::vector<std::string> parents = {}) {
+  partition_key_range r;
+  r.id = std::move(id);
+  r.min_inclusive = std::move(min);
+  r.max_exclusive = std::move(max);
+  r.parents = std::move(parents);
+  return r;
+}
+
+// Range 0 split into 1 and 2: a query on range 1 goes there; one on range 0
+// (gone) or range 9 (never known) refreshes the map once, then is told the
+// range is gone; a point operation goes by its EPK.
+TEST(LocateRange, Table) {
+  auto before = routing_map::create_complete({range_of("0", "", "FF")}, "e1");
+  ASSERT_TRUE(before);
+  auto map = before.value().try_combine(
+      {range_of("1", "", "7F", {"0"}), range_of("2", "7F", "FF", {"0"})}, "e2");
+  ASSERT_TRUE(map);
+  const auto& m = map.value();
+  struct row {
+    const char* name;
+    const char* range_id;
+    const char* epk;
+    bool refreshed;
+    range_verdict verdict;
+    const char* found; // the id found, "" for none
+  };
+  const row rows[] = {
+      {"ById_Live", "1", "", false, range_verdict::found, "1"},
+      {"ById_Gone_RefreshOnce", "0", "", false, range_verdict::refresh_map, ""},
+      {"ById_Gone_AfterRefresh", "0", "", true, range_verdict::gone, ""},
+      {"ById_Unknown_RefreshOnce", "9", "", false, range_verdict::refresh_map,
+       ""},
+      {"ById_Unknown_AfterRefresh", "9", "", true, range_verdict::gone, ""},
+      {"ByEpk_Low", "", "05C1", false, range_verdict::found, "1"},
+      {"ByEpk_High", "", "A0", false, range_verdict::found, "2"},
+      {"ByEpk_PastTheEnd", "", "FF", false, range_verdict::no_range_for_epk,
+       ""},
+  };
+  for (const auto& r : rows) {
+    auto l = locate_range(m, r.range_id, r.epk, r.refreshed);
+    EXPECT_EQ(l.verdict, r.verdict) << r.name;
+    EXPECT_EQ(l.range ? l.range->id : std::string{}, r.found) << r.name;
+  }
 }
 
 } // namespace

@@ -89,4 +89,53 @@ TEST(WriteTracking, Tracks_CreateReplaceUpsert_NotRemove) {
   EXPECT_FALSE(tracks(write_op::remove));
 }
 
+TEST(WriteTracking, Plan_Table) {
+  struct row {
+    const char* name;
+    std::optional<write_op> op;
+    int requested;
+    bool engine;
+    bool retries, tracked;
+  };
+  const row rows[] = {
+      {"Read_Never", std::nullopt, 1, true, false, false},
+      {"Create_EngineOn", write_op::create, -1, true, true, true},
+      {"Create_EngineOff", write_op::create, -1, false, false, false},
+      {"Create_RequestOn", write_op::create, 1, false, true, true},
+      {"Create_RequestOff", write_op::create, 0, true, false, false},
+      {"Upsert_Tracked", write_op::upsert, 1, false, true, true},
+      {"Replace_Tracked", write_op::replace, 1, false, true, true},
+      {"Remove_RetriedUntracked", write_op::remove, 1, false, true, false},
+  };
+  for (const auto& r : rows) {
+    auto p = plan_write_tracking(r.op, r.requested, r.engine);
+    EXPECT_EQ(p.retries, r.retries) << r.name;
+    EXPECT_EQ(p.tracked, r.tracked) << r.name;
+  }
+}
+
+TEST(WriteTracking, ReadBack_Table) {
+  auto created = judge_read_back(write_op::create, true, true, 200);
+  EXPECT_TRUE(created.applied);
+  EXPECT_EQ(created.status, 201);
+  auto replaced = judge_read_back(write_op::replace, true, true, 200);
+  EXPECT_TRUE(replaced.applied);
+  EXPECT_EQ(replaced.status, 200);
+  auto other = judge_read_back(write_op::create, true, false, 200);
+  EXPECT_FALSE(other.applied);
+  EXPECT_NE(other.why.find("somebody else's"), std::string::npos) << other.why;
+  auto failed = judge_read_back(write_op::replace, false, false, 503);
+  EXPECT_FALSE(failed.applied);
+  EXPECT_NE(failed.why.find("failed (503)"), std::string::npos) << failed.why;
+}
+
+// The read-back waits as long as the first attempt of any read of the
+// document: the per-partition-failover read ladder's first step.
+TEST(WriteTracking, ReadBackTimeout_TheReadLaddersFirstStep) {
+  timeout_ladders l;
+  EXPECT_EQ(read_back_timeout(l), std::chrono::seconds{6});
+  l.partition_failover = {{std::chrono::seconds{2}, {}}};
+  EXPECT_EQ(read_back_timeout(l), std::chrono::seconds{2});
+}
+
 } // namespace

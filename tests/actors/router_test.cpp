@@ -1,0 +1,577 @@
+// The request router in virtual time: its collaborators are fakes that
+// answer at once (one collection, one range), its HTTP port is answered by
+// hand, and time moves only when a test advances it. Each test checks what
+// went out and what was answered between the steps, so a decision the
+// router defers (a budget, a hedge, an abandoned ladder step) is seen at
+// the moment it is due, not only once everything has run.
+
+#include "actors/location_cache.hpp"
+#include "actors/policy/routing_map.hpp"
+#include "actors/router.hpp"
+#include "messages/error.hpp"
+#include "tests/actors/actor_fixture.hpp"
+
+namespace {
+
+using namespace georoute;
+using namespace georoute::test;
+using namespace std::chrono_literals;
+
+const std::string coll_rid = "aaaaAAAAAAA=";
+
+collection_info the_collection() {
+  collection_info c;
+  c.id = "c";
+  c.rid = coll_rid;
+  c.self = "dbs/aaaaAA==/colls/" + coll_rid + "/";
+  c.partition_key.paths = {"/pk"};
+  return c;
+}
+
+// A collection cache that knows one collection, under any name.
+collection_cache_actor::behavior_type
+fake_collections(collection_cache_actor::pointer) {
+  return {
+      [](by_name_atom, const std::string&, bool, const std::string&) {
+        return the_collection();
+      },
+      [](by_rid_atom, const std::string&) { return the_collection(); },
+      [](stats_atom) { return collection_cache_stats{}; },
+  };
+}
+
+// A partition-range cache whose collection has one range over all EPKs.
+pkrange_cache_actor::behavior_type fake_pkranges(pkrange_cache_actor::pointer) {
+  return {
+      [](pkranges_atom, const std::string& rid, const std::string&) {
+        partition_key_range whole;
+        whole.id = "0";
+        whole.min_inclusive = "";
+        whole.max_exclusive = "FF";
+        auto map = routing_map::create_complete({whole}, "etag-1");
+        routing_snapshot s;
+        s.collection_rid = rid;
+        s.map = std::make_shared<const routing_map>(std::move(map.value()));
+        return s;
+      },
+      [](overlap_atom, const std::string&, const epk_range&, bool) {
+        return std::vector<partition_key_range>{};
+      },
+      [](stats_atom) { return pkrange_cache_stats{}; },
+  };
+}
+
+// West US and East US both take writes.
+database_account multi_write_account() {
+  auto a = three_region_account();
+  a.writable = {{"West US", west_ep}, {"East US", east_ep}};
+  a.enable_multiple_write_locations = true;
+  return a;
+}
+
+// The tracking id the router put into a write's body.
+std::string tracking_id_of(const std::string& body) {
+  const std::string key = R"("_trackingId":")";
+  auto at = body.find(key);
+  if (at == std::string::npos) return {};
+  return body.substr(at + key.size(), 32);
+}
+
+// A caller actor that asks the router with its own timeout and records
+// what it got: "ok", "timeout" or the error text.
+struct caller_log {
+  std::vector<std::string> got;
+};
+
+caf::behavior caller(caf::event_based_actor* self, router_actor router,
+                     caf::timespan timeout, data_request req,
+                     std::shared_ptr<caller_log> log) {
+  self->request(router, timeout, route_atom_v, std::move(req))
+      .then([log](data_response&) { log->got.push_back("ok"); },
+            [log](caf::error& e) {
+              log->got.push_back(
+                  e == caf::sec::request_timeout ? "timeout" : context_of(e));
+            });
+  return {[](caf::ok_atom) {}};
+}
+
+// A create with write retries on: it carries a tracking id.
+data_request tracked_create() {
+  data_request r;
+  r.op = data_op::create;
+  r.collection_link = "dbs/d/colls/c";
+  r.body = R"({"id":"doc1","pk":"p0"})";
+  r.options.partition_key_json = R"(["p0"])";
+  r.options.write_retries = 1;
+  r.options.hedge = 0; // tests that hedge say so
+  return r;
+}
+
+data_request read_doc() {
+  data_request r;
+  r.op = data_op::read;
+  r.collection_link = "dbs/d/colls/c";
+  r.id = "doc1";
+  r.options.partition_key_json = R"(["p0"])";
+  r.options.hedge = 0; // tests that hedge say so
+  return r;
+}
+
+class Router : public actor_test {
+protected:
+  std::shared_ptr<refresh_log> refreshes = std::make_shared<refresh_log>();
+  location_cache_actor locations;
+  endpoint_manager_actor endpoints;
+  collection_cache_actor collections;
+  pkrange_cache_actor pkranges;
+  router_actor router;
+
+  // Reads prefer West US, then East US, then North Europe.
+  void start(router_config cfg = {},
+             database_account account = three_region_account()) {
+    location_table_options lo;
+    lo.default_endpoint = global_ep;
+    lo.preferred_regions = {"West US", "East US", "North Europe"};
+    locations = spawn_location_cache(sys, lo);
+    refreshes->serves = account;
+    self->send(locations, account_atom_v, account);
+    endpoints = sys.spawn(fake_endpoint_manager, refreshes);
+    collections = sys.spawn(fake_collections);
+    pkranges = sys.spawn(fake_pkranges);
+    router = spawn_router(
+        sys, std::move(cfg),
+        {locations, endpoints, collections, pkranges, http, {}, {}});
+    run();
+  }
+
+  void TearDown() override {
+    for (auto a : {caf::actor_cast<caf::actor>(router),
+                   caf::actor_cast<caf::actor>(locations),
+                   caf::actor_cast<caf::actor>(endpoints),
+                   caf::actor_cast<caf::actor>(collections),
+                   caf::actor_cast<caf::actor>(pkranges)})
+      self->send_exit(a, caf::exit_reason::user_shutdown);
+    run();
+  }
+
+  router_stats stats() {
+    router_stats result;
+    auto h = self->request(router, caf::infinite, stats_atom_v);
+    run();
+    receive_now(
+        self, h, [&](router_stats s) { result = s; },
+        [](caf::error&) { ADD_FAILURE() << "stats failed"; });
+    return result;
+  }
+
+  auto route(data_request req) {
+    auto h = self->request(router, caf::infinite, route_atom_v, std::move(req));
+    run();
+    return h;
+  }
+
+  // Answers request `i` (in the order they went out) with `o`.
+  void answer(size_t i, transport::outcome o) {
+    ASSERT_LT(i, http->count()) << "request " << i << " never went out";
+    ASSERT_FALSE(http->at(i).answered) << "request " << i << " was answered";
+    http->respond(i, std::move(o));
+    run();
+  }
+
+  std::string endpoint_of(size_t i) { return http->at(i).request.endpoint; }
+};
+
+TEST_F(Router, Read_GoesToTheFirstPreferredRegion_OnTheReadLadder) {
+  start();
+  auto h = route(read_doc());
+  ASSERT_EQ(http->count(), 1u);
+  EXPECT_EQ(endpoint_of(0), west_ep);
+  EXPECT_EQ(http->at(0).request.method, "GET");
+  EXPECT_EQ(http->at(0).request.timeout, 6s); // the read ladder's first step
+  EXPECT_TRUE(self->mailbox().empty());
+  answer(0, ok_response(R"({"id":"doc1","pk":"p0"})"));
+  receive_now(
+      self, h,
+      [](data_response& r) {
+        EXPECT_EQ(r.status, 200);
+        ASSERT_EQ(r.diag.attempts.size(), 1u);
+        EXPECT_EQ(r.diag.attempts[0].region, "West US");
+      },
+      [](caf::error& e) { ADD_FAILURE() << caf::to_string(e); });
+  auto s = stats();
+  EXPECT_EQ(s.attempts, 1u);
+  EXPECT_EQ(s.live, 0u);
+}
+
+// The budget ends while the attempt is out: the attempt finishes, its
+// failover decision runs with every side effect, and nothing new starts.
+TEST_F(Router, BudgetSpentDuringAnAttempt_ItsDecisionRuns_NoNewAttempt) {
+  start();
+  auto req = read_doc();
+  req.options.budget = 2s;
+  auto h = route(req);
+  ASSERT_EQ(http->count(), 1u);
+  advance(2s);
+  EXPECT_TRUE(self->mailbox().empty())
+      << "the budget ended the operation under its attempt";
+  answer(0, transport_failure(transport::failure::refused));
+  receive_now(
+      self, h, [](data_response&) { ADD_FAILURE() << "expected an error"; },
+      [](caf::error& e) {
+        EXPECT_EQ(code_of(e), errc::connection_refused);
+        EXPECT_NE(context_of(e).find("operation budget of 2s spent"),
+                  std::string::npos)
+            << context_of(e);
+      });
+  auto s = stats();
+  EXPECT_EQ(s.marks, 1u);
+  EXPECT_EQ(refreshes->total(), 1);
+  EXPECT_EQ(s.failover_decisions, s.failover_decisions_completed);
+  EXPECT_EQ(s.decisions_after_budget, 1u);
+  advance(5s); // any pause the decision asked for
+  EXPECT_EQ(http->count(), 1u) << "an attempt started after the budget";
+  EXPECT_EQ(stats().live, 0u);
+}
+
+// The budget ends while the next attempt waits out the failover pause: the
+// operation ends at once, and the pending attempt never goes.
+TEST_F(Router, BudgetSpentDuringTheFailoverPause_EndsAtOnce_NoNewAttempt) {
+  start();
+  auto req = read_doc();
+  req.options.budget = 500ms;
+  auto h = route(req);
+  answer(0, transport_failure(transport::failure::refused));
+  EXPECT_EQ(stats().marks, 1u);
+  EXPECT_EQ(http->count(), 1u) << "no failover pause";
+  EXPECT_TRUE(self->mailbox().empty());
+  advance(500ms);
+  receive_now(
+      self, h, [](data_response&) { ADD_FAILURE() << "expected an error"; },
+      [](caf::error& e) {
+        EXPECT_EQ(code_of(e), errc::connection_refused);
+        EXPECT_NE(context_of(e).find("operation budget of 500ms spent"),
+                  std::string::npos)
+            << context_of(e);
+      });
+  advance(2s); // past the pause: the pending attempt finds nothing to do
+  EXPECT_EQ(http->count(), 1u) << "an attempt started after the budget";
+  EXPECT_EQ(stats().live, 0u);
+}
+
+// A hedged read: West is silent past the threshold, East answers for it.
+// West's answer comes after the operation ended and still marks West.
+TEST_F(Router, HedgeWins_TheAbandonedPrimaryStillMarksItsRegion) {
+  router_config cfg;
+  cfg.hedging.threshold = 1s;
+  start(cfg);
+  auto req = read_doc();
+  req.options.hedge = 1;
+  auto h = route(req);
+  ASSERT_EQ(http->count(), 1u);
+  advance(999ms);
+  EXPECT_EQ(http->count(), 1u) << "hedged before the threshold";
+  advance(1ms);
+  ASSERT_EQ(http->count(), 2u) << "no hedge at the threshold";
+  EXPECT_EQ(endpoint_of(1), east_ep);
+  answer(1, ok_response(R"({"id":"doc1","pk":"p0"})"));
+  receive_now(
+      self, h,
+      [](data_response& r) {
+        EXPECT_EQ(r.status, 200);
+        EXPECT_EQ(r.diag.hedges, 1u);
+        EXPECT_EQ(r.diag.abandoned_arms, 1u);
+      },
+      [](caf::error& e) { ADD_FAILURE() << caf::to_string(e); });
+  EXPECT_EQ(stats().marks, 0u);
+  answer(0, transport_failure(transport::failure::refused));
+  auto s = stats();
+  EXPECT_EQ(s.marks, 1u) << "the abandoned primary's refusal was dropped";
+  EXPECT_EQ(s.late_answers, 1u);
+  EXPECT_EQ(refreshes->total(), 1);
+  EXPECT_EQ(http->count(), 2u);
+}
+
+// A hedged read whose primary timed out and waits out its ladder's pause
+// when the hedge wins: the pending ladder step still goes to the primary's
+// region (at once), and when that region stays silent through its ladder
+// it is marked, as without the hedge. The retry actor does the same
+// (Retry.DeadlineTripsBetweenLadderSteps_TheNextStepStillGoesAndMarks).
+TEST_F(Router, HedgeWinsDuringTheLadderPause_ThePendingStepStillGoesAndMarks) {
+  router_config cfg;
+  cfg.hedging.threshold = 1s;
+  cfg.ladders.partition_failover = {{6s, 2s}, {6s, 0s}, {10s, 0s}};
+  start(cfg);
+  auto req = read_doc();
+  req.options.hedge = 1;
+  auto h = route(req);
+  answer(0, transport_failure(transport::failure::timeout)); // step 1
+  EXPECT_EQ(http->count(), 1u) << "step 2 waits out a 2 s pause";
+  advance(1s);
+  ASSERT_EQ(http->count(), 2u) << "no hedge at the threshold";
+  EXPECT_EQ(endpoint_of(1), east_ep);
+  answer(1, ok_response(R"({"id":"doc1","pk":"p0"})"));
+  receive_now(
+      self, h, [](data_response& r) { EXPECT_EQ(r.status, 200); },
+      [](caf::error& e) { ADD_FAILURE() << caf::to_string(e); });
+  ASSERT_EQ(http->count(), 3u) << "the pending ladder step was dropped";
+  EXPECT_EQ(endpoint_of(2), west_ep);
+  EXPECT_EQ(http->at(2).request.timeout, 6s);
+  advance(1s); // the pause's own attempt message finds the operation gone
+  EXPECT_EQ(http->count(), 3u);
+  answer(2, transport_failure(transport::failure::timeout)); // step 2
+  ASSERT_EQ(http->count(), 4u);
+  EXPECT_EQ(endpoint_of(3), west_ep);
+  EXPECT_EQ(http->at(3).request.timeout, 10s);
+  EXPECT_EQ(stats().marks, 0u);
+  answer(3, transport_failure(transport::failure::timeout)); // step 3
+  auto s = stats();
+  EXPECT_EQ(s.marks, 1u);
+  EXPECT_EQ(http->count(), 4u);
+  EXPECT_EQ(stats().live, 0u);
+}
+
+// The caller gives up during West's attempt; nothing reaches the router.
+// West then refuses: the router's decision runs whole (West marked, the
+// account refreshed), and after the failover pause the read goes to East
+// and ends there. The caller heard only its own timeout.
+TEST_F(Router, CallerTimesOut_TheFailoverStillRunsToTheEnd) {
+  start();
+  auto log = std::make_shared<caller_log>();
+  auto c = sys.spawn(caller, router, caf::timespan{300ms}, read_doc(), log);
+  run();
+  ASSERT_EQ(http->count(), 1u);
+  advance(300ms);
+  ASSERT_EQ(log->got, std::vector<std::string>{"timeout"});
+  EXPECT_EQ(stats().live, 1u) << "the caller's timeout reached the router";
+  answer(0, transport_failure(transport::failure::refused));
+  auto s = stats();
+  EXPECT_EQ(s.marks, 1u);
+  EXPECT_EQ(refreshes->total(), 1);
+  advance(1s); // the failover pause of reads
+  ASSERT_EQ(http->count(), 2u);
+  EXPECT_EQ(endpoint_of(1), east_ep);
+  answer(1, ok_response(R"({"id":"doc1","pk":"p0"})"));
+  s = stats();
+  EXPECT_EQ(s.live, 0u);
+  EXPECT_EQ(s.succeeded, 1u);
+  EXPECT_EQ(s.failover_decisions, s.failover_decisions_completed);
+  EXPECT_EQ(log->got.size(), 1u); // the late answer was not delivered again
+  self->send_exit(c, caf::exit_reason::user_shutdown);
+}
+
+// The hedge budget allows one hedge here: of two slow reads, one is hedged
+// at the threshold, the other waits on its own region, and the refusal is
+// counted.
+TEST_F(Router, HedgeBudgetSpent_TheOtherSlowReadIsNotHedged) {
+  router_config cfg;
+  cfg.hedging.threshold = 1s;
+  cfg.hedging.budget.share = 0;
+  cfg.hedging.budget.min_allowance = 1;
+  start(cfg);
+  auto req = read_doc();
+  req.options.hedge = 1;
+  auto first = route(req);
+  auto second = route(req);
+  ASSERT_EQ(http->count(), 2u);
+  advance(1s);
+  ASSERT_EQ(http->count(), 3u) << "hedges beyond the budget went out";
+  EXPECT_EQ(endpoint_of(2), east_ep);
+  auto s = stats();
+  EXPECT_EQ(s.hedges_started, 1u);
+  EXPECT_EQ(s.hedges_refused, 1u);
+  for (auto i : http->pending())
+    http->respond(i, ok_response(R"({"id":"doc1","pk":"p0"})"));
+  run();
+  for (auto* h : {&first, &second})
+    receive_now(
+        self, *h, [](data_response& r) { EXPECT_EQ(r.status, 200); },
+        [](caf::error& e) { ADD_FAILURE() << caf::to_string(e); });
+}
+
+// Writes that survive a hang on a multi-write account: West's create
+// times out (it may have been applied), the copy goes to East and meets a
+// 409. The router reads the document back from East: it carries this
+// create's tracking id, so the first copy was applied and the create
+// succeeded.
+TEST_F(Router, WriteRetried_ItsOwnEcho_ReadBackTellsItWasApplied) {
+  start({}, multi_write_account());
+  auto create = tracked_create();
+  auto h = route(create);
+  ASSERT_EQ(http->count(), 1u);
+  EXPECT_EQ(endpoint_of(0), west_ep);
+  auto id = tracking_id_of(http->at(0).request.body);
+  ASSERT_EQ(id.size(), 32u) << http->at(0).request.body;
+  answer(0, transport_failure(transport::failure::timeout));
+  if (http->count() == 1u) advance(1s); // a failover pause, if any
+  ASSERT_EQ(http->count(), 2u);
+  EXPECT_EQ(endpoint_of(1), east_ep);
+  EXPECT_EQ(http->at(1).request.method, "POST");
+  EXPECT_EQ(tracking_id_of(http->at(1).request.body), id);
+  answer(1, status_response(409));
+  ASSERT_EQ(http->count(), 3u) << "no read-back";
+  EXPECT_EQ(http->at(2).request.method, "GET");
+  EXPECT_EQ(endpoint_of(2), east_ep);
+  EXPECT_EQ(http->at(2).request.timeout, 6s);
+  EXPECT_TRUE(self->mailbox().empty()) << "answered before the read-back";
+  answer(2, ok_response(R"({"id":"doc1","pk":"p0","_trackingId":")" + id +
+                        R"("})"));
+  receive_now(
+      self, h, [](data_response& r) { EXPECT_EQ(r.status, 201); },
+      [](caf::error& e) { ADD_FAILURE() << caf::to_string(e); });
+  EXPECT_EQ(stats().live, 0u);
+}
+
+// The same, but the stored document carries somebody else's tracking id:
+// the 409 stands, and says why.
+TEST_F(Router, WriteRetried_SomebodyElsesDocument_The409Stands) {
+  start({}, multi_write_account());
+  auto create = tracked_create();
+  auto h = route(create);
+  answer(0, transport_failure(transport::failure::timeout));
+  if (http->count() == 1u) advance(1s);
+  ASSERT_EQ(http->count(), 2u);
+  answer(1, status_response(409));
+  ASSERT_EQ(http->count(), 3u) << "no read-back";
+  answer(
+      2,
+      ok_response(
+          R"({"id":"doc1","pk":"p0","_trackingId":"0123456789abcdef0123456789abcdef"})"));
+  receive_now(
+      self, h, [](data_response&) { ADD_FAILURE() << "expected the 409"; },
+      [](caf::error& e) {
+        EXPECT_EQ(code_of(e), errc::conflict) << context_of(e);
+        EXPECT_NE(context_of(e).find("somebody else's"), std::string::npos)
+            << context_of(e);
+      });
+}
+
+// A hedged, tracked create: West answers 409 while the hedge is out in
+// East, and the router reads the document back from West. East's copy
+// succeeds first and ends the operation. Nothing is left behind as
+// abandoned: West's create answered, and East's arm answered too; only the
+// read-back was out, and its late answer is dropped.
+TEST_F(Router, HedgeWinsDuringAReadBack_NothingIsLeftAsAbandoned) {
+  router_config cfg;
+  cfg.hedging.threshold = 1s;
+  start(cfg, multi_write_account());
+  auto create = tracked_create();
+  create.options.hedge = 1;
+  auto h = route(create);
+  advance(1s);
+  ASSERT_EQ(http->count(), 2u) << "the create was not hedged";
+  EXPECT_EQ(endpoint_of(1), east_ep);
+  answer(0, status_response(409));
+  ASSERT_EQ(http->count(), 3u) << "no read-back";
+  EXPECT_EQ(http->at(2).request.method, "GET");
+  EXPECT_EQ(endpoint_of(2), west_ep);
+  answer(1, ok_response(R"({"id":"doc1","pk":"p0"})", 201));
+  receive_now(
+      self, h,
+      [](data_response& r) {
+        EXPECT_EQ(r.status, 201);
+        EXPECT_EQ(r.diag.abandoned_arms, 0u)
+            << "an arm that had answered was kept as abandoned";
+      },
+      [](caf::error& e) { ADD_FAILURE() << caf::to_string(e); });
+  answer(2, status_response(404)); // the read-back, late: dropped
+  auto s = stats();
+  EXPECT_EQ(s.late_answers, 0u);
+  EXPECT_EQ(s.live, 0u);
+}
+
+// Per-partition failover on a single-write account that allows it: West
+// answers a write of range 0 with 503, so that range's writes move to the
+// next region (East) without marking West; the next write of the range goes
+// straight to East, where the move was confirmed.
+TEST_F(Router, PerPartitionFailover_TheRangesWritesMove_NoRegionMarked) {
+  auto account = three_region_account();
+  account.per_partition_failover = true;
+  start({}, account);
+  data_request upsert;
+  upsert.op = data_op::upsert;
+  upsert.collection_link = "dbs/d/colls/c";
+  upsert.body = R"({"id":"doc1","pk":"p0"})";
+  upsert.options.partition_key_json = R"(["p0"])";
+  upsert.options.hedge = 0;
+  auto first = route(upsert);
+  ASSERT_EQ(http->count(), 1u);
+  EXPECT_EQ(endpoint_of(0), west_ep);
+  answer(0, status_response(503));
+  if (http->count() == 1u) advance(1s); // a pause, if the move asks one
+  ASSERT_EQ(http->count(), 2u);
+  EXPECT_EQ(endpoint_of(1), east_ep) << "the range's write did not move";
+  EXPECT_EQ(stats().marks, 0u);
+  answer(1, ok_response(R"({"id":"doc1","pk":"p0"})"));
+  receive_now(
+      self, first, [](data_response& r) { EXPECT_EQ(r.status, 200); },
+      [](caf::error& e) { ADD_FAILURE() << caf::to_string(e); });
+  auto second = route(upsert);
+  ASSERT_EQ(http->count(), 3u);
+  EXPECT_EQ(endpoint_of(2), east_ep) << "the move was forgotten";
+  answer(2, ok_response(R"({"id":"doc1","pk":"p0"})"));
+  receive_now(
+      self, second, [](data_response& r) { EXPECT_EQ(r.status, 200); },
+      [](caf::error& e) { ADD_FAILURE() << caf::to_string(e); });
+  EXPECT_EQ(stats().marks, 0u);
+}
+
+// The partition circuit breaker, opened by West's failures of range 0:
+// reads of the range skip West at once; after the open period one read
+// goes to West as a probe, and its success closes the breaker (no half-open
+// steps here), so the next read is West's again.
+TEST_F(Router, Breaker_OpensOnFailures_ProbeAfterThePeriod_ClosesOnSuccess) {
+  router_config cfg;
+  cfg.breaker.read_failure_threshold = 2;
+  cfg.breaker.half_open_steps = 0;
+  cfg.breaker.open_period = 5s;
+  start(cfg);
+  const std::string doc = R"({"id":"doc1","pk":"p0"})";
+  size_t sent = 0;
+  for (int i = 0; i < 2; ++i) {
+    auto h = route(read_doc());
+    ASSERT_EQ(http->count(), sent + 1);
+    EXPECT_EQ(endpoint_of(sent), west_ep);
+    answer(sent, status_response(503));
+    ASSERT_EQ(http->count(), sent + 2) << "no cross-region retry";
+    EXPECT_EQ(endpoint_of(sent + 1), east_ep);
+    answer(sent + 1, ok_response(doc));
+    receive_now(
+        self, h, [](data_response& r) { EXPECT_EQ(r.status, 200); },
+        [](caf::error& e) { ADD_FAILURE() << caf::to_string(e); });
+    sent += 2;
+  }
+  auto s = stats();
+  EXPECT_EQ(s.breaker_opened, 1u);
+  EXPECT_EQ(s.marks, 0u) << "a 503 marks no region";
+  // Open: the range's reads skip West.
+  auto skipped = route(read_doc());
+  ASSERT_EQ(http->count(), sent + 1);
+  EXPECT_EQ(endpoint_of(sent), east_ep) << "the open breaker was ignored";
+  answer(sent, ok_response(doc));
+  receive_now(
+      self, skipped, [](data_response&) {},
+      [](caf::error& e) { ADD_FAILURE() << caf::to_string(e); });
+  ++sent;
+  EXPECT_GE(stats().breaker_skips, 1u);
+  // After the open period: one read probes West, and closes the breaker.
+  advance(5s);
+  auto probe = route(read_doc());
+  ASSERT_EQ(http->count(), sent + 1);
+  EXPECT_EQ(endpoint_of(sent), west_ep) << "no probe after the open period";
+  EXPECT_EQ(stats().breaker_probes, 1u);
+  answer(sent, ok_response(doc));
+  receive_now(
+      self, probe, [](data_response&) {},
+      [](caf::error& e) { ADD_FAILURE() << caf::to_string(e); });
+  ++sent;
+  EXPECT_EQ(stats().breaker_closed, 1u);
+  auto after = route(read_doc());
+  ASSERT_EQ(http->count(), sent + 1);
+  EXPECT_EQ(endpoint_of(sent), west_ep);
+  answer(sent, ok_response(doc));
+  receive_now(
+      self, after, [](data_response&) {},
+      [](caf::error& e) { ADD_FAILURE() << caf::to_string(e); });
+}
+
+} // namespace
