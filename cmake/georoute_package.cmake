@@ -70,7 +70,10 @@ install(DIRECTORY
     ${PROJECT_SOURCE_DIR}/transport
     ${PROJECT_SOURCE_DIR}/config
   DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/georoute
-  FILES_MATCHING PATTERN "*.hpp")
+  FILES_MATCHING PATTERN "*.hpp"
+  # The HTTP/1.1 client's own headers include Beast; nothing installed
+  # includes them.
+  PATTERN "http1" EXCLUDE)
 
 configure_package_config_file(
   ${PROJECT_SOURCE_DIR}/cmake/georouteConfig.cmake.in
