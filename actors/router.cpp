@@ -1,7 +1,6 @@
 #include "actors/router.hpp"
 
 #include "actors/collection_cache.hpp"
-#include "actors/engine_loop.hpp"
 #include "actors/home_thread.hpp"
 #include "actors/internal.hpp"
 #include "actors/policy/attempt_loop.hpp"
@@ -22,6 +21,7 @@
 #include "actors/policy/write_tracking.hpp"
 #include "actors/query_executor.hpp"
 #include "actors/router_wire.hpp"
+#include "actors/timeout_cancels.hpp"
 #include "messages/error.hpp"
 
 #include <caf/send.hpp>
@@ -187,11 +187,8 @@ struct router_state {
   std::mt19937_64 rng{std::random_device{}()};
   uint64_t next_id = 1;
   // A caller's request timeout goes when its answer is delivered (see
-  // `answer`): on the engine loop at once, on CAF's clock in batches of
-  // `cancel_batch` (callers held weakly; one that ended took its timeouts
-  // with it).
-  bool on_loop_clock = false;
-  std::vector<std::pair<caf::actor_addr, caf::message_id>> cancels;
+  // `answer`).
+  timeout_cancels cancels;
   router_stats stats;
   // Duration and request charge per (operation, region, status, error) of
   // every finished operation: the data plane's histograms.
@@ -313,56 +310,11 @@ void record_operation(router_state& st, const data_operation& op,
 
 void primary_final(router_state& st, data_operation& op, policy_time now);
 
-// How many answered requests' timeouts go to CAF's clock in one go: its
-// event queue holds 63, and a producer that finds it full sleeps.
-constexpr size_t cancel_batch = 16;
-
-// Tells CAF's clock thread to drop the request timeouts of the answered
-// callers collected so far.
-void flush_cancels(self_ptr self) {
-  auto& st = self->state;
-  for (auto& [addr, id] : st.cancels)
-    if (auto caller = caf::actor_cast<caf::strong_actor_ptr>(addr))
-      self->clock().cancel_request_timeout(
-          caf::actor_cast<caf::abstract_actor*>(caller), id);
-  st.cancels.clear();
-}
-
-// Delivers an operation's answer. CAF 0.17 never cancels a request timeout
-// when the response arrives: the entry stays in the clock for the whole
-// timeout and then fires into nothing (a message, the caller resumed to
-// drop it). At a high rate that is memory in proportion to rate x the
-// callers' timeout (about 200 bytes each: 40 MiB at 20k reads/s and 10 s),
-// and a second wake-up of each caller later. So the router cancels it for
-// the caller, who cannot be waiting on it any more. The engine loop's clock
-// cancels in constant time on this thread: at once. CAF's own clock takes a
-// cancel as an event for its thread, and wakes that thread whenever its
-// queue was empty: so the cancels go in batches of `cancel_batch`, one
-// wake-up for many; the last few of a burst keep their entries and fire as
-// before. Only a local caller answered directly (no forwarding stages) set
-// the timeout this cancels. CAF 0.17 sends a request before it registers
-// the request's timeout, so a cancel can overtake its timeout (an answer
-// faster than the caller's next step; on the loop also a timeout set from
-// another thread that has not reached the loop yet): that one is missed and
-// fires into nothing, as before. Batching makes it rare on CAF's clock.
+// Delivers an operation's answer, and the caller's request timeout goes
+// with it (actors/timeout_cancels.hpp).
 template <class T>
 void answer(self_ptr self, caf::response_promise& rp, T&& x) {
-  if (!rp.stages().empty() || !rp.source() ||
-      rp.source()->node() != self->node()) {
-    rp.deliver(std::forward<T>(x));
-    return;
-  }
-  auto caller = rp.source();
-  auto id = rp.id().response_id();
-  rp.deliver(std::forward<T>(x));
-  auto& st = self->state;
-  if (st.on_loop_clock) {
-    self->clock().cancel_request_timeout(
-        caf::actor_cast<caf::abstract_actor*>(caller), id);
-    return;
-  }
-  st.cancels.emplace_back(caf::actor_cast<caf::actor_addr>(caller), id);
-  if (st.cancels.size() >= cancel_batch) flush_cancels(self);
+  self->state.cancels.answer(self, rp, std::forward<T>(x));
 }
 
 // Takes `o`'s body and headers into the response: callers do not read it
@@ -1595,8 +1547,7 @@ router_impl_actor::behavior_type router_impl(self_ptr self, router_config cfg,
   st.latencies = region_latencies{st.cfg.hedging.adaptive};
   if (st.cfg.breaker_enabled) st.breaker.emplace(st.cfg.breaker);
   st.ppaf = partition_failover{st.cfg.ppaf};
-  st.on_loop_clock = engine_loop_io(self->home_system()) != nullptr;
-  if (!st.on_loop_clock) st.cancels.reserve(cancel_batch);
+  st.cancels = timeout_cancels{self->home_system()};
   // The raw path's pipeline: linked, it lives and dies with the router and
   // takes re-wiring from us only.
   st.pipeline = spawn_retry(self->system(), st.cfg.pipeline,

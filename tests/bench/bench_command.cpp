@@ -2,6 +2,7 @@
 
 #include "tests/bench/alloc_count.hpp"
 #include "tests/bench/bench_options.hpp"
+#include "tests/bench/echo_load.hpp"
 #include "tests/bench/georoute_load.hpp"
 #include "tests/bench/memory.hpp"
 #include "tests/bench/report.hpp"
@@ -12,6 +13,7 @@
 #include <csignal>
 #include <functional>
 #include <iostream>
+#include <optional>
 #include <thread>
 
 namespace georoute::bench {
@@ -270,6 +272,11 @@ int run_bench_command(std::vector<std::string> args) {
     return 1;
   }
 
+  // CAF's default scheduler alone: the same callers against a responder
+  // that answers at once, on a system configured as the default mode's.
+  std::optional<echo_driver> echo;
+  echo.emplace(def_d.scheduler_threads);
+
   std::unique_ptr<node_peer> peer;
   std::string peer_skip = "skipped (--skip=peer)";
   if (!o.skipped("peer")) {
@@ -301,7 +308,8 @@ int run_bench_command(std::vector<std::string> args) {
   // Interleaved rounds: every level and client once per round, the client
   // order rotating, so that noise hits all alike.
   const std::vector<std::string> clients{
-      "raw", "georoute", default_scheduler_client, rep.alt_client, "peer"};
+      "raw",       "georoute",     default_scheduler_client,
+      echo_client, rep.alt_client, "peer"};
   for (int round = 0; round < o.rounds; ++round) {
     for (auto n : o.in_flight) {
       for (size_t c = 0; c < clients.size(); ++c) {
@@ -329,6 +337,12 @@ int run_bench_command(std::vector<std::string> args) {
           f = timed_round(
               o, n, em,
               [&](event_log& l) { load = engine->start_load(read, n, l, 10s); },
+              [&] { load->stop(30s); });
+        } else if (client == echo_client) {
+          std::unique_ptr<caller_load> load;
+          f = timed_round(
+              o, n, em,
+              [&](event_log& l) { load = echo->start_load(read, n, l, 10s); },
               [&] { load->stop(30s); });
         } else {
           f = peer_round(peer.get(), peer_skip, o, n, round);
@@ -359,19 +373,29 @@ int run_bench_command(std::vector<std::string> args) {
             rl = std::make_unique<raw_load>(*raw_req, n, l);
           },
           [&] { rl->stop(); }));
-      if (o.skipped("georoute")) continue;
-      log("accounting x" + std::to_string(n) + ": georoute");
-      std::unique_ptr<caller_load> gl;
-      rep.accounting.push_back(accounting_round(
-          o, "georoute", n,
-          [&](event_log& l) { gl = (*drv)->start_load(read, n, l, 10s); },
-          [&] { gl->stop(30s); }, [&] { return (*drv)->router_counters(); }));
-      log("accounting x" + std::to_string(n) + ": " + default_scheduler_client);
-      std::unique_ptr<caller_load> dl;
-      rep.accounting.push_back(accounting_round(
-          o, default_scheduler_client, n,
-          [&](event_log& l) { dl = (*def)->start_load(read, n, l, 10s); },
-          [&] { dl->stop(30s); }, [&] { return (*def)->router_counters(); }));
+      if (!o.skipped("georoute")) {
+        log("accounting x" + std::to_string(n) + ": georoute");
+        std::unique_ptr<caller_load> gl;
+        rep.accounting.push_back(accounting_round(
+            o, "georoute", n,
+            [&](event_log& l) { gl = (*drv)->start_load(read, n, l, 10s); },
+            [&] { gl->stop(30s); }, [&] { return (*drv)->router_counters(); }));
+        log("accounting x" + std::to_string(n) + ": " +
+            default_scheduler_client);
+        std::unique_ptr<caller_load> dl;
+        rep.accounting.push_back(accounting_round(
+            o, default_scheduler_client, n,
+            [&](event_log& l) { dl = (*def)->start_load(read, n, l, 10s); },
+            [&] { dl->stop(30s); }, [&] { return (*def)->router_counters(); }));
+      }
+      if (!o.skipped(echo_client)) {
+        log("accounting x" + std::to_string(n) + ": " + echo_client);
+        std::unique_ptr<caller_load> el;
+        rep.accounting.push_back(accounting_round(
+            o, echo_client, n,
+            [&](event_log& l) { el = echo->start_load(read, n, l, 10s); },
+            [&] { el->stop(30s); }));
+      }
     }
   }
 
@@ -411,6 +435,7 @@ int run_bench_command(std::vector<std::string> args) {
   drv->reset();
   alt->reset();
   def->reset();
+  echo.reset();
 
   if (!o.skipped("memory") && o.memory_collections > 0) {
     log("memory: " + std::to_string(o.memory_collections) + " collections x " +

@@ -14,10 +14,12 @@ const char* const usage =
     "regions)\n"
     "by three clients in interleaved rounds: raw (a Beast keep-alive client,\n"
     "pre-signed requests, no routing), georoute (the engine's router, from\n"
-    "caller actors) and peer (@azure/cosmos on Node.js). Then failover\n"
-    "(region hang, region refusing connections, write-region switch),\n"
-    "cold-start metadata amplification, cache memory, and resident memory\n"
-    "under a sustained load in both scheduling modes.\n"
+    "caller actors) and peer (@azure/cosmos on Node.js), with a baseline,\n"
+    "caf-echo: the same callers asking an actor that answers at once (no\n"
+    "I/O), the cost of CAF's default scheduler alone. Then failover (region\n"
+    "hang, region refusing connections, write-region switch), cold-start\n"
+    "metadata amplification, cache memory, and resident memory under a\n"
+    "sustained load in both scheduling modes.\n"
     "\n"
     "options:\n"
     "  --seconds=S            measured window per round (default 3)\n"
@@ -31,8 +33,8 @@ const char* const usage =
     "  --memory-ranges=N      ranges per collection (default 100)\n"
     "  --sustain=S            sustained load per mode at the highest level,\n"
     "                         resident memory sampled (default 60; 0 = skip)\n"
-    "  --skip=LIST            any of raw,georoute,peer,failover,cold,memory,\n"
-    "                         accounting,sustain\n"
+    "  --skip=LIST            any of raw,georoute,caf-echo,peer,failover,\n"
+    "                         cold,memory,accounting,sustain\n"
     "  --peer-dir=DIR         where npm installs @azure/cosmos (default: in "
     "the\n"
     "                         build tree)\n"
@@ -134,9 +136,10 @@ std::string parse(std::vector<std::string> args, options& o) {
     } else if (flag == "--skip") {
       o.skip = split(value);
       for (const auto& s : o.skip)
-        if (s != "raw" && s != "georoute" && s != "peer" && s != "failover" &&
-            s != "cold" && s != "memory" && s != "accounting" && s != "sustain")
-          return bad("any of raw,georoute,peer,failover,cold,memory,"
+        if (s != "raw" && s != "georoute" && s != "caf-echo" && s != "peer" &&
+            s != "failover" && s != "cold" && s != "memory" &&
+            s != "accounting" && s != "sustain")
+          return bad("any of raw,georoute,caf-echo,peer,failover,cold,memory,"
                      "accounting,sustain");
     } else if (flag == "--peer-dir") {
       if (value.empty()) return bad("a directory");

@@ -27,24 +27,6 @@ using namespace std::chrono_literals;
 /// peer's callers do the same).
 constexpr auto pause_after_failure = 10ms;
 
-struct bench_config : caf::actor_system_config {
-  bench_config(size_t threads, std::optional<bool> loop) {
-    register_types(*this);
-    if (loop) {
-      if (*loop)
-        load<engine_loop>();
-      else
-        set("scheduler.max-threads", static_cast<int>(threads));
-      return;
-    }
-    // The engine loop unless --engine-loop=false
-    // (tests/engine_loop_choice.hpp); `threads` only sizes CAF's default
-    // scheduler.
-    if (!test::load_chosen_scheduler(*this, true))
-      set("scheduler.max-threads", static_cast<int>(threads));
-  }
-};
-
 /// Counts callers down to zero.
 struct load_control {
   std::atomic<bool> stopping{false};
@@ -69,7 +51,7 @@ struct load_control {
 };
 
 struct caller_ctx {
-  router_actor router;
+  route_actor router;
   data_request req;
   event_log* log = nullptr;
   size_t slot = 0;
@@ -133,6 +115,42 @@ private:
 };
 
 } // namespace
+
+bench_config::bench_config(size_t threads, std::optional<bool> loop) {
+  register_types(*this);
+  if (loop) {
+    if (*loop)
+      load<engine_loop>();
+    else
+      set("scheduler.max-threads", static_cast<int>(threads));
+    return;
+  }
+  // The engine loop unless --engine-loop=false
+  // (tests/engine_loop_choice.hpp); `threads` only sizes CAF's default
+  // scheduler.
+  if (!test::load_chosen_scheduler(*this, true))
+    set("scheduler.max-threads", static_cast<int>(threads));
+}
+
+std::unique_ptr<caller_load> start_callers(caf::actor_system& sys,
+                                           const route_actor& to,
+                                           const data_request& req,
+                                           size_t in_flight, event_log& log,
+                                           std::chrono::milliseconds timeout) {
+  auto ctl = std::make_shared<load_control>();
+  ctl->active = in_flight;
+  for (size_t i = 0; i < in_flight; ++i) {
+    auto c = std::make_shared<caller_ctx>();
+    c->router = to;
+    c->req = req;
+    c->log = &log;
+    c->slot = i;
+    c->ctl = ctl;
+    c->timeout = timeout;
+    sys.spawn(caller, c);
+  }
+  return std::make_unique<actor_load>(ctl);
+}
 
 struct georoute_driver::impl {
   std::unique_ptr<bench_config> cfg;
@@ -216,20 +234,8 @@ georoute_driver::start(driver_options opts) {
 std::unique_ptr<caller_load>
 georoute_driver::start_load(const data_request& req, size_t in_flight,
                             event_log& log, std::chrono::milliseconds timeout) {
-  auto ctl = std::make_shared<load_control>();
-  ctl->active = in_flight;
-  auto router = impl_->eng->router();
-  for (size_t i = 0; i < in_flight; ++i) {
-    auto c = std::make_shared<caller_ctx>();
-    c->router = router;
-    c->req = req;
-    c->log = &log;
-    c->slot = i;
-    c->ctl = ctl;
-    c->timeout = timeout;
-    impl_->sys->spawn(caller, c);
-  }
-  return std::make_unique<actor_load>(ctl);
+  return start_callers(*impl_->sys, impl_->eng->router(), req, in_flight, log,
+                       timeout);
 }
 
 cold_figures georoute_driver::cold_start(const data_request& req,

@@ -5,16 +5,21 @@
 // the router, `(route_atom, data_request)` -> data_response, each recording
 // its operations in an event_log. Every request the engine sends passes a
 // counting port, so the bench knows how many metadata requests reached the
-// emulator.
+// emulator. The same callers ask the bench's echo (echo_load.hpp).
 
 #include "actors/http_port.hpp"
 #include "actors/policy/result.hpp"
+#include "messages/interfaces.hpp"
 #include "messages/payloads.hpp"
 #include "tests/bench/engine_port.hpp"
 #include "tests/bench/measure.hpp"
 
+#include <caf/actor_system_config.hpp>
+#include <caf/fwd.hpp>
+#include <caf/typed_actor.hpp>
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -54,6 +59,27 @@ public:
   /// all of them (at most `wait`). False if some did not finish in time.
   virtual bool stop(std::chrono::milliseconds wait) = 0;
 };
+
+/// What the callers ask of a router: `(route_atom, data_request)` ->
+/// data_response. The engine's router is one; the bench's echo is another.
+using route_actor = caf::typed_actor<
+    caf::replies_to<route_atom, data_request>::with<data_response>>;
+
+/// The actor system of a load: the engine loop (`loop` true), or CAF's
+/// default scheduler with `threads` workers (false); unset: the program's
+/// choice (`--engine-loop`, the loop by default).
+struct bench_config : caf::actor_system_config {
+  bench_config(size_t threads, std::optional<bool> loop);
+};
+
+/// `in_flight` caller actors on `sys`, each asking `to` for `req` again as
+/// soon as the last one was answered (request timeout `timeout`), into `log`
+/// (one slot each).
+std::unique_ptr<caller_load> start_callers(caf::actor_system& sys,
+                                           const route_actor& to,
+                                           const data_request& req,
+                                           size_t in_flight, event_log& log,
+                                           std::chrono::milliseconds timeout);
 
 /// See the file comment.
 class georoute_driver {

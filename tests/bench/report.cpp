@@ -57,8 +57,8 @@ void report::summarize() {
   for (auto n : in_flight) {
     for (const std::string& client :
          {std::string{"raw"}, std::string{"georoute"},
-          std::string{default_scheduler_client}, alt_client,
-          std::string{"peer"}}) {
+          std::string{default_scheduler_client}, std::string{echo_client},
+          alt_client, std::string{"peer"}}) {
       summary_row s;
       s.client = client;
       s.in_flight = n;
@@ -114,6 +114,12 @@ void report::summarize() {
         q.peer_cpu_over_default =
             peer->cpu_seconds_per_1k / def->cpu_seconds_per_1k;
     }
+    auto* echo = find(summary, echo_client, n);
+    if (def && raw && echo &&
+        raw->cpu_seconds_per_1k + echo->cpu_seconds_per_1k > 0)
+      q.default_cpu_over_raw_plus_echo =
+          def->cpu_seconds_per_1k /
+          (raw->cpu_seconds_per_1k + echo->cpu_seconds_per_1k);
     auto* alt = find(summary, alt_client, n);
     if (geo && alt && geo->rounds > 0 && alt->rounds > 0) {
       bool on_default = config::settings{}.hedging.enabled;
@@ -302,12 +308,15 @@ std::string render_text(const report& r) {
       << "\n";
   o << "\n(georoute ran on the " << r.georoute_scheduler << "; "
     << default_scheduler_client << " is the same engine on CAF's default "
-    << "scheduler)\n"
+    << "scheduler, " << echo_client << " the same callers on it asking an "
+    << "actor that answers at once)\n"
     << "in flight | " << default_scheduler_client
     << "/raw req/s | its CPU over raw, us/read | its req/s over peer's | "
-       "peer CPU / its CPU\n"
+       "peer CPU / its CPU | its CPU / (raw + "
+    << echo_client << " CPU)\n"
     << "----------|----------------------------|---------------------------|"
-       "-----------------------|-------------------\n";
+       "-----------------------|--------------------|"
+       "------------------------------\n";
   for (const auto& q : r.ratios)
     o << pad(std::to_string(q.in_flight), 9) << " | "
       << pad(q.default_over_raw < 0 ? "-" : fmt("%.2f", q.default_over_raw), 26)
@@ -319,8 +328,13 @@ std::string render_text(const report& r) {
       << pad(q.default_over_peer < 0 ? "-" : fmt("%.1f", q.default_over_peer),
              21)
       << " | "
-      << (q.peer_cpu_over_default < 0 ? "-"
-                                      : fmt("%.1f", q.peer_cpu_over_default))
+      << pad(q.peer_cpu_over_default < 0 ? "-"
+                                         : fmt("%.1f", q.peer_cpu_over_default),
+             18)
+      << " | "
+      << (q.default_cpu_over_raw_plus_echo < 0
+              ? "-"
+              : fmt("%.2f", q.default_cpu_over_raw_plus_echo))
       << "\n";
   if (!r.failover.empty()) {
     o << "\nfailover (16 in flight; fault on the first preferred / write "
@@ -490,6 +504,8 @@ bool write_json(const report& r, const std::string& file) {
          {"georoute_over_raw", q.georoute_over_raw},
          {"default_scheduler_over_peer", q.default_over_peer},
          {"peer_cpu_over_default_scheduler", q.peer_cpu_over_default},
+         {"default_scheduler_cpu_over_raw_plus_echo",
+          q.default_cpu_over_raw_plus_echo},
          {"georoute_over_peer", q.georoute_over_peer},
          {"cpu_us_over_raw", q.cpu_us_over_raw},
          {"peer_cpu_over_georoute", q.peer_cpu_over_georoute},

@@ -41,6 +41,9 @@ struct ratio_row {
   /// Its throughput over the peer's, and the peer's CPU per read over its.
   double default_over_peer = -1;
   double peer_cpu_over_default = -1;
+  /// Its CPU per read over raw's plus the echo's: what it costs beside the
+  /// limit of the machine and CAF's scheduler alone; -1 when unknown.
+  double default_cpu_over_raw_plus_echo = -1;
 };
 
 /// What counts as flat under the sustained load: at most this much growth
@@ -61,6 +64,10 @@ std::string alt_client_name();
 /// The engine on CAF's default scheduler, measured beside "georoute" (the
 /// engine loop).
 constexpr const char* default_scheduler_client = "georoute-caf-sched";
+
+/// Its baseline: the same callers on a system configured as its own,
+/// asking an actor that answers at once (echo_load.hpp).
+constexpr const char* echo_client = "caf-echo";
 
 struct report {
   std::string command;

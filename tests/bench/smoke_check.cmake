@@ -23,9 +23,9 @@ endfunction()
 
 string(JSON n LENGTH "${doc}" summary)
 # 2 levels x raw, georoute (engine loop), georoute on CAF's default
-# scheduler, georoute with hedging the other way, peer
-if(NOT n EQUAL 10)
-  message(FATAL_ERROR "summary: expected 10 rows, got ${n}")
+# scheduler, caf-echo, georoute with hedging the other way, peer
+if(NOT n EQUAL 12)
+  message(FATAL_ERROR "summary: expected 12 rows, got ${n}")
 endif()
 math(EXPR last "${n} - 1")
 foreach(i RANGE ${last})
@@ -44,13 +44,16 @@ endforeach()
 expect_positive("georoute/raw at 4" ratios 1 georoute_over_raw)
 expect_positive("hedging on / off at 4" ratios 1 hedging_on_over_off)
 expect_positive("default scheduler/raw at 4" ratios 1 default_scheduler_over_raw)
+expect_positive("default scheduler CPU / (raw + echo) at 4"
+                ratios 1 default_scheduler_cpu_over_raw_plus_echo)
 
-# Per-read accounting at 4 in flight: raw, georoute, the default scheduler.
+# Per-read accounting at 4 in flight: raw, georoute, the default scheduler,
+# caf-echo.
 string(JSON n LENGTH "${doc}" accounting)
-if(NOT n EQUAL 3)
-  message(FATAL_ERROR "accounting: expected 3 rows, got ${n}")
+if(NOT n EQUAL 4)
+  message(FATAL_ERROR "accounting: expected 4 rows, got ${n}")
 endif()
-foreach(i 0 1 2)
+foreach(i 0 1 2 3)
   expect_positive("accounting ${i} reads" accounting ${i} reads)
   expect_positive("accounting ${i} thread runs" accounting ${i} thread_runs)
   string(JSON allocs GET "${doc}" accounting ${i} allocations)
