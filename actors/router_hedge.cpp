@@ -1,0 +1,325 @@
+// Hedging: arms, their answers, and the attempts of ended operations.
+//
+// The decisions live in the pure hedged_operation (hedged_operation.hpp):
+// whether an operation is hedged and where to, when each arm goes, what an
+// arm's answer means, what an abandoned arm does with its answer. The
+// handlers here carry its steps out: the wire, diagnostics, counters, marks
+// and the hedge's place in the deadline queue.
+
+#include "actors/router_state.hpp"
+
+namespace georoute::router_detail {
+
+// What an ended operation still had out goes to `late`: its answers still
+// mark regions. The primary follows `abandon_primary` (the retry actor's
+// rule too): an attempt in flight is settled when it answers; a ladder step
+// pending after a timeout is sent now (a hung region is still found out),
+// unless the budget was spent (then the loop climbs no further anyway).
+// Counts the hedges into the diagnostics.
+void settle_arms(self_ptr self, uint64_t id, data_operation& op) {
+  auto& st = self->state;
+  if (!op.loop) return;
+  // A read-back in flight is not the primary: its answer is dropped.
+  bool primary_out = op.waiting == waiting_for::response && !op.echo;
+  bool climbing = op.waiting == waiting_for::backoff && op.climbing;
+  auto fate = abandon_primary(primary_out, climbing, op.budget_spent);
+  if (fate == primary_fate::nothing && !op.hedge) return;
+  auto token = session_token_for(st, op);
+  switch (fate) {
+  case primary_fate::settle_in_flight:
+    st.late.emplace(std::make_pair(id, uint32_t{0}),
+                    late_arm{std::move(*op.loop), op.req, op.link, token});
+    ++op.diag.abandoned_arms;
+    break;
+  case primary_fate::climb_now:
+    if (!st.snap.table()) break;
+    if (auto plan = continue_abandoned_climb(*op.loop, *st.snap.table(),
+                                             self->clock().now())) {
+      send_late(self, id, 0,
+                late_arm{std::move(*op.loop), op.req, op.link, token}, *plan);
+      ++op.diag.abandoned_arms;
+    }
+    break;
+  case primary_fate::nothing:
+    break;
+  }
+  if (!op.hedge) return;
+  for (auto& [arm, loop] : op.hedge->abandon()) {
+    st.late.emplace(std::make_pair(id, static_cast<uint32_t>(arm)),
+                    late_arm{std::move(loop), op.req, op.link, token});
+    ++op.diag.abandoned_arms;
+  }
+  op.diag.hedges = static_cast<uint32_t>(op.hedge->hedges_sent());
+}
+
+// What the operations of the router share, for the hedge.
+hedge_env env_of(router_state& st) {
+  hedge_env env;
+  env.options = &st.cfg.hedging;
+  env.budget = &st.hedge_allowance;
+  env.latencies = &st.latencies;
+  env.ladders = &st.cfg.ladders;
+  env.breaker = st.breaker ? &*st.breaker : nullptr;
+  return env;
+}
+
+// Puts the hedge's next wake-up into the deadline queue.
+void arm_hedge_timer(self_ptr self, uint64_t id, data_operation& op,
+                     std::optional<policy_time> at) {
+  auto& st = self->state;
+  if (op.hedge_due == at) return;
+  if (op.hedge_due) {
+    st.deadlines.remove({id, deadline_slot::hedge}, *op.hedge_due);
+    op.hedge_due.reset();
+  }
+  if (!at) return;
+  op.hedge_due = *at;
+  arm_budget_tick(self, st.deadlines.add({id, deadline_slot::hedge}, *at));
+}
+
+// Sends one arm (>= 1) the hedge started.
+void send_arm(self_ptr self, uint64_t id, data_operation& op,
+              const arm_send& s) {
+  auto& st = self->state;
+  auto now = self->clock().now();
+  if (op.arms.size() < s.arm) op.arms.resize(s.arm);
+  auto& w = op.arms[s.arm - 1];
+  w.started = now;
+  wire_target t;
+  t.collection_link = op.link;
+  t.endpoint = s.plan.endpoint;
+  t.session_token = session_token_for(st, op);
+  t.hub_header = s.plan.hub_header;
+  t.timeout = s.plan.timeout;
+  attempt_record rec;
+  rec.region = s.plan.region;
+  rec.endpoint = s.plan.endpoint;
+  rec.started_us = micros(now - op.started);
+  rec.arm = static_cast<uint32_t>(s.arm);
+  note_admission(st, rec, s.plan);
+  w.record = op.diag.attempts.size();
+  op.diag.attempts.push_back(std::move(rec));
+  ++st.stats.hedges_started;
+  ++st.stats.attempts;
+  auto hdl = caf::actor_cast<caf::actor>(self);
+  auto arm32 = static_cast<uint32_t>(s.arm);
+  st.with.http->send(
+      to_wire(op.req, t), [hdl, id, arm32](transport::outcome o) {
+        caf::anon_send(hdl, rt_http_done{id, arm32, std::move(o)});
+      });
+}
+
+// Every arm answered and none was final: the last answer is the result.
+void end_all_answered(self_ptr self, uint64_t id) {
+  auto& op = self->state.ops.at(id);
+  // A success is always final, so the last answer is a failure.
+  finish_failure(self, id,
+                 "no region gave a final answer (" +
+                     std::to_string(op.hedge->arms().started()) +
+                     " hedged arms)");
+}
+
+// Carries out a hedge step: counts, sends the arms it started, ends the
+// operation when every arm answered, or sets the next wake-up. Returns
+// false when the operation ended.
+bool carry_out_hedge(self_ptr self, uint64_t id, const hedge_step& step) {
+  auto& st = self->state;
+  auto& op = st.ops.at(id);
+  note_transitions(st, &op); // an arm's admission may start a probe
+  st.stats.hedges_on_evidence += step.on_evidence;
+  st.stats.hedges_refused += step.refused;
+  st.stats.breaker_skips += step.skipped;
+  for (const auto& s : step.sends)
+    send_arm(self, id, op, s);
+  if (step.all_answered) {
+    end_all_answered(self, id);
+    return false;
+  }
+  arm_hedge_timer(self, id, op, step.wake_at);
+  return true;
+}
+
+// What the operation asks of hedging.
+hedge_ask ask_of(const router_state& st, const data_operation& op) {
+  hedge_ask ask;
+  ask.op = op_of(op);
+  ask.hedge = op.req.options.hedge;
+  ask.threshold = op.req.options.hedge_threshold;
+  if (ask.op == op_kind::write) ask.write_copy_safe = write_copy_safe(op);
+  ask.excluded = excluded_for(st, op);
+  return ask;
+}
+
+// Decides at the first attempt whether the operation may be hedged, and
+// when; its regions wait for that time (materialize_hedge).
+void plan_hedge(self_ptr self, uint64_t id) {
+  auto& st = self->state;
+  auto& op = st.ops.at(id);
+  if (!st.snap.table()) return;
+  // The cheap check first: an operation that is not hedged pays nothing
+  // more (no exclusion list).
+  if (!hedge_wanted(st.cfg.hedging, op_of(op), op.req.options.hedge)) return;
+  op.hedge_pending =
+      hedged_operation::intend(env_of(st), ask_of(st, op), *op.loop,
+                               *st.snap.table(), op.attempt_started);
+  if (op.hedge_pending) arm_hedge_timer(self, id, op, op.hedge_pending->due());
+}
+
+// The first hedge is due, or arm 0 gave up before: the regions now. False:
+// the operation is not hedged (fewer than two regions left).
+bool materialize_hedge(self_ptr self, data_operation& op) {
+  if (op.hedge) return true;
+  auto& st = self->state;
+  if (!op.hedge_pending || !st.snap.table()) return false;
+  auto intent = *op.hedge_pending;
+  op.hedge_pending.reset();
+  op.hedge = hedged_operation::materialize(env_of(st), ask_of(st, op), intent,
+                                           *op.loop, *st.snap.table(),
+                                           self->clock().now());
+  return op.hedge.has_value();
+}
+
+// The hedge's time came (or an event may have made an arm due).
+void advance_hedge(self_ptr self, uint64_t id) {
+  auto& st = self->state;
+  auto i = st.ops.find(id);
+  if (i == st.ops.end() || !st.snap.table()) return;
+  auto& op = i->second;
+  if (!materialize_hedge(self, op)) return;
+  auto step = op.hedge->advance(env_of(st), *op.loop, *st.snap.table(),
+                                self->clock().now(), op.budget_spent);
+  carry_out_hedge(self, id, step);
+}
+
+// Takes the outcome's activity id (nothing after this reads it).
+void record_answer(self_ptr self, data_operation& op, attempt_record& rec,
+                   transport::outcome& o, clock_type::time_point sent) {
+  auto now = self->clock().now();
+  rec.activity_id = std::move(o.activity_id);
+  rec.connection = o.connection;
+  rec.connection_served = o.connection_served;
+  rec.status = o.status;
+  rec.substatus = o.substatus;
+  rec.failure = o.error == transport::failure::none
+                    ? std::string{}
+                    : std::string{transport::to_string(o.error)};
+  rec.elapsed_us = micros(now - sent);
+  rec.request_charge = o.request_charge;
+  op.diag.request_charge += o.request_charge;
+  // Answer times feed only the adaptive threshold: nothing to do otherwise.
+  const auto& hc = self->state.cfg.hedging;
+  if (o.success() && hc.enabled && hc.mode == hedge_threshold_mode::adaptive)
+    self->state.latencies.record(
+        rec.region,
+        std::chrono::duration_cast<std::chrono::microseconds>(now - sent));
+}
+
+// A hedge arm answered (its operation still runs).
+void on_hedge_outcome(self_ptr self, uint64_t id, uint32_t arm,
+                      transport::outcome& o) {
+  auto& st = self->state;
+  auto& op = st.ops.at(id);
+  auto& rec = op.diag.attempts[op.arms[arm - 1].record];
+  record_answer(self, op, rec, o, op.arms[arm - 1].started);
+  op.diag.hedge_charge += o.request_charge;
+  st.stats.hedge_charge += o.request_charge;
+  capture_session(st, op, o);
+  auto now = self->clock().now();
+  const auto& region = op.hedge->arm_region(arm);
+  auto answer = op.hedge->on_arm_result(arm, attempt_result_of(o),
+                                        o.request_charge, env_of(st), *op.loop,
+                                        op.waiting == waiting_for::response,
+                                        *st.snap.table(), now, op.budget_spent);
+  note_transitions(st, &op);
+  op.last_answer = o;
+  op.last_answer_region = region;
+  if (answer.ends == arm_answer::end::final_result) {
+    if (o.success() && !success_body_problem(op.req.op, o)) {
+      finish_ok(self, id, o, arm);
+      return;
+    }
+    op.last_failure = o;
+    op.last_region = region;
+    if (take_echo(self, id, o, region)) return;
+    finish_error(self, id, classify_outcome(o),
+                 failure_text(o, region, op.loop->attempts() + arm,
+                              describe(op), "a final answer of a hedge"));
+    return;
+  }
+  const auto& fx = answer.effects;
+  if (fx.marks()) {
+    ++st.stats.marks;
+    mark_region(self, fx.mark_endpoint, fx.mark_read, fx.mark_write,
+                mark_reason(st, &o));
+  }
+  if (replaces_reported_failure(op.last_failure.has_value(),
+                                op.hedge->primary_done())) {
+    op.last_failure = o;
+    op.last_region = region;
+  }
+  if (answer.ends == arm_answer::end::all_answered) {
+    end_all_answered(self, id);
+    return;
+  }
+  carry_out_hedge(self, id, answer.next);
+}
+
+// An attempt of an ended operation answered: dropped, but what it saw still
+// reaches the breaker and marks, and a timeout may climb its ladder
+// (`settle_late_attempt`).
+void on_late_answer(self_ptr self, uint64_t id, uint32_t arm,
+                    transport::outcome& o) {
+  auto& st = self->state;
+  auto i = st.late.find({id, arm});
+  if (i == st.late.end()) return;
+  ++st.stats.late_answers;
+  if (arm > 0) st.stats.hedge_charge += o.request_charge;
+  auto& late = i->second;
+  if (!st.snap.table()) {
+    st.late.erase(i);
+    return;
+  }
+  auto step = settle_late_attempt(late.loop, attempt_result_of(o),
+                                  *st.snap.table(), self->clock().now());
+  note_transitions(st, nullptr); // a report or a ladder step may transition
+  if (step.resend) {
+    auto still = std::move(late);
+    st.late.erase(i);
+    send_late(self, id, arm, std::move(still), *step.resend);
+    return;
+  }
+  const auto& fx = step.effects;
+  if (fx.marks()) {
+    ++st.stats.marks;
+    mark_region(self, fx.mark_endpoint, fx.mark_read, fx.mark_write,
+                mark_reason(st, &o));
+  }
+  if (fx.refresh_account && st.with.endpoints) {
+    ++st.stats.refreshes;
+    self->request(st.with.endpoints, caf::infinite, refresh_atom_v,
+                  fx.force_refresh)
+        .then([](const database_account&) {}, [](const caf::error&) {});
+  }
+  st.late.erase(i);
+}
+
+// Sends the next ladder step of an abandoned attempt; its answer comes back
+// to `on_late_answer` under the same (operation, arm).
+void send_late(self_ptr self, uint64_t id, uint32_t arm, late_arm late,
+               const attempt_plan& plan) {
+  auto& st = self->state;
+  wire_target t;
+  t.collection_link = late.link;
+  t.endpoint = plan.endpoint;
+  t.session_token = late.session_token;
+  t.hub_header = plan.hub_header;
+  t.timeout = plan.timeout;
+  auto req = to_wire(late.req, t);
+  st.late.insert_or_assign(std::make_pair(id, arm), std::move(late));
+  auto hdl = caf::actor_cast<caf::actor>(self);
+  st.with.http->send(std::move(req), [hdl, id, arm](transport::outcome o) {
+    caf::anon_send(hdl, rt_http_done{id, arm, std::move(o)});
+  });
+}
+
+} // namespace georoute::router_detail

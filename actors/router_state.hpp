@@ -1,0 +1,301 @@
+#pragma once
+
+// The request router's internals, shared by its files (actors/router*.cpp)
+// and by nothing else: the operation record, the router's state, its
+// private messages, and the functions each file offers the others. The
+// public interface is actors/router.hpp.
+
+#include "actors/collection_cache.hpp"
+#include "actors/home_thread.hpp"
+#include "actors/internal.hpp"
+#include "actors/policy/attempt_loop.hpp"
+#include "actors/policy/deadline_queue.hpp"
+#include "actors/policy/epk.hpp"
+#include "actors/policy/hedge_budget.hpp"
+#include "actors/policy/hedged_operation.hpp"
+#include "actors/policy/hedging.hpp"
+#include "actors/policy/lru_cache.hpp"
+#include "actors/policy/metadata_rules.hpp"
+#include "actors/policy/node_pool.hpp"
+#include "actors/policy/operation_histograms.hpp"
+#include "actors/policy/partition_breaker.hpp"
+#include "actors/policy/routing_map.hpp"
+#include "actors/policy/session_container.hpp"
+#include "actors/policy/snapshot_holder.hpp"
+#include "actors/policy/write_copy.hpp"
+#include "actors/policy/write_tracking.hpp"
+#include "actors/query_executor.hpp"
+#include "actors/router.hpp"
+#include "actors/router_wire.hpp"
+#include "actors/timeout_cancels.hpp"
+#include "messages/error.hpp"
+
+#include <caf/send.hpp>
+#include <caf/stateful_actor.hpp>
+#include <caf/typed_event_based_actor.hpp>
+#include <map>
+#include <optional>
+#include <random>
+
+namespace georoute::router_detail {
+
+// Messages only the router's files can name: the next attempt, the deadline
+// sweep, an HTTP completion.
+struct rt_attempt {
+  uint64_t op = 0;
+};
+struct rt_budget_tick {
+  caf::actor_clock::time_point due;
+};
+struct rt_http_done {
+  uint64_t op = 0;
+  uint32_t arm = 0; // 0: the primary; 1..: a hedge
+  transport::outcome outcome;
+};
+
+} // namespace georoute::router_detail
+
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(georoute::router_detail::rt_attempt)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(georoute::router_detail::rt_budget_tick)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(georoute::router_detail::rt_http_done)
+
+namespace georoute::router_detail {
+
+using clock_type = caf::actor_clock::clock_type;
+
+using router_impl_actor = router_actor::extend<
+    caf::reacts_to<snapshot_atom, location_snapshot>,
+    caf::reacts_to<engine_wiring>, caf::reacts_to<rt_attempt>,
+    caf::reacts_to<rt_budget_tick>, caf::reacts_to<rt_http_done>>;
+
+using map_ptr = std::shared_ptr<const routing_map>;
+
+// What an operation waits for between attempts.
+enum class waiting_for {
+  nothing,
+  snapshot,
+  collection,
+  ranges,
+  refresh,
+  backoff,
+  response
+};
+
+// One data-plane operation.
+struct data_operation {
+  data_request req;
+  std::string link; // normalized collection link
+  caf::typed_response_promise<data_response> rp;
+  clock_type::time_point started;
+  std::chrono::milliseconds budget{0};
+  clock_type::time_point
+      deadline; // started + budget; in router_state::deadlines
+  bool budget_spent = false;
+  waiting_for waiting = waiting_for::nothing;
+  // The collaborator asked while waiting for a collection, ranges or a
+  // refresh: its down message may come after the supervisor re-wired us to a
+  // successor, so it is matched against this, not the current handle.
+  caf::actor_addr waiting_on;
+  // Shared with the router's collection LRU: a hit copies a pointer, not
+  // the collection's strings and key definition.
+  std::shared_ptr<const collection_info> coll;
+  std::string epk;
+  const partition_key_range* range = nullptr; // in `map`
+  map_ptr map;
+  // The attempt loop (built when the operation starts): endpoint choice,
+  // ladder, retry policy, attempt count.
+  std::optional<attempt_loop> loop;
+  // The primary's last attempt timed out and its next ladder step waits
+  // out the step's pause (`waiting == backoff`).
+  bool climbing = false;
+  std::string endpoint;
+  std::string region;
+  bool range_refreshed = false; // a range-targeted query refreshed its map
+  std::optional<transport::outcome> last_failure;
+  std::string last_region;
+  diagnostics diag;
+  clock_type::time_point attempt_started;
+  size_t primary_record = 0; // diag.attempts index of arm 0's attempt
+  // Hedging. Arm 0 is the loop above, with its retries; the hedge (pure,
+  // hedged_operation.hpp) owns arms i >= 1 and decides when each goes and
+  // what its answer means. The router keeps what the wire needs of them.
+  struct arm_wire {
+    clock_type::time_point started;
+    size_t record = 0; // diag.attempts index
+  };
+  // Until the first hedge is due only its time is known: the regions are
+  // chosen then (most reads have answered by that time).
+  std::optional<hedge_intent> hedge_pending;
+  std::optional<hedged_operation> hedge;
+  std::vector<arm_wire> arms;                      // arms[i - 1] is arm i
+  std::optional<clock_type::time_point> hedge_due; // in `deadlines`
+  std::optional<transport::outcome> last_answer;   // of any arm, for the end
+  std::string last_answer_region;
+  // Writes that survive a hang: retried where another region takes them;
+  // creates, replaces and upserts carry `tracking_id` in their body.
+  bool write_retries = false;
+  std::string tracking_id;
+  // A 409/412 that may be this write's own echo, while its read-back runs.
+  std::optional<transport::outcome> echo;
+  std::string echo_region;
+  size_t echo_record = 0; // diag.attempts index of the read-back
+  clock_type::time_point echo_started;
+};
+
+// An arm still in flight when its operation ended: its answer is dropped,
+// but what it saw still marks regions. Its loop goes on up the timeout
+// ladder on the same endpoint (so a hung region is still found silent and
+// marked, as without hedging), and stops at anything else.
+struct late_arm {
+  attempt_loop loop;
+  data_request req;
+  std::string link;
+  std::string session_token;
+};
+
+struct router_state {
+  router_config cfg;
+  router_collaborators with;
+  retry_actor pipeline;
+  snapshot_holder snap;
+  lru_cache<std::string, std::shared_ptr<const collection_info>> collections{
+      1};                                  // by link
+  lru_cache<std::string, map_ptr> maps{1}; // by rid
+  session_container sessions{10000};       // by collection rid and range
+  // The live operations; their nodes (an operation is large) are reused,
+  // up to a few hundred kept.
+  std::unique_ptr<node_pool> ops_pool = std::make_unique<node_pool>(256);
+  using op_entry = std::pair<const uint64_t, data_operation>;
+  std::map<uint64_t, data_operation, std::less<uint64_t>,
+           pool_allocator<op_entry>>
+      ops{std::less<uint64_t>{}, pool_allocator<op_entry>{ops_pool.get()}};
+  // The budgets and hedge times of the live operations, served by one
+  // timer message: each operation's budget, and its hedge's next wake-up.
+  deadline_queue deadlines;
+  // Hedging: the budget (a share of hedged reads), answer times per region
+  // (adaptive thresholds), and the arms of ended operations still out.
+  hedge_budget hedge_allowance;
+  region_latencies latencies;
+  std::map<std::pair<uint64_t, uint32_t>, late_arm> late;
+  // The per-partition circuit breaker; none when switched off. The attempt
+  // loops hold a pointer to it: it lives as long as the state.
+  std::optional<partition_breaker> breaker;
+  // Per-partition failover overrides of single-write accounts' writes; the
+  // attempt loops hold a pointer to it, as to the breaker.
+  partition_failover ppaf;
+  // Tracking ids of writes that survive a hang.
+  std::mt19937_64 rng{std::random_device{}()};
+  uint64_t next_id = 1;
+  // A caller's request timeout goes when its answer is delivered (see
+  // `answer`).
+  timeout_cancels cancels;
+  router_stats stats;
+  // Duration and request charge per (operation, region, status, error) of
+  // every finished operation: the data plane's histograms.
+  operation_histograms histograms;
+  static inline const char* name = "georoute.router";
+};
+
+using self_ptr = router_impl_actor::stateful_pointer<router_state>;
+
+inline constexpr const char* who = "the request router (georoute.router)";
+
+// The read-back of a possible echo travels as this arm.
+inline constexpr uint32_t read_back_arm = 0xFFFFFFFFu;
+
+// -- what each file offers the others ----------------------------------------
+
+// router_reply.cpp
+int64_t micros(clock_type::duration d);
+std::string describe(const data_operation& op);
+void forget_deadlines(router_state& st, uint64_t id, const data_operation& op);
+router_stats current_stats(const router_state& st);
+operation_series to_series(const operation_histogram& h);
+void record_operation(router_state& st, const data_operation& op,
+                      const std::string& region, int status, errc code,
+                      clock_type::time_point now);
+void finish_ok(self_ptr self, uint64_t id, transport::outcome& o,
+               uint32_t arm = 0);
+void finish_error(self_ptr self, uint64_t id, errc code, std::string text);
+void finish_failure(self_ptr self, uint64_t id, const std::string& why);
+std::string mark_reason(const router_state& st, const transport::outcome* o);
+
+// router_breaker.cpp
+void log_transition(const router_state& st, const breaker_transition& t);
+void note_transitions(router_state& st, data_operation* op);
+void note_admission(router_state& st, attempt_record& rec,
+                    const attempt_plan& plan);
+void report_to_breaker(router_state& st, data_operation* op, attempt_loop& loop,
+                       const transport::outcome& o, policy_time now);
+void set_partition(data_operation& op, attempt_loop& loop);
+void primary_final(router_state& st, data_operation& op, policy_time now);
+
+// router_resolve.cpp
+void forget_dropped_ranges(router_state& st, const std::string& rid,
+                           const map_ptr& old, const map_ptr& fresh,
+                           policy_time now);
+void forget_departed_regions(router_state& st);
+void resolve_collection(self_ptr self, uint64_t id, bool force);
+void locate(self_ptr self, uint64_t id);
+void resolve_range(self_ptr self, uint64_t id, bool refresh);
+std::string session_token_for(const router_state& st, const data_operation& op);
+void capture_session(router_state& st, const data_operation& op,
+                     const transport::outcome& o);
+
+// router_attempt.cpp
+std::vector<std::string> excluded_for(const router_state& st,
+                                      const data_operation& op);
+op_kind op_of(const data_operation& op);
+void schedule_attempt(self_ptr self, uint64_t id,
+                      std::chrono::milliseconds delay);
+void attempt(self_ptr self, uint64_t id);
+void carry_out(self_ptr self, uint64_t id, const loop_step& s);
+void on_outcome(self_ptr self, uint64_t id, uint32_t arm,
+                transport::outcome& o);
+void arm_budget_tick(self_ptr self, std::optional<clock_type::time_point> at);
+void on_budget_tick(self_ptr self, clock_type::time_point due);
+void on_budget(self_ptr self, uint64_t id);
+std::optional<caf::error> refuse_if_overloaded(self_ptr self);
+caf::result<data_response> start(self_ptr self, data_request& req);
+
+// router_hedge.cpp
+void settle_arms(self_ptr self, uint64_t id, data_operation& op);
+hedge_env env_of(router_state& st);
+void arm_hedge_timer(self_ptr self, uint64_t id, data_operation& op,
+                     std::optional<policy_time> at);
+void send_arm(self_ptr self, uint64_t id, data_operation& op,
+              const arm_send& s);
+void end_all_answered(self_ptr self, uint64_t id);
+bool carry_out_hedge(self_ptr self, uint64_t id, const hedge_step& step);
+hedge_ask ask_of(const router_state& st, const data_operation& op);
+void plan_hedge(self_ptr self, uint64_t id);
+bool materialize_hedge(self_ptr self, data_operation& op);
+void advance_hedge(self_ptr self, uint64_t id);
+void record_answer(self_ptr self, data_operation& op, attempt_record& rec,
+                   transport::outcome& o, clock_type::time_point sent);
+void on_hedge_outcome(self_ptr self, uint64_t id, uint32_t arm,
+                      transport::outcome& o);
+void on_late_answer(self_ptr self, uint64_t id, uint32_t arm,
+                    transport::outcome& o);
+void send_late(self_ptr self, uint64_t id, uint32_t arm, late_arm late,
+               const attempt_plan& plan);
+
+// router_writes.cpp
+write_op write_op_of(data_op op);
+bool write_copy_safe(const data_operation& op);
+bool take_echo(self_ptr self, uint64_t id, const transport::outcome& o,
+               const std::string& region);
+void on_read_back(self_ptr self, uint64_t id, transport::outcome& o);
+
+// router.cpp
+void subscribe(self_ptr self);
+std::vector<uint64_t> ops_waiting_on(router_state& st, waiting_for what,
+                                     const caf::actor_addr& gone);
+void fail_waiting(self_ptr self, waiting_for what, const caf::down_msg& dm,
+                  const std::string& whom);
+void on_down(self_ptr self, const caf::down_msg& dm);
+void rewire(self_ptr self, const engine_wiring& w);
+router_impl_actor::behavior_type router_impl(self_ptr self, router_config cfg,
+                                             router_collaborators with);
+
+} // namespace georoute::router_detail
