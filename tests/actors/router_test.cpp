@@ -515,63 +515,66 @@ TEST_F(Router, PerPartitionFailover_TheRangesWritesMove_NoRegionMarked) {
   EXPECT_EQ(stats().marks, 0u);
 }
 
-// The partition circuit breaker, opened by West's failures of range 0:
-// reads of the range skip West at once; after the open period one read
-// goes to West as a probe, and its success closes the breaker (no half-open
-// steps here), so the next read is West's again.
-TEST_F(Router, Breaker_OpensOnFailures_ProbeAfterThePeriod_ClosesOnSuccess) {
+// The partition circuit breaker through its whole life, for range 0 of
+// the collection, with the open period at 1 s and one half-open step: ten
+// reads that West answers 503 (East serves each) open it; reads skip West;
+// after the period one read probes West, fails, and the period doubles;
+// after the doubled period the next probe succeeds; of the next two reads
+// one is skipped and one goes to West as a trial, whose success closes the
+// breaker. No read fails for its caller.
+TEST_F(Router, Breaker_OpenProbeReopenHalfOpenClosed) {
   router_config cfg;
-  cfg.breaker.read_failure_threshold = 2;
-  cfg.breaker.half_open_steps = 0;
-  cfg.breaker.open_period = 5s;
+  cfg.breaker.open_period = 1s;
+  cfg.breaker.max_open_period = 10s;
+  cfg.breaker.probe_timeout = 5s;
+  cfg.breaker.half_open_steps = 1;
   start(cfg);
   const std::string doc = R"({"id":"doc1","pk":"p0"})";
-  size_t sent = 0;
-  for (int i = 0; i < 2; ++i) {
+  // One read; `west` answers its attempt in West (if it goes there), East
+  // serves a read West did not. Returns where it went first.
+  auto read = [&](transport::outcome west) {
+    auto first = http->count();
     auto h = route(read_doc());
-    ASSERT_EQ(http->count(), sent + 1);
-    EXPECT_EQ(endpoint_of(sent), west_ep);
-    answer(sent, status_response(503));
-    ASSERT_EQ(http->count(), sent + 2) << "no cross-region retry";
-    EXPECT_EQ(endpoint_of(sent + 1), east_ep);
-    answer(sent + 1, ok_response(doc));
+    EXPECT_EQ(http->count(), first + 1);
+    auto went = endpoint_of(first);
+    answer(first, went == west_ep ? west : ok_response(doc));
+    if (http->count() > first + 1) {
+      EXPECT_EQ(endpoint_of(first + 1), east_ep);
+      answer(first + 1, ok_response(doc));
+    }
     receive_now(
         self, h, [](data_response& r) { EXPECT_EQ(r.status, 200); },
         [](caf::error& e) { ADD_FAILURE() << caf::to_string(e); });
-    sent += 2;
+    return went;
+  };
+  for (int i = 0; i < 10; ++i) {
+    EXPECT_EQ(read(status_response(503)), west_ep) << "read " << i;
+    EXPECT_EQ(stats().breaker_opened, i < 9 ? 0u : 1u) << "read " << i;
   }
+  EXPECT_EQ(stats().marks, 0u) << "a 503 marks no region";
+  EXPECT_EQ(read(status_response(503)), east_ep) << "open, yet tried West";
+  EXPECT_EQ(stats().breaker_skips, 1u);
+  // The period ends with the fault still there: the probe fails, the
+  // period doubles.
+  advance(1s);
+  EXPECT_EQ(read(status_response(503)), west_ep) << "no probe";
   auto s = stats();
-  EXPECT_EQ(s.breaker_opened, 1u);
-  EXPECT_EQ(s.marks, 0u) << "a 503 marks no region";
-  // Open: the range's reads skip West.
-  auto skipped = route(read_doc());
-  ASSERT_EQ(http->count(), sent + 1);
-  EXPECT_EQ(endpoint_of(sent), east_ep) << "the open breaker was ignored";
-  answer(sent, ok_response(doc));
-  receive_now(
-      self, skipped, [](data_response&) {},
-      [](caf::error& e) { ADD_FAILURE() << caf::to_string(e); });
-  ++sent;
-  EXPECT_GE(stats().breaker_skips, 1u);
-  // After the open period: one read probes West, and closes the breaker.
-  advance(5s);
-  auto probe = route(read_doc());
-  ASSERT_EQ(http->count(), sent + 1);
-  EXPECT_EQ(endpoint_of(sent), west_ep) << "no probe after the open period";
-  EXPECT_EQ(stats().breaker_probes, 1u);
-  answer(sent, ok_response(doc));
-  receive_now(
-      self, probe, [](data_response&) {},
-      [](caf::error& e) { ADD_FAILURE() << caf::to_string(e); });
-  ++sent;
-  EXPECT_EQ(stats().breaker_closed, 1u);
-  auto after = route(read_doc());
-  ASSERT_EQ(http->count(), sent + 1);
-  EXPECT_EQ(endpoint_of(sent), west_ep);
-  answer(sent, ok_response(doc));
-  receive_now(
-      self, after, [](data_response&) {},
-      [](caf::error& e) { ADD_FAILURE() << caf::to_string(e); });
+  EXPECT_EQ(s.breaker_probes, 1u);
+  EXPECT_EQ(s.breaker_reopened, 1u);
+  EXPECT_EQ(read(status_response(503)), east_ep);
+  advance(1s);
+  EXPECT_EQ(read(status_response(503)), east_ep) << "the period did not double";
+  // West serves again: nothing brings it back but the next probe.
+  advance(1s);
+  EXPECT_EQ(read(ok_response(doc)), west_ep) << "no second probe";
+  EXPECT_EQ(stats().breaker_probes, 2u);
+  EXPECT_EQ(read(ok_response(doc)), east_ep) << "half open: one in two";
+  EXPECT_EQ(read(ok_response(doc)), west_ep) << "no trial read";
+  s = stats();
+  EXPECT_EQ(s.breaker_closed, 1u);
+  EXPECT_EQ(s.breaker_tracked, 0u);
+  EXPECT_EQ(read(ok_response(doc)), west_ep);
+  EXPECT_EQ(stats().failed, 0u);
 }
 
 } // namespace
