@@ -6,6 +6,7 @@
 // the moment it is due, not only once everything has run.
 
 #include "actors/location_cache.hpp"
+#include "actors/log.hpp"
 #include "actors/policy/routing_map.hpp"
 #include "actors/router.hpp"
 #include "messages/error.hpp"
@@ -528,6 +529,14 @@ TEST_F(Router, Breaker_OpenProbeReopenHalfOpenClosed) {
   cfg.breaker.max_open_period = 10s;
   cfg.breaker.probe_timeout = 5s;
   cfg.breaker.half_open_steps = 1;
+  // The breaker's log lines, in order (the sink runs on the test's thread:
+  // the test coordinator has no other).
+  auto events = std::make_shared<std::vector<std::string>>();
+  cfg.log = logger{[events](const log_record& r) {
+                     if (r.event.rfind("breaker.", 0) == 0)
+                       events->push_back(r.event);
+                   },
+                   log_level::info};
   start(cfg);
   const std::string doc = R"({"id":"doc1","pk":"p0"})";
   // One read; `west` answers its attempt in West (if it goes there), East
@@ -575,6 +584,11 @@ TEST_F(Router, Breaker_OpenProbeReopenHalfOpenClosed) {
   EXPECT_EQ(s.breaker_tracked, 0u);
   EXPECT_EQ(read(ok_response(doc)), west_ep);
   EXPECT_EQ(stats().failed, 0u);
+  // Each transition logged once.
+  EXPECT_EQ(*events,
+            (std::vector<std::string>{"breaker.opened", "breaker.probe",
+                                      "breaker.reopened", "breaker.probe",
+                                      "breaker.half_open", "breaker.closed"}));
 }
 
 } // namespace

@@ -179,7 +179,11 @@ TEST_F(Logs, RegionMarked_OnceThenItsExpiryOnce) {
   EXPECT_EQ(logs->of("region.marked").size(), 1u);
 }
 
-TEST_F(Logs, BreakerTransitions_EachOnce) {
+// Through the engine's sink: the breaker's opening, once. Its later
+// transitions (probe, reopened, half-open, closed) depend on time and are
+// checked in virtual time
+// (actors.Router.Breaker_OpenProbeReopenHalfOpenClosed).
+TEST_F(Logs, BreakerOpened_Once) {
   auto c = route(point(data_op::create, "doc1"));
   ASSERT_TRUE(c) << sys->render(c.error());
   emulator::fault_rule rule;
@@ -188,29 +192,17 @@ TEST_F(Logs, BreakerTransitions_EachOnce) {
   rule.range_id = c->diag.range_id;
   rule.operation = "read";
   rule.status = 503;
-  auto fault = emu->control().add_fault(rule);
+  emu->control().add_fault(rule);
   // The 10th failure opens; the reads after it skip West and log nothing.
   for (int i = 0; i < 15; ++i)
     ASSERT_TRUE(route(point(data_op::read, "doc1")));
   EXPECT_EQ(logs->events("breaker."),
             (std::vector<std::string>{"breaker.opened"}))
       << dump(logs->all());
-  // The probe fails: reopened.
-  std::this_thread::sleep_for(1200ms);
-  ASSERT_TRUE(route(point(data_op::read, "doc1")));
-  // The fault is lifted; the next probe (after 2 s) closes.
-  emu->control().remove_fault(fault);
-  std::this_thread::sleep_for(2200ms);
-  for (int i = 0; i < 5; ++i)
-    ASSERT_TRUE(route(point(data_op::read, "doc1")));
-  EXPECT_EQ(logs->events("breaker."),
-            (std::vector<std::string>{"breaker.opened", "breaker.probe",
-                                      "breaker.reopened", "breaker.probe",
-                                      "breaker.closed"}))
-      << dump(logs->all());
   auto opened = logs->of("breaker.opened");
   ASSERT_EQ(opened.size(), 1u);
   EXPECT_EQ(opened[0].level, log_level::warn);
+  EXPECT_EQ(opened[0].component, "georoute.router");
   EXPECT_NE(opened[0].message.find("West US range " + c->diag.range_id),
             std::string::npos)
       << opened[0].message;
