@@ -29,27 +29,31 @@ collection_info the_collection() {
   return c;
 }
 
-// A collection cache that knows one collection, under any name.
+// A collection cache that knows one collection, `c`, under any name. (The
+// fakes take an argument: CAF 0.17 spawns an argument-less function actor
+// through a null tuple, which UBSan reports.)
 collection_cache_actor::behavior_type
-fake_collections(collection_cache_actor::pointer) {
+fake_collections(collection_cache_actor::pointer, collection_info c) {
   return {
-      [](by_name_atom, const std::string&, bool, const std::string&) {
-        return the_collection();
+      [c](by_name_atom, const std::string&, bool, const std::string&) {
+        return c;
       },
-      [](by_rid_atom, const std::string&) { return the_collection(); },
+      [c](by_rid_atom, const std::string&) { return c; },
       [](stats_atom) { return collection_cache_stats{}; },
   };
 }
 
-// A partition-range cache whose collection has one range over all EPKs.
-pkrange_cache_actor::behavior_type fake_pkranges(pkrange_cache_actor::pointer) {
+// A partition-range cache whose collections have one range over all EPKs,
+// in a map of version `etag`.
+pkrange_cache_actor::behavior_type fake_pkranges(pkrange_cache_actor::pointer,
+                                                 std::string etag) {
   return {
-      [](pkranges_atom, const std::string& rid, const std::string&) {
+      [etag](pkranges_atom, const std::string& rid, const std::string&) {
         partition_key_range whole;
         whole.id = "0";
         whole.min_inclusive = "";
         whole.max_exclusive = "FF";
-        auto map = routing_map::create_complete({whole}, "etag-1");
+        auto map = routing_map::create_complete({whole}, etag);
         routing_snapshot s;
         s.collection_rid = rid;
         s.map = std::make_shared<const routing_map>(std::move(map.value()));
@@ -137,8 +141,8 @@ protected:
     refreshes->serves = account;
     self->send(locations, account_atom_v, account);
     endpoints = sys.spawn(fake_endpoint_manager, refreshes);
-    collections = sys.spawn(fake_collections);
-    pkranges = sys.spawn(fake_pkranges);
+    collections = sys.spawn(fake_collections, the_collection());
+    pkranges = sys.spawn(fake_pkranges, std::string{"etag-1"});
     router = spawn_router(
         sys, std::move(cfg),
         {locations, endpoints, collections, pkranges, http, {}, {}});
