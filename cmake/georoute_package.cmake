@@ -71,9 +71,11 @@ install(DIRECTORY
     ${PROJECT_SOURCE_DIR}/config
   DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/georoute
   FILES_MATCHING PATTERN "*.hpp"
-  # The HTTP/1.1 client's own headers include Beast; nothing installed
-  # includes them.
-  PATTERN "http1" EXCLUDE)
+  # The HTTP/1.1 client's own headers include Beast, io_loop_asio.hpp
+  # includes Asio; nothing installed includes them, and a host needs no
+  # Boost.
+  PATTERN "http1" EXCLUDE
+  PATTERN "io_loop_asio.hpp" EXCLUDE)
 
 configure_package_config_file(
   ${PROJECT_SOURCE_DIR}/cmake/georouteConfig.cmake.in
