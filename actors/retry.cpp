@@ -6,6 +6,7 @@
 #include "actors/policy/hedge_budget.hpp"
 #include "actors/policy/hedged_operation.hpp"
 #include "actors/policy/hedging.hpp"
+#include "actors/policy/loop_config.hpp"
 #include "actors/policy/metadata_hedge.hpp"
 #include "actors/policy/metadata_rules.hpp"
 #include "actors/policy/snapshot_holder.hpp"

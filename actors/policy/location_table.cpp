@@ -469,14 +469,4 @@ location_table::should_refresh_endpoints(policy_time now) const {
   return {wants_multi_but_account_single, true, 8};
 }
 
-std::vector<std::string>
-merged_exclusions(const std::vector<std::string>& engine,
-                  const std::vector<std::string>& request) {
-  std::vector<std::string> all;
-  all.reserve(engine.size() + request.size());
-  all.insert(all.end(), engine.begin(), engine.end());
-  all.insert(all.end(), request.begin(), request.end());
-  return all;
-}
-
 } // namespace georoute

@@ -336,10 +336,4 @@ private:
   policy_time lists_valid_until_{};
 };
 
-/// The regions one request must not use: the engine's excluded regions,
-/// then the request's own.
-std::vector<std::string>
-merged_exclusions(const std::vector<std::string>& engine,
-                  const std::vector<std::string>& request);
-
 } // namespace georoute

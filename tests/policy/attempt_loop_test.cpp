@@ -4,6 +4,7 @@
 // timeout, which side effects, what comes next).
 
 #include "actors/policy/attempt_loop.hpp"
+#include "actors/policy/loop_config.hpp"
 #include "tests/policy/attempt_results.hpp"
 #include "tests/policy/location_fixture.hpp"
 
@@ -44,6 +45,12 @@ attempt_loop_config metadata(loop_policy p = loop_policy::client) {
 }
 
 const timeout_ladders ladders{};
+
+TEST(LoopConfig, MergedExclusions_EngineFirstThenTheRequests) {
+  EXPECT_EQ(merged_exclusions({"West US"}, {"East US", "North Europe"}),
+            (std::vector<std::string>{"West US", "East US", "North Europe"}));
+  EXPECT_TRUE(merged_exclusions({}, {}).empty());
+}
 
 // The two planes' loops, built once from what the engine shares: the
 // environment reaches both, the breaker and per-partition failover only

@@ -502,9 +502,3 @@ TEST(LocationTable, Exclusions_AllWriteRegionsMultiWrite_FirstWriteEndpoint) {
   EXPECT_EQ(res.endpoint, north); // write_endpoints[0]
   EXPECT_EQ(res.route, resolve_route::exclusion_fallback);
 }
-
-TEST(LocationTable, MergedExclusions_EngineFirstThenTheRequests) {
-  EXPECT_EQ(merged_exclusions({"West US"}, {"East US", "North Europe"}),
-            (std::vector<std::string>{"West US", "East US", "North Europe"}));
-  EXPECT_TRUE(merged_exclusions({}, {}).empty());
-}

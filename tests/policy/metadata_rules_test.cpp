@@ -4,6 +4,7 @@
 // partition-range cache.
 
 #include "actors/policy/metadata_rules.hpp"
+#include "actors/policy/range_lookup.hpp"
 
 #include <gtest/gtest.h>
 #include <ostream>
