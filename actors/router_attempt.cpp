@@ -123,8 +123,8 @@ void carry_out(self_ptr self, uint64_t id, const loop_step& s) {
     schedule_attempt(self, id, delay);
   };
   // The retry resolves on the table the refresh produced (see
-  // take_current_table): the soak saw single-master writes retried to the
-  // hub of a single-write view the refresh had already replaced.
+  // take_current_table): on an older table a single-master write would go
+  // back to the hub of a single-write view the refresh has replaced.
   auto go_on = [=] {
     one_done();
     take_current_table(self, retry);

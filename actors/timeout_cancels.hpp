@@ -12,13 +12,14 @@
 // constant time on this thread: at once. CAF's own clock takes a cancel as an
 // event for its thread, and wakes that thread whenever its queue was empty:
 // so the cancels go in batches of `timeout_cancels::batch`, one wake-up for
-// many; the last few of a burst keep their entries and fire as before. Only a
+// many; the last few of a burst keep their entries, which fire into nothing
+// at their deadline. Only a
 // local caller answered directly (no forwarding stages) set the timeout this
 // cancels. CAF 0.17 sends a request before it registers the request's
 // timeout, so a cancel can overtake its timeout (an answer faster than the
 // caller's next step; on the loop also a timeout set from another thread that
-// has not reached the loop yet): that one is missed and fires into nothing,
-// as before. Batching makes it rare on CAF's clock.
+// has not reached the loop yet): that one is missed and fires into nothing.
+// Batching makes it rare on CAF's clock.
 
 #include <caf/actor_addr.hpp>
 #include <caf/fwd.hpp>

@@ -77,7 +77,8 @@ TEST_F(MetadataHedging, HealthyRegions_OneRequestPerMetadataOperation) {
     EXPECT_EQ(got->status, 200);
   }
   // That nothing follows past the threshold once answered is checked in
-  // virtual time (actors.RetryHedge.FastPrimary_NoHedge_OneRequestPerOperation).
+  // virtual time
+  // (actors.RetryHedge.FastPrimary_NoHedge_OneRequestPerOperation).
   EXPECT_EQ(served_anywhere(), 5u);
   auto rs = retry_stats_now();
   EXPECT_EQ(rs.metadata_hedges_started, 0u);
