@@ -1,6 +1,7 @@
 #include "actors/retry.hpp"
 
 #include "actors/internal.hpp"
+#include "actors/operation_driver.hpp"
 #include "actors/policy/attempt_loop.hpp"
 #include "actors/policy/deadline_queue.hpp"
 #include "actors/policy/hedge_budget.hpp"
@@ -34,7 +35,8 @@ struct retry_deadline {
   caf::actor_clock::time_point due;
 };
 struct retry_http_done {
-  uint64_t id = 0;
+  uint64_t op = 0;
+  uint32_t arm = 0; // 0: the primary; 1: the hedge
   transport::outcome outcome;
 };
 
@@ -65,35 +67,18 @@ struct operation {
   // operation; its policy takes the first snapshot it resolves on).
   std::optional<attempt_loop> loop;
   bool in_flight = false;
-  uint64_t http_id = 0; // of the primary's attempt in flight
   std::optional<transport::outcome> last_failure;
   std::string last_region;
   caf::actor_clock::time_point deadline; // the hard deadline
   // Metadata hedging: the decisions are the pure metadata_hedge's
   // (metadata_hedge.hpp); the actor keeps what the wire needs.
   std::optional<metadata_hedge> hedge;
-  uint64_t hedge_http_id = 0; // of the hedge's attempt
   // When the hedge is due (held in the deadline queue).
   std::optional<caf::actor_clock::time_point> hedge_due;
   // A definitive error of the hedge, kept until the primary decides.
   std::optional<transport::outcome> hedge_held;
   // The primary's last attempt timed out and its next ladder step waits.
   bool climbing = false;
-};
-
-// An attempt whose operation ended before it answered: the answer is
-// dropped, but a failure still carries out its loop's effects, and a timeout
-// goes on up the ladder until the endpoint is marked (as the router's
-// abandoned arms do).
-struct late_attempt {
-  attempt_loop loop;
-  metadata_request req;
-};
-
-// Where an HTTP completion belongs.
-struct http_route {
-  uint64_t op = 0;
-  bool hedge = false;
 };
 
 // A detach-only operation: the router works, we wait.
@@ -108,9 +93,11 @@ struct retry_state {
   retry_collaborators with;
   snapshot_holder snap; // the table, never older than what we marked
   std::map<uint64_t, operation> ops;
-  std::map<uint64_t, http_route> http_to_op;
-  // Attempts of ended operations still out, by HTTP id.
-  std::map<uint64_t, late_attempt> late;
+  // Attempts of ended operations still out, by (operation, arm): the answer
+  // is dropped, but a failure still carries out its loop's effects, and a
+  // timeout goes on up the ladder until the endpoint is marked (as the
+  // router's abandoned arms do).
+  late_attempts<metadata_request> late;
   // Operations waiting for an account refresh, with the endpoint manager
   // asked: its down message may come after the supervisor re-wired us to a
   // successor, so it is matched against this, not the current handle.
@@ -124,6 +111,8 @@ struct retry_state {
   metadata_hedge_budget hedge_slots;
   uint64_t next_id = 1;
   retry_stats stats;
+  // What applying decisions counted (folded into `stats` when asked).
+  driver_counters counts;
   static inline const char* name = "georoute.retry";
 };
 
@@ -131,6 +120,33 @@ using self_ptr = retry_impl_actor::stateful_pointer<retry_state>;
 
 void update_live(retry_state& st) {
   st.stats.live = st.ops.size() + st.detached.size();
+}
+
+retry_stats current_stats(const retry_state& st) {
+  auto s = st.stats;
+  const auto& c = st.counts;
+  s.failover_decisions = c.decisions;
+  s.failover_decisions_completed = c.decisions_completed;
+  s.decisions_after_deadline = c.decisions_after_end;
+  s.marks = c.marks;
+  s.refreshes = c.refreshes;
+  s.session_clears = c.session_clears;
+  s.late_completions = c.late_answers;
+  return s;
+}
+
+// Who decided, for `apply_effects`: the metadata plane clears the session
+// of a name-based collection.
+effect_origin origin_of(const retry_state& st, const metadata_request& req,
+                        const transport::outcome* why, bool after_end) {
+  effect_origin from;
+  from.why = why;
+  from.plane = " (metadata)";
+  from.log_reason = st.cfg.log.enabled(log_level::warn);
+  from.session_sink = st.with.session_sink;
+  from.session_name = req.collection_name;
+  from.after_end = after_end;
+  return from;
 }
 
 // The last underlying failure, said so that people can act on it.
@@ -144,45 +160,20 @@ caf::error failure_error(const operation& op, const std::string& why) {
 // Keeps the hedge's place in the deadline queue equal to its due time.
 void sync_hedge_due(self_ptr self, uint64_t op_id, operation& op);
 
-void mark(self_ptr self, const std::string& endpoint, bool read, bool write,
-          const transport::outcome* why = nullptr);
-void clear_session(self_ptr self, const loop_effects& fx,
-                   const std::string& collection_name);
-void refresh_detached(self_ptr self, bool force);
-
-uint64_t send_request(self_ptr self, uint64_t op_id, const metadata_request& r,
-                      const attempt_plan& plan, bool hedge);
-void late_effects(self_ptr self, const loop_effects& fx,
-                  const std::string& collection_name,
-                  const transport::outcome* why = nullptr);
+void send_request(self_ptr self, uint64_t op_id, uint32_t arm,
+                  const metadata_request& r, const attempt_plan& plan);
 
 // Sends the next ladder step of an abandoned attempt, unless its endpoint
 // is marked meanwhile (the region is known bad) or there is none.
-bool climb_late(self_ptr self, uint64_t op_id, late_attempt& late) {
-  auto& st = self->state;
-  if (!st.snap.table()) return false;
-  auto plan = continue_abandoned_climb(late.loop, *st.snap.table(),
-                                       self->clock().now());
-  if (!plan) return false;
-  auto http_id = send_request(self, op_id, late.req, *plan, false);
-  st.late.emplace(http_id, std::move(late));
-  return true;
-}
-
-// An abandoned attempt answered: its failure's effects run, or it climbs
-// (`settle_late_attempt`, the rule the router's abandoned arms follow too).
-void settle_late(self_ptr self, uint64_t op_id, late_attempt late,
-                 const transport::outcome& o) {
+void climb_late(self_ptr self, uint64_t op_id, uint32_t arm,
+                late_attempt<metadata_request> late) {
   auto& st = self->state;
   if (!st.snap.table()) return;
-  auto step = settle_late_attempt(late.loop, attempt_result_of(o),
-                                  *st.snap.table(), self->clock().now());
-  if (step.resend) {
-    auto http_id = send_request(self, op_id, late.req, *step.resend, false);
-    st.late.emplace(http_id, std::move(late));
-    return;
-  }
-  late_effects(self, step.effects, late.req.collection_name, &o);
+  auto plan = continue_abandoned_climb(late.loop, *st.snap.table(),
+                                       self->clock().now());
+  if (!plan) return;
+  send_request(self, op_id, arm, late.what, *plan);
+  st.late.file(op_id, arm, std::move(late));
 }
 
 void finish(self_ptr self, uint64_t op_id,
@@ -206,20 +197,18 @@ void finish(self_ptr self, uint64_t op_id,
   if (op.loop) {
     switch (abandon_primary(op.in_flight, op.climbing, false)) {
     case primary_fate::settle_in_flight:
-      st.late.emplace(op.http_id, late_attempt{std::move(*op.loop), op.req});
+      st.late.file(op_id, 0, {std::move(*op.loop), op.req});
       break;
-    case primary_fate::climb_now: {
-      late_attempt late{std::move(*op.loop), op.req};
-      climb_late(self, op_id, late);
+    case primary_fate::climb_now:
+      climb_late(self, op_id, 0, {std::move(*op.loop), op.req});
       break;
-    }
     case primary_fate::nothing:
       break;
     }
   }
   if (op.hedge) {
     if (auto loop = op.hedge->abandon(st.hedge_slots))
-      st.late.emplace(op.hedge_http_id, late_attempt{std::move(*loop), op.req});
+      st.late.file(op_id, 1, {std::move(*loop), op.req});
     st.stats.metadata_hedge_slots = st.hedge_slots.in_use();
   }
   st.ops.erase(i);
@@ -260,10 +249,10 @@ attempt_loop make_loop(const retry_state& st, const metadata_request& req) {
 void arm_deadline_timer(self_ptr self,
                         std::optional<caf::actor_clock::time_point> at);
 
-// Sends one attempt of an operation (its primary, its hedge, or an
-// abandoned attempt's next ladder step); returns its HTTP id.
-uint64_t send_request(self_ptr self, uint64_t op_id, const metadata_request& r,
-                      const attempt_plan& plan, bool hedge) {
+// Sends one attempt of an operation: its primary (arm 0), its hedge (arm
+// 1), or an abandoned attempt's next ladder step (under its arm).
+void send_request(self_ptr self, uint64_t op_id, uint32_t arm,
+                  const metadata_request& r, const attempt_plan& plan) {
   auto& st = self->state;
   transport::request req;
   req.method = r.method;
@@ -281,14 +270,11 @@ uint64_t send_request(self_ptr self, uint64_t op_id, const metadata_request& r,
   req.body = r.body;
   req.rid_based = r.rid_based;
   req.timeout = plan.timeout;
-  auto http_id = st.next_id++;
-  st.http_to_op.emplace(http_id, http_route{op_id, hedge});
   ++st.stats.attempts;
   auto hdl = caf::actor_cast<caf::actor>(self);
-  st.with.http->send(std::move(req), [hdl, http_id](transport::outcome o) {
-    caf::anon_send(hdl, retry_http_done{http_id, std::move(o)});
+  st.with.http->send(std::move(req), [hdl, op_id, arm](transport::outcome o) {
+    caf::anon_send(hdl, retry_http_done{op_id, arm, std::move(o)});
   });
-  return http_id;
 }
 
 // At the first attempt: whether the operation is hedged, and where to. The
@@ -311,15 +297,9 @@ void plan_hedge(self_ptr self, uint64_t op_id, operation& op) {
 }
 
 void sync_hedge_due(self_ptr self, uint64_t op_id, operation& op) {
-  auto& st = self->state;
   auto due = op.hedge ? op.hedge->due() : std::nullopt;
-  if (op.hedge_due == due) return;
-  if (op.hedge_due)
-    st.deadlines.remove({op_id, deadline_slot::hedge}, *op.hedge_due);
-  op.hedge_due = due;
-  if (due)
-    arm_deadline_timer(self,
-                       st.deadlines.add({op_id, deadline_slot::hedge}, *due));
+  arm_deadline_timer(
+      self, move_wake(self->state.deadlines, op_id, op.hedge_due, due));
 }
 
 // The hedge's time came: one attempt in the hedge region, if the hedge
@@ -337,7 +317,7 @@ void start_hedge(self_ptr self, uint64_t op_id) {
   if (s.refused) ++st.stats.metadata_hedges_refused;
   st.stats.metadata_hedge_slots = st.hedge_slots.in_use();
   if (!s.send) return;
-  op.hedge_http_id = send_request(self, op_id, op.req, *s.send, true);
+  send_request(self, op_id, 1, op.req, *s.send);
   ++st.stats.metadata_hedges_started;
 }
 
@@ -365,7 +345,7 @@ void attempt(self_ptr self, uint64_t op_id) {
   }
   op.in_flight = true;
   op.climbing = false;
-  op.http_id = send_request(self, op_id, op.req, *plan, false);
+  send_request(self, op_id, 0, op.req, *plan);
   if (plan->number > 1) ++st.stats.retries;
   if (plan->number == 1) plan_hedge(self, op_id, op);
 }
@@ -396,43 +376,6 @@ void subscribe(self_ptr self) {
             });
 }
 
-void mark(self_ptr self, const std::string& endpoint, bool read, bool write,
-          const transport::outcome* why) {
-  ++self->state.stats.marks;
-  std::string reason;
-  // For the location cache's log; built only when it can be logged.
-  if (why != nullptr && self->state.cfg.log.enabled(log_level::warn))
-    reason = describe_outcome(*why) + " (metadata)";
-  mark_region(self, endpoint, read, write, std::move(reason));
-}
-
-void clear_session(self_ptr self, const loop_effects& fx,
-                   const std::string& collection_name) {
-  auto& st = self->state;
-  if (fx.clear_session && st.with.session_sink && !collection_name.empty()) {
-    ++st.stats.session_clears;
-    caf::anon_send(st.with.session_sink, clear_session_atom_v, collection_name);
-  }
-}
-
-void carry_out(self_ptr self, uint64_t op_id, const loop_effects& fx,
-               const transport::outcome* why = nullptr) {
-  auto& op = self->state.ops.at(op_id);
-  if (fx.marks())
-    mark(self, fx.mark_endpoint, fx.mark_read, fx.mark_write, why);
-  clear_session(self, fx, op.req.collection_name);
-}
-
-// An account refresh that no attempt waits for (the decision's operation
-// ended, or the decision was a hedge's): it runs all the same.
-void refresh_detached(self_ptr self, bool force) {
-  auto& st = self->state;
-  ++st.stats.refreshes;
-  if (!st.with.endpoints) return;
-  self->request(st.with.endpoints, caf::infinite, refresh_atom_v, force)
-      .then([](const database_account&) {}, [](const caf::error&) {});
-}
-
 // Ends the operation with the hedge's answer.
 void take_hedge(self_ptr self, uint64_t op_id, transport::outcome o) {
   auto& st = self->state;
@@ -449,49 +392,22 @@ void take_hedge(self_ptr self, uint64_t op_id, transport::outcome o) {
                                op.hedge->hedge_region()));
 }
 
-// Waits for the account refresh the decision asked for, then schedules the
-// next attempt. Bounded by the hard deadline, which can still fire; if the
-// endpoint manager goes down meanwhile, the attempt goes ahead without it.
-void refresh_then_attempt(self_ptr self, uint64_t op_id, bool force,
-                          std::chrono::milliseconds delay) {
-  auto& st = self->state;
-  ++st.stats.refreshes;
-  if (!st.with.endpoints) {
-    schedule_attempt(self, op_id, delay);
-    return;
-  }
-  st.awaiting_refresh.emplace(op_id, st.with.endpoints.address());
-  auto retry = [=] {
-    if (self->state.awaiting_refresh.erase(op_id) > 0)
-      schedule_attempt(self, op_id, delay);
-  };
-  // The retry resolves on the table the refresh produced, as the router's.
-  auto go_on = [=] { take_current_table(self, retry); };
-  self->request(st.with.endpoints, caf::infinite, refresh_atom_v, force)
-      .then([=](const database_account&) { go_on(); },
-            [=](const caf::error&) { go_on(); });
-}
-
-void late_effects(self_ptr self, const loop_effects& fx,
-                  const std::string& collection_name,
-                  const transport::outcome* why) {
-  if (fx.marks())
-    mark(self, fx.mark_endpoint, fx.mark_read, fx.mark_write, why);
-  clear_session(self, fx, collection_name);
-  if (fx.refresh_account) refresh_detached(self, fx.force_refresh);
-}
-
 // An attempt of an ended operation answered: dropped, but a failure still
-// marks its region.
-void on_late(self_ptr self, uint64_t op_id, uint64_t http_id,
+// marks its region, or a timeout climbs its ladder (`settle_late_attempt`,
+// the rule the router's abandoned arms follow too).
+void on_late(self_ptr self, uint64_t op_id, uint32_t arm,
              const transport::outcome& o) {
   auto& st = self->state;
-  ++st.stats.late_completions;
-  auto l = st.late.find(http_id);
-  if (l == st.late.end()) return;
-  auto late = std::move(l->second);
-  st.late.erase(l);
-  settle_late(self, op_id, std::move(late), o);
+  ++st.counts.late_answers;
+  auto s = st.late.settle(op_id, arm, attempt_result_of(o), st.snap.table().get(),
+                          self->clock().now());
+  if (!s.tracked) return;
+  if (s.resend) {
+    send_request(self, op_id, arm, s.entry->what, *s.resend);
+    st.late.file(op_id, arm, std::move(*s.entry));
+    return;
+  }
+  apply_effects(self, s.effects, origin_of(st, s.entry->what, &o, true));
 }
 
 // The hedge answered while its operation runs. Its failure's effects run;
@@ -504,9 +420,7 @@ void on_hedge_outcome(self_ptr self, uint64_t op_id, transport::outcome& o) {
       op.hedge->on_hedge_result(attempt_result_of(o), st.hedge_slots,
                                 *st.snap.table(), self->clock().now());
   st.stats.metadata_hedge_slots = st.hedge_slots.in_use();
-  carry_out(self, op_id, answer.effects, &o);
-  if (answer.effects.refresh_account)
-    refresh_detached(self, answer.effects.force_refresh);
+  apply_effects(self, answer.effects, origin_of(st, op.req, &o, false));
   if (answer.hold) op.hedge_held = o;
   using next = metadata_hedge_answer::next;
   switch (answer.then) {
@@ -524,20 +438,16 @@ void on_hedge_outcome(self_ptr self, uint64_t op_id, transport::outcome& o) {
   }
 }
 
-void on_outcome(self_ptr self, uint64_t http_id, transport::outcome& o) {
+void on_outcome(self_ptr self, uint64_t op_id, uint32_t arm,
+                transport::outcome& o) {
   auto& st = self->state;
-  auto h = st.http_to_op.find(http_id);
-  if (h == st.http_to_op.end()) return;
-  auto route = h->second;
-  auto op_id = route.op;
-  st.http_to_op.erase(h);
   auto i = st.ops.find(op_id);
   if (i == st.ops.end()) {
     // The deadline tripped first, or the other arm of a hedge won.
-    on_late(self, op_id, http_id, o);
+    on_late(self, op_id, arm, o);
     return;
   }
-  if (route.hedge) {
+  if (arm != 0) {
     on_hedge_outcome(self, op_id, o);
     return;
   }
@@ -552,22 +462,34 @@ void on_outcome(self_ptr self, uint64_t http_id, transport::outcome& o) {
   auto step = op.loop->on_result(attempt_result_of(o), *st.snap.table(),
                                  self->clock().now(), false);
   op.climbing = step.ladder_climb;
-  carry_out(self, op_id, step.effects, &o);
   metadata_primary_step hs;
   if (op.hedge) {
     hs = op.hedge->on_primary_failure(attempt_result_of(o), step);
     sync_hedge_due(self, op_id, op); // a hedge not yet due may be ruled out
-    if (hs.take_held && op.hedge_held) {
-      if (step.effects.refresh_account)
-        refresh_detached(self, step.effects.force_refresh);
-      take_hedge(self, op_id, std::move(*op.hedge_held));
-      return;
-    }
+  }
+  bool take_held = hs.take_held && op.hedge_held;
+  auto from = origin_of(st, op.req, &o, false);
+  if (step.next == loop_next::after_refresh && !take_held) {
+    // The next attempt waits for the account refresh, bounded by the hard
+    // deadline, which can still fire; if the endpoint manager goes down
+    // meanwhile, the attempt goes ahead without it.
+    auto delay = step.delay;
+    auto retry = [=] {
+      if (self->state.awaiting_refresh.erase(op_id) > 0)
+        schedule_attempt(self, op_id, delay);
+    };
+    if (apply_effects(self, step.effects, from, retry))
+      st.awaiting_refresh.emplace(op_id, st.with.endpoints.address());
+    else
+      schedule_attempt(self, op_id, delay);
+    return;
+  }
+  apply_effects(self, step.effects, from);
+  if (take_held) {
+    take_hedge(self, op_id, std::move(*op.hedge_held));
+    return;
   }
   switch (step.next) {
-  case loop_next::after_refresh:
-    refresh_then_attempt(self, op_id, step.effects.force_refresh, step.delay);
-    return;
   case loop_next::attempt:
     schedule_attempt(self, op_id, step.delay);
     return;
@@ -598,10 +520,7 @@ void on_deadline(self_ptr self, uint64_t op_id) {
 
 void arm_deadline_timer(self_ptr self,
                         std::optional<caf::actor_clock::time_point> at) {
-  if (!at) return;
-  auto now = self->clock().now();
-  auto delay = *at > now ? *at - now : caf::timespan::zero();
-  self->delayed_send(self, delay, retry_deadline{*at});
+  arm_deadline_tick<retry_deadline>(self, at);
 }
 
 void on_deadline_timer(self_ptr self, caf::actor_clock::time_point due) {
@@ -714,7 +633,6 @@ void stop(self_ptr self, const caf::exit_msg& msg) {
     d.rp.deliver(err);
   st.ops.clear();
   st.late.clear();
-  st.http_to_op.clear();
   st.deadlines.clear();
   st.detached.clear();
   update_live(st);
@@ -755,7 +673,7 @@ retry_impl_actor::behavior_type retry_impl(self_ptr self, retry_config cfg,
       },
       [=](detach_atom, document_request& req)
           -> caf::result<transport::outcome> { return detach(self, req); },
-      [=](stats_atom) { return self->state.stats; },
+      [=](stats_atom) { return current_stats(self->state); },
       [=](snapshot_atom, location_snapshot& snap) {
         auto& st = self->state;
         if (!st.with.locations ||
@@ -766,7 +684,7 @@ retry_impl_actor::behavior_type retry_impl(self_ptr self, retry_config cfg,
       [=](const engine_wiring& w) { rewire(self, w); },
       [=](retry_attempt m) { attempt(self, m.op); },
       [=](retry_deadline m) { on_deadline_timer(self, m.due); },
-      [=](retry_http_done& m) { on_outcome(self, m.id, m.outcome); },
+      [=](retry_http_done& m) { on_outcome(self, m.op, m.arm, m.outcome); },
   };
 }
 

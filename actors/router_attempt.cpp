@@ -78,43 +78,20 @@ void attempt(self_ptr self, uint64_t id) {
 }
 
 // Carries out the side effects of a step: they always run, whether the
-// operation goes on or not (its budget may be spent, its caller gone).
-//
-// Counted in `router_stats`: a decision is complete when every side effect
-// it started has been answered (the mark confirmed, the refresh done or
-// failed). `pending` counts them down; the last one completes the decision.
-// When the step waits for the refresh (`after_refresh`), the retry follows
-// its answer.
+// operation goes on or not (its budget may be spent, its caller gone). When
+// the step waits for the refresh (`after_refresh`), the retry follows its
+// answer, on the table the refresh produced (see take_current_table): on an
+// older table a single-master write would go back to the hub of a
+// single-write view the refresh has replaced.
 void carry_out(self_ptr self, uint64_t id, const loop_step& s) {
   auto& st = self->state;
   auto& op = st.ops.at(id);
-  const auto& fx = s.effects;
-  bool mark = fx.marks();
-  bool refresh = fx.refresh_account && st.with.endpoints;
-  if (!mark && !refresh) return;
-  ++st.stats.failover_decisions;
-  if (op.budget_spent) ++st.stats.decisions_after_budget;
-  auto pending = std::make_shared<int>((mark ? 1 : 0) + (refresh ? 1 : 0));
-  auto one_done = [self, pending] {
-    if (--*pending == 0) ++self->state.stats.failover_decisions_completed;
-  };
-  if (mark) {
-    ++st.stats.marks;
-    mark_region(self, fx.mark_endpoint, fx.mark_read, fx.mark_write, one_done,
-                mark_reason(st, op.last_failure ? &*op.last_failure : nullptr));
-  }
-  if (!refresh) return;
-  ++st.stats.refreshes;
+  auto from = origin_of(st, op.last_failure ? &*op.last_failure : nullptr,
+                        op.budget_spent);
   if (s.next != loop_next::after_refresh) {
-    // Nobody waits for the operation, but the refresh happens.
-    self->request(st.with.endpoints, caf::infinite, refresh_atom_v,
-                  fx.force_refresh)
-        .then([=](const database_account&) { one_done(); },
-              [=](const caf::error&) { one_done(); });
+    apply_effects(self, s.effects, from);
     return;
   }
-  op.waiting = waiting_for::refresh;
-  op.waiting_on = st.with.endpoints.address();
   auto delay = s.delay;
   auto retry = [=] {
     auto& st = self->state;
@@ -122,17 +99,10 @@ void carry_out(self_ptr self, uint64_t id, const loop_step& s) {
     if (i == st.ops.end() || i->second.waiting != waiting_for::refresh) return;
     schedule_attempt(self, id, delay);
   };
-  // The retry resolves on the table the refresh produced (see
-  // take_current_table): on an older table a single-master write would go
-  // back to the hub of a single-write view the refresh has replaced.
-  auto go_on = [=] {
-    one_done();
-    take_current_table(self, retry);
-  };
-  self->request(st.with.endpoints, caf::infinite, refresh_atom_v,
-                fx.force_refresh)
-      .then([=](const database_account&) { go_on(); },
-            [=](const caf::error&) { go_on(); });
+  if (apply_effects(self, s.effects, from, retry)) {
+    op.waiting = waiting_for::refresh;
+    op.waiting_on = st.with.endpoints.address();
+  }
 }
 
 void on_outcome(self_ptr self, uint64_t id, uint32_t arm,
@@ -167,12 +137,8 @@ void on_outcome(self_ptr self, uint64_t id, uint32_t arm,
           arm, attempt_result_of(o), o.request_charge, env_of(st), *op.loop,
           false, *st.snap.table(), self->clock().now(), op.budget_spent);
       note_transitions(st, &op);
-      const auto& fx = answer.effects;
-      if (fx.marks()) {
-        ++st.stats.marks;
-        mark_region(self, fx.mark_endpoint, fx.mark_read, fx.mark_write,
-                    mark_reason(st, &o));
-      }
+      apply_effects(self, answer.effects,
+                    origin_of(st, &o, op.budget_spent));
     }
     if (o.success() && !success_body_problem(op.req.op, o)) {
       if (arm == 0) op.waiting = waiting_for::nothing; // it answered
@@ -276,11 +242,7 @@ void on_outcome(self_ptr self, uint64_t id, uint32_t arm,
 }
 
 void arm_budget_tick(self_ptr self, std::optional<clock_type::time_point> at) {
-  if (!at) return;
-  auto now = self->clock().now();
-  auto delay = *at > now ? *at - now : clock_type::duration::zero();
-  ++self->state.stats.timers_armed;
-  self->delayed_send(self, delay, rt_budget_tick{*at});
+  arm_deadline_tick<rt_budget_tick>(self, at, &self->state.stats.timers_armed);
 }
 
 // Ends the budget of every operation whose deadline has come, and starts

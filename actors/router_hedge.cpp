@@ -27,16 +27,15 @@ void settle_arms(self_ptr self, uint64_t id, data_operation& op) {
   auto token = session_token_for(st, op);
   switch (fate) {
   case primary_fate::settle_in_flight:
-    st.late.emplace(std::make_pair(id, uint32_t{0}),
-                    late_arm{std::move(*op.loop), op.req, op.link, token});
+    st.late.file(id, 0, {std::move(*op.loop), {op.req, op.link, token}});
     ++op.diag.abandoned_arms;
     break;
   case primary_fate::climb_now:
     if (!st.snap.table()) break;
     if (auto plan = continue_abandoned_climb(*op.loop, *st.snap.table(),
                                              self->clock().now())) {
-      send_late(self, id, 0,
-                late_arm{std::move(*op.loop), op.req, op.link, token}, *plan);
+      send_late(self, id, 0, {std::move(*op.loop), {op.req, op.link, token}},
+                *plan);
       ++op.diag.abandoned_arms;
     }
     break;
@@ -45,8 +44,8 @@ void settle_arms(self_ptr self, uint64_t id, data_operation& op) {
   }
   if (!op.hedge) return;
   for (auto& [arm, loop] : op.hedge->abandon()) {
-    st.late.emplace(std::make_pair(id, static_cast<uint32_t>(arm)),
-                    late_arm{std::move(loop), op.req, op.link, token});
+    st.late.file(id, static_cast<uint32_t>(arm),
+                 {std::move(loop), {op.req, op.link, token}});
     ++op.diag.abandoned_arms;
   }
   op.diag.hedges = static_cast<uint32_t>(op.hedge->hedges_sent());
@@ -66,15 +65,8 @@ hedge_env env_of(router_state& st) {
 // Puts the hedge's next wake-up into the deadline queue.
 void arm_hedge_timer(self_ptr self, uint64_t id, data_operation& op,
                      std::optional<policy_time> at) {
-  auto& st = self->state;
-  if (op.hedge_due == at) return;
-  if (op.hedge_due) {
-    st.deadlines.remove({id, deadline_slot::hedge}, *op.hedge_due);
-    op.hedge_due.reset();
-  }
-  if (!at) return;
-  op.hedge_due = *at;
-  arm_budget_tick(self, st.deadlines.add({id, deadline_slot::hedge}, *at));
+  arm_budget_tick(self,
+                  move_wake(self->state.deadlines, id, op.hedge_due, at));
 }
 
 // Sends one arm (>= 1) the hedge started.
@@ -246,12 +238,7 @@ void on_hedge_outcome(self_ptr self, uint64_t id, uint32_t arm,
                               describe(op), "a final answer of a hedge"));
     return;
   }
-  const auto& fx = answer.effects;
-  if (fx.marks()) {
-    ++st.stats.marks;
-    mark_region(self, fx.mark_endpoint, fx.mark_read, fx.mark_write,
-                mark_reason(st, &o));
-  }
+  apply_effects(self, answer.effects, origin_of(st, &o, op.budget_spent));
   if (replaces_reported_failure(op.last_failure.has_value(),
                                 op.hedge->primary_done())) {
     op.last_failure = o;
@@ -270,52 +257,33 @@ void on_hedge_outcome(self_ptr self, uint64_t id, uint32_t arm,
 void on_late_answer(self_ptr self, uint64_t id, uint32_t arm,
                     transport::outcome& o) {
   auto& st = self->state;
-  auto i = st.late.find({id, arm});
-  if (i == st.late.end()) return;
-  ++st.stats.late_answers;
+  ++st.counts.late_answers;
+  auto s = st.late.settle(id, arm, attempt_result_of(o), st.snap.table().get(),
+                          self->clock().now());
+  if (!s.tracked) return;
   if (arm > 0) st.stats.hedge_charge += o.request_charge;
-  auto& late = i->second;
-  if (!st.snap.table()) {
-    st.late.erase(i);
-    return;
-  }
-  auto step = settle_late_attempt(late.loop, attempt_result_of(o),
-                                  *st.snap.table(), self->clock().now());
   note_transitions(st, nullptr); // a report or a ladder step may transition
-  if (step.resend) {
-    auto still = std::move(late);
-    st.late.erase(i);
-    send_late(self, id, arm, std::move(still), *step.resend);
+  if (s.resend) {
+    send_late(self, id, arm, std::move(*s.entry), *s.resend);
     return;
   }
-  const auto& fx = step.effects;
-  if (fx.marks()) {
-    ++st.stats.marks;
-    mark_region(self, fx.mark_endpoint, fx.mark_read, fx.mark_write,
-                mark_reason(st, &o));
-  }
-  if (fx.refresh_account && st.with.endpoints) {
-    ++st.stats.refreshes;
-    self->request(st.with.endpoints, caf::infinite, refresh_atom_v,
-                  fx.force_refresh)
-        .then([](const database_account&) {}, [](const caf::error&) {});
-  }
-  st.late.erase(i);
+  apply_effects(self, s.effects, origin_of(st, &o, true));
 }
 
 // Sends the next ladder step of an abandoned attempt; its answer comes back
 // to `on_late_answer` under the same (operation, arm).
-void send_late(self_ptr self, uint64_t id, uint32_t arm, late_arm late,
-               const attempt_plan& plan) {
+void send_late(self_ptr self, uint64_t id, uint32_t arm,
+               late_attempt<late_wire> late, const attempt_plan& plan) {
   auto& st = self->state;
   wire_target t;
-  t.collection_link = late.link;
+  t.collection_link = late.what.link;
   t.endpoint = plan.endpoint;
-  t.session_token = late.session_token;
+  t.session_token = late.what.session_token;
   t.hub_header = plan.hub_header;
   t.timeout = plan.timeout;
-  auto req = to_wire(late.req, t);
-  st.late.insert_or_assign(std::make_pair(id, arm), std::move(late));
+  auto req = to_wire(late.what.req, t);
+  st.late.file(id, arm, std::move(late));
+  ++st.stats.attempts;
   auto hdl = caf::actor_cast<caf::actor>(self);
   st.with.http->send(std::move(req), [hdl, id, arm](transport::outcome o) {
     caf::anon_send(hdl, rt_http_done{id, arm, std::move(o)});

@@ -27,6 +27,13 @@ void forget_deadlines(router_state& st, uint64_t id, const data_operation& op) {
 
 router_stats current_stats(const router_state& st) {
   auto s = st.stats;
+  const auto& c = st.counts;
+  s.failover_decisions = c.decisions;
+  s.failover_decisions_completed = c.decisions_completed;
+  s.decisions_after_budget = c.decisions_after_end;
+  s.marks = c.marks;
+  s.refreshes = c.refreshes;
+  s.late_answers = c.late_answers;
   s.live = st.ops.size();
   s.deadlines_tracked = st.deadlines.size();
   s.deadline_timers_pending = st.deadlines.timers_pending();
@@ -154,9 +161,14 @@ void finish_failure(self_ptr self, uint64_t id, const std::string& why) {
 
 // Why a region is marked, for the location cache's log; built only when
 // that line can be logged.
-std::string mark_reason(const router_state& st, const transport::outcome* o) {
-  if (o == nullptr || !st.cfg.log.enabled(log_level::warn)) return {};
-  return describe_outcome(*o) + " (router)";
+effect_origin origin_of(const router_state& st, const transport::outcome* why,
+                        bool after_end) {
+  effect_origin from;
+  from.why = why;
+  from.plane = " (router)";
+  from.log_reason = st.cfg.log.enabled(log_level::warn);
+  from.after_end = after_end;
+  return from;
 }
 
 } // namespace georoute::router_detail

@@ -8,6 +8,7 @@
 #include "actors/collection_cache.hpp"
 #include "actors/home_thread.hpp"
 #include "actors/internal.hpp"
+#include "actors/operation_driver.hpp"
 #include "actors/policy/attempt_loop.hpp"
 #include "actors/policy/deadline_queue.hpp"
 #include "actors/policy/epk.hpp"
@@ -144,12 +145,12 @@ struct data_operation {
   clock_type::time_point echo_started;
 };
 
-// An arm still in flight when its operation ended: its answer is dropped,
-// but what it saw still marks regions. Its loop goes on up the timeout
-// ladder on the same endpoint (so a hung region is still found silent and
-// marked, as without hedging), and stops at anything else.
-struct late_arm {
-  attempt_loop loop;
+// What the router needs to send the next ladder step of an attempt its
+// operation left behind (`late_attempts`): an abandoned arm's answer is
+// dropped, but what it saw still marks regions, and its loop goes on up the
+// timeout ladder on the same endpoint (so a hung region is still found
+// silent and marked, as without hedging).
+struct late_wire {
   data_request req;
   std::string link;
   std::string session_token;
@@ -178,7 +179,7 @@ struct router_state {
   // (adaptive thresholds), and the arms of ended operations still out.
   hedge_budget hedge_allowance;
   region_latencies latencies;
-  std::map<std::pair<uint64_t, uint32_t>, late_arm> late;
+  late_attempts<late_wire> late;
   // The per-partition circuit breaker; none when switched off. The attempt
   // loops hold a pointer to it: it lives as long as the state.
   std::optional<partition_breaker> breaker;
@@ -192,6 +193,8 @@ struct router_state {
   // `answer`).
   timeout_cancels cancels;
   router_stats stats;
+  // What applying decisions counted (folded into `stats` when asked).
+  driver_counters counts;
   // Duration and request charge per (operation, region, status, error) of
   // every finished operation: the data plane's histograms.
   operation_histograms histograms;
@@ -220,7 +223,8 @@ void finish_ok(self_ptr self, uint64_t id, transport::outcome& o,
                uint32_t arm = 0);
 void finish_error(self_ptr self, uint64_t id, errc code, std::string text);
 void finish_failure(self_ptr self, uint64_t id, const std::string& why);
-std::string mark_reason(const router_state& st, const transport::outcome* o);
+effect_origin origin_of(const router_state& st, const transport::outcome* why,
+                        bool after_end);
 
 // router_breaker.cpp
 void log_transition(const router_state& st, const breaker_transition& t);
@@ -279,8 +283,8 @@ void on_hedge_outcome(self_ptr self, uint64_t id, uint32_t arm,
                       transport::outcome& o);
 void on_late_answer(self_ptr self, uint64_t id, uint32_t arm,
                     transport::outcome& o);
-void send_late(self_ptr self, uint64_t id, uint32_t arm, late_arm late,
-               const attempt_plan& plan);
+void send_late(self_ptr self, uint64_t id, uint32_t arm,
+               late_attempt<late_wire> late, const attempt_plan& plan);
 
 // router_writes.cpp
 write_op write_op_of(data_op op);

@@ -275,8 +275,15 @@ struct retry_stats {
   uint64_t retries = 0;
   uint64_t deadline_trips = 0;
   uint64_t policy_refusals = 0; ///< failures the policy did not retry
-  uint64_t marks = 0;           ///< regions marked unavailable
-  uint64_t refreshes = 0;       ///< account refreshes requested
+  /// Failover decisions with a side effect (a region mark, an account
+  /// refresh) and those whose side effects all completed, as the router's;
+  /// and those made by attempts whose operation had ended (its hard
+  /// deadline tripped or a hedge won): they still run.
+  uint64_t failover_decisions = 0;
+  uint64_t failover_decisions_completed = 0;
+  uint64_t decisions_after_deadline = 0;
+  uint64_t marks = 0;     ///< regions marked unavailable
+  uint64_t refreshes = 0; ///< account refreshes asked of the endpoint manager
   uint64_t session_clears = 0;
   uint64_t late_completions = 0; ///< HTTP answers after the operation ended
   uint64_t live = 0;             ///< detached operations still running
@@ -306,11 +313,13 @@ struct router_stats {
   /// pre-empt a decision).
   uint64_t failover_decisions = 0;
   uint64_t failover_decisions_completed = 0;
-  /// Decisions carried out after the operation's budget ended (nobody waits
-  /// for the operation any more; the side effects still run).
+  /// Decisions carried out when nobody waited for the operation any more:
+  /// its budget had ended, or the operation had (an abandoned attempt's).
+  /// The side effects still run.
   uint64_t decisions_after_budget = 0;
-  uint64_t marks = 0;              ///< regions marked unavailable
-  uint64_t refreshes = 0;          ///< account refreshes requested
+  uint64_t marks = 0; ///< regions marked unavailable
+  /// Account refreshes asked of the endpoint manager.
+  uint64_t refreshes = 0;
   uint64_t metadata_refreshes = 0; ///< 410 range/collection gone
   uint64_t live = 0;               ///< operations in flight now
   /// Requests refused at once with `overloaded`: the router already had
@@ -477,7 +486,9 @@ typename Inspector::result_type inspect(Inspector& f, query_plan_stats& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, retry_stats& x) {
   return f(x.operations, x.attempts, x.retries, x.deadline_trips,
-           x.policy_refusals, x.marks, x.refreshes, x.session_clears,
+           x.policy_refusals, x.failover_decisions,
+           x.failover_decisions_completed, x.decisions_after_deadline, x.marks,
+           x.refreshes, x.session_clears,
            x.late_completions, x.live, x.stale_snapshots,
            x.metadata_hedges_started, x.metadata_hedges_won,
            x.metadata_hedges_refused, x.metadata_hedge_slots);

@@ -64,13 +64,15 @@ protected:
   fake_router_actor router;
   retry_actor retry;
 
-  void start(retry_config cfg = {}) {
+  // `with_endpoints` false: an engine without an endpoint manager.
+  void start(retry_config cfg = {}, bool with_endpoints = true) {
     location_table_options lo;
     lo.default_endpoint = global_ep;
     lo.preferred_regions = {"West US", "East US", "North Europe"};
     locations = spawn_location_cache(sys, lo);
     self->send(locations, account_atom_v, three_region_account());
-    endpoints = sys.spawn(fake_endpoint_manager, refreshes);
+    if (with_endpoints)
+      endpoints = sys.spawn(fake_endpoint_manager, refreshes);
     router = sys.spawn(fake_router, routed);
     retry = spawn_retry(sys, cfg, {locations, endpoints, http, router, {}, {}});
     run();
@@ -496,3 +498,58 @@ TEST_F(Retry, LiveGauge_ReturnsToZeroWhenWorkEnds) {
 }
 
 } // namespace
+
+// -- What both planes do alike: the router's twins of these tests are in
+// router_test.cpp.
+
+// An engine without an endpoint manager: a refusal marks West, and the read
+// goes on to East after the failover pause. No refresh is asked, so none is
+// counted, and the decision (its mark) completes.
+TEST_F(Retry, NoEndpointManager_NoRefreshCounted_TheDecisionCompletes) {
+  retry_config cfg;
+  cfg.metadata_hedge.max_concurrent = 0; // not hedged
+  start(cfg, false);
+  auto h =
+      self->request(retry, caf::infinite, execute_atom_v, read_collection());
+  run();
+  answer(transport_failure(transport::failure::refused));
+  auto s = stats();
+  EXPECT_EQ(s.marks, 1u);
+  EXPECT_EQ(s.refreshes, 0u);
+  EXPECT_EQ(s.failover_decisions, 1u);
+  EXPECT_EQ(s.failover_decisions_completed, 1u);
+  EXPECT_EQ(http->count(), 1u);
+  advance(1s); // the failover pause of reads
+  ASSERT_EQ(http->count(), 2u);
+  EXPECT_EQ(last_endpoint(), east_ep);
+  answer(ok_response("{}"));
+  receive_now(
+      self, h, [](transport::outcome& o) { EXPECT_EQ(o.status, 200); },
+      [](caf::error& e) { ADD_FAILURE() << caf::to_string(e); });
+}
+
+// The mark an attempt makes after its operation's hard deadline is a
+// decision made after the operation ended; it is counted and completes, and
+// its answer is a late answer.
+TEST_F(Retry, DeadlineTrips_TheLateAttemptsDecisionIsCounted) {
+  retry_config cfg;
+  cfg.hard_deadline = 30s;
+  cfg.metadata_hedge.max_concurrent = 0; // not hedged
+  start(cfg);
+  auto h =
+      self->request(retry, caf::infinite, execute_atom_v, read_collection());
+  run();
+  advance(30s);
+  receive_now(
+      self, h,
+      [](transport::outcome&) { ADD_FAILURE() << "expected an error"; },
+      [](caf::error& e) { EXPECT_EQ(code_of(e), errc::deadline_exceeded); });
+  EXPECT_EQ(stats().failover_decisions, 0u);
+  answer(transport_failure(transport::failure::refused));
+  auto s = stats();
+  EXPECT_EQ(s.late_completions, 1u);
+  EXPECT_EQ(s.failover_decisions, 1u);
+  EXPECT_EQ(s.failover_decisions_completed, 1u);
+  EXPECT_EQ(s.decisions_after_deadline, 1u);
+  EXPECT_EQ(s.refreshes, 1u);
+}

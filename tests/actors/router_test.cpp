@@ -132,15 +132,18 @@ protected:
   router_actor router;
 
   // Reads prefer West US, then East US, then North Europe.
+  // `with_endpoints` false: an engine without an endpoint manager.
   void start(router_config cfg = {},
-             database_account account = three_region_account()) {
+             database_account account = three_region_account(),
+             bool with_endpoints = true) {
     location_table_options lo;
     lo.default_endpoint = global_ep;
     lo.preferred_regions = {"West US", "East US", "North Europe"};
     locations = spawn_location_cache(sys, lo);
     refreshes->serves = account;
     self->send(locations, account_atom_v, account);
-    endpoints = sys.spawn(fake_endpoint_manager, refreshes);
+    if (with_endpoints)
+      endpoints = sys.spawn(fake_endpoint_manager, refreshes);
     collections = sys.spawn(fake_collections, the_collection());
     pkranges = sys.spawn(fake_pkranges, std::string{"etag-1"});
     router = spawn_router(
@@ -480,7 +483,9 @@ TEST_F(Router, HedgeWinsDuringAReadBack_NothingIsLeftAsAbandoned) {
       [](caf::error& e) { ADD_FAILURE() << caf::to_string(e); });
   answer(2, status_response(404)); // the read-back, late: dropped
   auto s = stats();
-  EXPECT_EQ(s.late_answers, 0u);
+  // Counted as late, as every answer whose operation ended is (in both
+  // planes); nothing waited for it.
+  EXPECT_EQ(s.late_answers, 1u);
   EXPECT_EQ(s.live, 0u);
 }
 
@@ -596,3 +601,86 @@ TEST_F(Router, Breaker_OpenProbeReopenHalfOpenClosed) {
 }
 
 } // namespace
+
+// -- What both planes do alike: the retry actor's twins of these tests are
+// in retry_test.cpp.
+
+// An engine without an endpoint manager: a refusal marks West, and the read
+// goes on to East after the failover pause. No refresh is asked, so none is
+// counted, and the decision (its mark) completes.
+TEST_F(Router, NoEndpointManager_NoRefreshCounted_TheDecisionCompletes) {
+  start({}, three_region_account(), false);
+  auto h = route(read_doc());
+  answer(0, transport_failure(transport::failure::refused));
+  auto s = stats();
+  EXPECT_EQ(s.marks, 1u);
+  EXPECT_EQ(s.refreshes, 0u);
+  EXPECT_EQ(s.failover_decisions, 1u);
+  EXPECT_EQ(s.failover_decisions_completed, 1u);
+  EXPECT_EQ(http->count(), 1u);
+  advance(1s); // the failover pause of reads
+  ASSERT_EQ(http->count(), 2u);
+  EXPECT_EQ(endpoint_of(1), east_ep);
+  answer(1, ok_response(R"({"id":"doc1","pk":"p0"})"));
+  receive_now(
+      self, h, [](data_response& r) { EXPECT_EQ(r.status, 200); },
+      [](caf::error& e) { ADD_FAILURE() << caf::to_string(e); });
+}
+
+// A hedge arm's failure that does not end the operation is a decision like
+// the primary's: East refuses the hedge, is marked, and the decision is
+// counted and completes.
+TEST_F(Router, HedgeArmRefused_ItsMarkIsACountedDecision) {
+  router_config cfg;
+  cfg.hedging.threshold = 1s;
+  start(cfg);
+  auto req = read_doc();
+  req.options.hedge = 1;
+  auto h = route(req);
+  advance(1s);
+  ASSERT_EQ(http->count(), 2u) << "no hedge at the threshold";
+  EXPECT_EQ(endpoint_of(1), east_ep);
+  answer(1, transport_failure(transport::failure::refused));
+  auto s = stats();
+  EXPECT_EQ(s.marks, 1u);
+  EXPECT_EQ(s.failover_decisions, 1u);
+  EXPECT_EQ(s.failover_decisions_completed, 1u);
+  EXPECT_EQ(s.decisions_after_budget, 0u);
+  answer(0, ok_response(R"({"id":"doc1","pk":"p0"})"));
+  receive_now(
+      self, h, [](data_response& r) { EXPECT_EQ(r.status, 200); },
+      [](caf::error& e) { ADD_FAILURE() << caf::to_string(e); });
+}
+
+// The ladder steps an abandoned primary still sends are attempts, its
+// answers are late answers, and the mark it ends with is a decision made
+// after its operation ended.
+TEST_F(Router, AbandonedPrimaryClimbs_ItsStepsAndDecisionAreCounted) {
+  router_config cfg;
+  cfg.hedging.threshold = 1s;
+  cfg.ladders.partition_failover = {{6s, 2s}, {6s, 0s}, {10s, 0s}};
+  start(cfg);
+  auto req = read_doc();
+  req.options.hedge = 1;
+  auto h = route(req);
+  answer(0, transport_failure(transport::failure::timeout)); // step 1
+  advance(1s);
+  ASSERT_EQ(http->count(), 2u) << "no hedge at the threshold";
+  answer(1, ok_response(R"({"id":"doc1","pk":"p0"})"));
+  receive_now(
+      self, h, [](data_response& r) { EXPECT_EQ(r.status, 200); },
+      [](caf::error& e) { ADD_FAILURE() << caf::to_string(e); });
+  ASSERT_EQ(http->count(), 3u) << "the pending ladder step was dropped";
+  EXPECT_EQ(stats().attempts, 3u);
+  answer(2, transport_failure(transport::failure::timeout)); // step 2
+  ASSERT_EQ(http->count(), 4u);
+  EXPECT_EQ(stats().attempts, 4u);
+  EXPECT_EQ(stats().failover_decisions, 0u);
+  answer(3, transport_failure(transport::failure::timeout)); // step 3
+  auto s = stats();
+  EXPECT_EQ(s.late_answers, 2u);
+  EXPECT_EQ(s.marks, 1u);
+  EXPECT_EQ(s.failover_decisions, 1u);
+  EXPECT_EQ(s.failover_decisions_completed, 1u);
+  EXPECT_EQ(s.decisions_after_budget, 1u);
+}
