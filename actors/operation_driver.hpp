@@ -190,6 +190,75 @@ private:
   std::map<key, late_attempt<Wire>> entries_;
 };
 
+// -- the location cache's tables -------------------------------------------
+//
+// Both planes resolve on their own snapshot of the location table. Every
+// table, whether it answers the subscription or is pushed later, goes
+// through `take_table`: applied only if newer than the one held (with the
+// actor's unconfirmed marks on top), and then `on_new_table` runs: the
+// plane resumes what waited for a first table and forgets what the new one
+// no longer has.
+
+/// Applies `s` to the actor's snapshot and runs `on_new_table` if it was
+/// newer (the snapshot counts the stale ones).
+template <class Self, class OnNewTable>
+void take_table(Self* self, const location_snapshot& s,
+                OnNewTable on_new_table) {
+  if (self->state.snap.apply(s.table, s.version)) on_new_table();
+}
+
+/// Monitors the location cache (if the actor has one) and subscribes to its
+/// tables; the answer goes through `take_table`.
+template <class Self, class OnNewTable>
+void subscribe_to_tables(Self* self, OnNewTable on_new_table) {
+  auto& st = self->state;
+  if (!st.with.locations) return;
+  self->monitor(st.with.locations);
+  self->request(st.with.locations, caf::infinite, subscribe_atom_v,
+                caf::actor_cast<caf::actor>(self))
+      .then(
+          [=](location_snapshot& snap) {
+            take_table(self, snap, on_new_table);
+          },
+          [](caf::error&) {
+            // The location cache went down before it answered: the
+            // supervisor re-wires us to its successor.
+          });
+}
+
+/// A pushed table: taken only from the actor's location cache.
+template <class Self, class OnNewTable>
+void on_pushed_table(Self* self, const location_snapshot& s,
+                     OnNewTable on_new_table) {
+  auto& st = self->state;
+  if (!st.with.locations ||
+      self->current_sender() != st.with.locations.address())
+    return; // only the location cache publishes tables
+  take_table(self, s, on_new_table);
+}
+
+/// Re-wiring: a new location cache counts its versions from scratch, so the
+/// actor subscribes afresh. A null handle changes nothing (re-wiring names
+/// every collaborator; null means "not part of this engine").
+template <class Self, class OnNewTable>
+void rewire_tables(Self* self, const location_cache_actor& next,
+                   OnNewTable on_new_table) {
+  auto& st = self->state;
+  if (!next || next == st.with.locations) return;
+  st.with.locations = next;
+  st.snap.reset_source();
+  subscribe_to_tables(self, on_new_table);
+}
+
+/// The actor is told to exit: every waiting caller gets `err` (the
+/// promises of `ops`' values, in `rp`).
+template <class Map>
+void fail_all(Map& ops, const caf::error& err) {
+  for (auto& entry : ops)
+    entry.second.rp.deliver(err);
+  ops.clear();
+}
+
 /// Arms the timer message `Tick{at}` for the deadline queue's next due
 /// time, if there is one; counts it in `armed` when given.
 template <class Tick, class Self>

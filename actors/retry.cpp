@@ -132,6 +132,7 @@ retry_stats current_stats(const retry_state& st) {
   s.refreshes = c.refreshes;
   s.session_clears = c.session_clears;
   s.late_completions = c.late_answers;
+  s.stale_snapshots = st.snap.stale();
   return s;
 }
 
@@ -350,30 +351,15 @@ void attempt(self_ptr self, uint64_t op_id) {
   if (plan->number == 1) plan_hedge(self, op_id, op);
 }
 
-// Applies a pushed snapshot unless it is no newer than the one held (see
-// snapshot_holder), then starts what waited for a first table.
-void apply_snapshot(self_ptr self, const location_snapshot& snap) {
-  auto& st = self->state;
-  if (!st.snap.apply(snap.table, snap.version)) {
-    st.stats.stale_snapshots = st.snap.stale();
-    return;
-  }
-  auto waiting = std::move(st.waiting_for_snapshot);
+// A newer table: what waited for a first table goes.
+void on_new_table(self_ptr self) {
+  auto waiting = std::move(self->state.waiting_for_snapshot);
   for (auto id : waiting)
     attempt(self, id);
 }
 
 void subscribe(self_ptr self) {
-  auto& st = self->state;
-  if (!st.with.locations) return;
-  self->monitor(st.with.locations);
-  self->request(st.with.locations, caf::infinite, subscribe_atom_v,
-                caf::actor_cast<caf::actor>(self))
-      .then([=](location_snapshot& snap) { apply_snapshot(self, snap); },
-            [](caf::error&) {
-              // The location cache went down before it answered; the
-              // supervisor re-wires us to its successor.
-            });
+  subscribe_to_tables(self, [self] { on_new_table(self); });
 }
 
 // Ends the operation with the hedge's answer.
@@ -617,24 +603,16 @@ void rewire(self_ptr self, const engine_wiring& w) {
   retarget(self, st.with.endpoints, w.endpoints);
   // The router's own pipeline is wired without a router (it never detaches).
   if (st.with.router) retarget(self, st.with.router, w.router);
-  if (w.locations != st.with.locations) {
-    st.with.locations = w.locations;
-    st.snap.reset_source(); // a new cache counts its versions from scratch
-    subscribe(self);
-  }
+  rewire_tables(self, w.locations, [self] { on_new_table(self); });
 }
 
 void stop(self_ptr self, const caf::exit_msg& msg) {
   auto& st = self->state;
   auto err = stopped_error(who, msg.reason);
-  for (auto& [id, op] : st.ops)
-    op.rp.deliver(err);
-  for (auto& [id, d] : st.detached)
-    d.rp.deliver(err);
-  st.ops.clear();
+  fail_all(st.ops, err);
+  fail_all(st.detached, err);
   st.late.clear();
   st.deadlines.clear();
-  st.detached.clear();
   update_live(st);
   self->quit(msg.reason);
 }
@@ -675,11 +653,7 @@ retry_impl_actor::behavior_type retry_impl(self_ptr self, retry_config cfg,
           -> caf::result<transport::outcome> { return detach(self, req); },
       [=](stats_atom) { return current_stats(self->state); },
       [=](snapshot_atom, location_snapshot& snap) {
-        auto& st = self->state;
-        if (!st.with.locations ||
-            self->current_sender() != st.with.locations.address())
-          return; // only the location cache publishes tables
-        apply_snapshot(self, snap);
+        on_pushed_table(self, snap, [self] { on_new_table(self); });
       },
       [=](const engine_wiring& w) { rewire(self, w); },
       [=](retry_attempt m) { attempt(self, m.op); },

@@ -8,24 +8,20 @@ namespace router_detail {
 
 // -- collaborators -----------------------------------------------------------
 
-void subscribe(self_ptr self) {
+// A newer table: the regions it no longer has are forgotten, and what
+// waited for a first table goes.
+void on_new_table(self_ptr self) {
   auto& st = self->state;
-  if (!st.with.locations) return;
-  self->monitor(st.with.locations);
-  self->request(st.with.locations, caf::infinite, subscribe_atom_v,
-                caf::actor_cast<caf::actor>(self))
-      .then(
-          [=](location_snapshot& snap) {
-            auto& st = self->state;
-            if (!st.snap.apply(snap.table, snap.version)) return;
-            forget_departed_regions(st);
-            std::vector<uint64_t> waiting;
-            for (auto& [id, op] : st.ops)
-              if (op.waiting == waiting_for::snapshot) waiting.push_back(id);
-            for (auto id : waiting)
-              attempt(self, id);
-          },
-          [](caf::error&) {});
+  forget_departed_regions(st);
+  std::vector<uint64_t> waiting;
+  for (auto& [id, op] : st.ops)
+    if (op.waiting == waiting_for::snapshot) waiting.push_back(id);
+  for (auto id : waiting)
+    attempt(self, id);
+}
+
+void subscribe(self_ptr self) {
+  subscribe_to_tables(self, [self] { on_new_table(self); });
 }
 
 // The operations waiting for `what` from the collaborator `gone`.
@@ -68,11 +64,7 @@ void rewire(self_ptr self, const engine_wiring& w) {
   retarget(self, st.with.pkranges, w.pkranges);
   retarget(self, st.with.endpoints, w.endpoints);
   if (w.plans) st.with.plans = w.plans;
-  if (w.locations && w.locations != st.with.locations) {
-    st.with.locations = w.locations;
-    st.snap.reset_source();
-    subscribe(self);
-  }
+  rewire_tables(self, w.locations, [self] { on_new_table(self); });
   caf::unsafe_send_as(self, caf::actor_cast<caf::actor>(st.pipeline), w);
 }
 
@@ -104,10 +96,7 @@ router_impl_actor::behavior_type router_impl(self_ptr self, router_config cfg,
   self->set_exit_handler([=](caf::exit_msg& msg) {
     if (!msg.reason) return;
     auto& st = self->state;
-    auto err = stopped_error(who, msg.reason);
-    for (auto& [id, op] : st.ops)
-      op.rp.deliver(err);
-    st.ops.clear();
+    fail_all(st.ops, stopped_error(who, msg.reason));
     st.deadlines.clear();
     st.late.clear();
     self->quit(msg.reason);
@@ -123,12 +112,7 @@ router_impl_actor::behavior_type router_impl(self_ptr self, router_config cfg,
                               to_pipeline_request(req));
       },
       [=](snapshot_atom, location_snapshot& snap) {
-        auto& st = self->state;
-        if (!st.with.locations ||
-            self->current_sender() != st.with.locations.address())
-          return; // only the location cache publishes tables
-        if (st.snap.apply(snap.table, snap.version))
-          forget_departed_regions(st);
+        on_pushed_table(self, snap, [self] { on_new_table(self); });
       },
       [=](const engine_wiring& w) { rewire(self, w); },
       [=](rt_attempt m) {

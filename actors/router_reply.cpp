@@ -34,6 +34,7 @@ router_stats current_stats(const router_state& st) {
   s.marks = c.marks;
   s.refreshes = c.refreshes;
   s.late_answers = c.late_answers;
+  s.stale_snapshots = st.snap.stale();
   s.live = st.ops.size();
   s.deadlines_tracked = st.deadlines.size();
   s.deadline_timers_pending = st.deadlines.timers_pending();

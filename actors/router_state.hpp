@@ -294,6 +294,7 @@ bool take_echo(self_ptr self, uint64_t id, const transport::outcome& o,
 void on_read_back(self_ptr self, uint64_t id, transport::outcome& o);
 
 // router.cpp
+void on_new_table(self_ptr self);
 void subscribe(self_ptr self);
 std::vector<uint64_t> ops_waiting_on(router_state& st, waiting_for what,
                                      const caf::actor_addr& gone);

@@ -83,6 +83,8 @@ constexpr stats_field<router_stats> router_table[] = {
                "Request units charged to hedges' answers."),
     GEOROUTE_C(router_stats, late_answers,
                "Answers that came after their operation ended."),
+    GEOROUTE_C(router_stats, stale_snapshots,
+               "Location tables not applied: no newer than the held one."),
     GEOROUTE_C(router_stats, breaker_opened,
                "Circuit-breaker keys opened from closed."),
     GEOROUTE_C(router_stats, breaker_probes, "Circuit-breaker probes started."),

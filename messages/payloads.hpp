@@ -346,6 +346,9 @@ struct router_stats {
   uint64_t hedges_on_evidence = 0;
   double hedge_charge = 0;
   uint64_t late_answers = 0;
+  /// Tables from the location cache not applied because they were no newer
+  /// than the held one (a push that raced a local mark).
+  uint64_t stale_snapshots = 0;
   /// The per-partition circuit breaker: (range, region) keys opened from
   /// closed, probes started, keys closed again after a probe, keys opened
   /// again from probing or half-open (failed, timed-out or lost probes,
@@ -502,7 +505,7 @@ typename Inspector::result_type inspect(Inspector& f, router_stats& x) {
            x.live, x.rejected_overloaded, x.deadlines_tracked,
            x.deadline_timers_pending, x.timers_armed, x.hedges_started,
            x.hedges_won, x.hedges_refused, x.hedges_on_evidence, x.hedge_charge,
-           x.late_answers, x.breaker_opened, x.breaker_probes, x.breaker_closed,
+           x.late_answers, x.stale_snapshots, x.breaker_opened, x.breaker_probes, x.breaker_closed,
            x.breaker_reopened, x.breaker_skips, x.breaker_tracked);
 }
 

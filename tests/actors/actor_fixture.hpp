@@ -127,6 +127,60 @@ fake_endpoint_manager(endpoint_manager_actor::pointer,
   };
 }
 
+/// What a `fake_location_cache` saw, and whether it answers subscriptions.
+struct table_log {
+  /// Hold every subscription unanswered: a subscriber gets its first table
+  /// only from a push (`push_atom`).
+  bool hold_subscriptions = false;
+  std::vector<caf::actor> subscribers;
+  int marks = 0;
+};
+
+/// The trigger with which a test makes a `fake_location_cache` push its
+/// table to its subscribers.
+using push_atom = caf::atom_constant<caf::atom("push")>;
+constexpr push_atom push_atom_v = push_atom{};
+
+using fake_location_cache_actor =
+    location_cache_actor::extend<caf::reacts_to<push_atom>>;
+
+/// A location cache with one table, `three_region_account()` preferring
+/// West US, East US, North Europe (version 1). It counts marks and confirms
+/// them without changing its table, and it answers subscriptions at once,
+/// or never (`hold_subscriptions`); `push_atom` sends the table to every
+/// subscriber.
+inline fake_location_cache_actor::behavior_type
+fake_location_cache(fake_location_cache_actor::pointer self,
+                    std::shared_ptr<table_log> log) {
+  location_table_options lo;
+  lo.default_endpoint = global_ep;
+  lo.preferred_regions = {"West US", "East US", "North Europe"};
+  auto table = std::make_shared<const location_table>(
+      location_table{lo}.with_account(three_region_account(),
+                                      self->clock().now()));
+  location_snapshot snap{table, 1};
+  return {
+      [](account_atom, const database_account&) {},
+      [](resolve_atom, const resolve_input&) { return resolution{}; },
+      [log](mark_atom, const region_mark&) {
+        ++log->marks;
+        return uint64_t{1};
+      },
+      [self, log, snap](subscribe_atom,
+                        caf::actor& sub) -> caf::result<location_snapshot> {
+        log->subscribers.push_back(sub);
+        if (log->hold_subscriptions)
+          return self->make_response_promise<location_snapshot>();
+        return snap;
+      },
+      [](refresh_atom) { return false; },
+      [self, log, snap](push_atom) {
+        for (const auto& sub : log->subscribers)
+          caf::unsafe_send_as(self, sub, snapshot_atom_v, snap);
+      },
+  };
+}
+
 inline transport::outcome ok_response(std::string body, int status = 200) {
   transport::outcome o;
   o.status = status;

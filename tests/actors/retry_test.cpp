@@ -1,6 +1,7 @@
 // The retry actor's contract, one test per point (issue 4, item 1). Virtual
 // time: the hard deadline, back-offs and caller timeouts are exact.
 
+#include "actors/internal.hpp"
 #include "actors/location_cache.hpp"
 #include "actors/retry.hpp"
 #include "messages/error.hpp"
@@ -552,4 +553,62 @@ TEST_F(Retry, DeadlineTrips_TheLateAttemptsDecisionIsCounted) {
   EXPECT_EQ(s.failover_decisions_completed, 1u);
   EXPECT_EQ(s.decisions_after_deadline, 1u);
   EXPECT_EQ(s.refreshes, 1u);
+}
+
+// A table that arrives as a push, before the subscription is answered,
+// starts what waited for a first table.
+TEST_F(Retry, FirstTableArrivesAsAPush_TheWaitingReadGoes) {
+  auto tables = std::make_shared<table_log>();
+  tables->hold_subscriptions = true;
+  auto cache = sys.spawn(fake_location_cache, tables);
+  locations = caf::actor_cast<location_cache_actor>(cache);
+  endpoints = sys.spawn(fake_endpoint_manager, refreshes);
+  router = sys.spawn(fake_router, routed);
+  retry_config cfg;
+  cfg.metadata_hedge.max_concurrent = 0; // not hedged
+  retry = spawn_retry(sys, cfg, {locations, endpoints, http, router, {}, {}});
+  run();
+  auto h =
+      self->request(retry, caf::infinite, execute_atom_v, read_collection());
+  run();
+  EXPECT_EQ(http->count(), 0u) << "sent with no table";
+  self->send(cache, push_atom_v);
+  run();
+  ASSERT_EQ(http->count(), 1u) << "the pushed table did not start the read";
+  EXPECT_EQ(last_endpoint(), west_ep);
+  answer(ok_response("{}"));
+  receive_now(
+      self, h, [](transport::outcome& o) { EXPECT_EQ(o.status, 200); },
+      [](caf::error& e) { ADD_FAILURE() << caf::to_string(e); });
+}
+
+// A re-wiring that names no location cache keeps the one the actor has:
+// null means "not part of this engine", never "forget it". West's refusal
+// after such a re-wiring still reaches the cache as a mark.
+TEST_F(Retry, RewiringWithNoLocationCache_KeepsTheCache) {
+  auto tables = std::make_shared<table_log>();
+  auto cache = sys.spawn(fake_location_cache, tables);
+  locations = caf::actor_cast<location_cache_actor>(cache);
+  endpoints = sys.spawn(fake_endpoint_manager, refreshes);
+  router = sys.spawn(fake_router, routed);
+  retry_config cfg;
+  cfg.metadata_hedge.max_concurrent = 0; // not hedged
+  retry = spawn_retry(sys, cfg,
+                      {locations, endpoints, http, router, {}, self->address()});
+  run();
+  engine_wiring w;
+  w.supervisor = self->address();
+  w.endpoints = endpoints; // everything else null
+  self->send(caf::actor_cast<caf::actor>(retry), w);
+  run();
+  auto h =
+      self->request(retry, caf::infinite, execute_atom_v, read_collection());
+  run();
+  answer(transport_failure(transport::failure::refused));
+  EXPECT_EQ(tables->marks, 1) << "the mark never reached the location cache";
+  advance(1s);
+  answer(ok_response("{}"));
+  receive_now(
+      self, h, [](transport::outcome& o) { EXPECT_EQ(o.status, 200); },
+      [](caf::error& e) { ADD_FAILURE() << caf::to_string(e); });
 }

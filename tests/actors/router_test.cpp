@@ -684,3 +684,60 @@ TEST_F(Router, AbandonedPrimaryClimbs_ItsStepsAndDecisionAreCounted) {
   EXPECT_EQ(s.failover_decisions_completed, 1u);
   EXPECT_EQ(s.decisions_after_budget, 1u);
 }
+
+// A table that arrives as a push, before the subscription is answered,
+// starts what waited for a first table.
+TEST_F(Router, FirstTableArrivesAsAPush_TheWaitingReadGoes) {
+  auto tables = std::make_shared<table_log>();
+  tables->hold_subscriptions = true;
+  auto cache = sys.spawn(fake_location_cache, tables);
+  locations = caf::actor_cast<location_cache_actor>(cache);
+  endpoints = sys.spawn(fake_endpoint_manager, refreshes);
+  collections = sys.spawn(fake_collections, the_collection());
+  pkranges = sys.spawn(fake_pkranges, std::string{"etag-1"});
+  router = spawn_router(
+      sys, {}, {locations, endpoints, collections, pkranges, http, {}, {}});
+  run();
+  auto h = route(read_doc());
+  EXPECT_EQ(http->count(), 0u) << "sent with no table";
+  self->send(cache, push_atom_v);
+  run();
+  ASSERT_EQ(http->count(), 1u) << "the pushed table did not start the read";
+  EXPECT_EQ(endpoint_of(0), west_ep);
+  answer(0, ok_response(R"({"id":"doc1","pk":"p0"})"));
+  receive_now(
+      self, h, [](data_response& r) { EXPECT_EQ(r.status, 200); },
+      [](caf::error& e) { ADD_FAILURE() << caf::to_string(e); });
+}
+
+// A hedged read whose caller gives up while both arms are out: nothing
+// reaches the router. East's refusal (the hedge arm) still marks East; West
+// (the primary) then answers, the operation ends, and the caller, already
+// gone, hears nothing more.
+TEST_F(Router, CallerTimesOutWhileHedged_TheArmsStillDecide) {
+  router_config cfg;
+  cfg.hedging.threshold = 1s;
+  start(cfg);
+  auto req = read_doc();
+  req.options.hedge = 1;
+  auto log = std::make_shared<caller_log>();
+  auto c = sys.spawn(caller, router, caf::timespan{1500ms}, req, log);
+  run();
+  advance(1s);
+  ASSERT_EQ(http->count(), 2u) << "no hedge at the threshold";
+  EXPECT_EQ(endpoint_of(1), east_ep);
+  advance(500ms);
+  ASSERT_EQ(log->got, std::vector<std::string>{"timeout"});
+  EXPECT_EQ(stats().live, 1u) << "the caller's timeout reached the router";
+  answer(1, transport_failure(transport::failure::refused));
+  auto s = stats();
+  EXPECT_EQ(s.marks, 1u) << "the hedge arm's refusal was dropped";
+  EXPECT_EQ(s.failover_decisions, s.failover_decisions_completed);
+  EXPECT_EQ(s.live, 1u);
+  answer(0, ok_response(R"({"id":"doc1","pk":"p0"})"));
+  s = stats();
+  EXPECT_EQ(s.live, 0u);
+  EXPECT_EQ(s.succeeded, 1u);
+  EXPECT_EQ(log->got.size(), 1u);
+  self->send_exit(c, caf::exit_reason::user_shutdown);
+}
