@@ -1,6 +1,6 @@
-#include "actors/client.hpp"
+#include "georoute/actors/client.hpp"
 
-#include "messages/error.hpp"
+#include "georoute/messages/error.hpp"
 
 #include <caf/scoped_actor.hpp>
 #include <nlohmann/json.hpp>

@@ -10,8 +10,8 @@
 //   auto doc = db.read("dbs/shop/colls/orders", "o1", pk("o1"));
 //   if (!doc) std::cerr << sys.render(doc.error()) << "\n";
 
-#include "actors/engine.hpp"
-#include "messages/interfaces.hpp"
+#include "georoute/actors/engine.hpp"
+#include "georoute/messages/interfaces.hpp"
 
 #include <caf/actor_system.hpp>
 #include <caf/expected.hpp>

@@ -1,11 +1,11 @@
-#include "actors/collection_cache.hpp"
+#include "georoute/actors/collection_cache.hpp"
 
-#include "actors/internal.hpp"
-#include "actors/policy/lru_cache.hpp"
-#include "actors/policy/metadata_rules.hpp"
-#include "messages/error.hpp"
-#include "transport/auth.hpp"
-#include "transport/codecs.hpp"
+#include "georoute/actors/internal.hpp"
+#include "georoute/actors/policy/lru_cache.hpp"
+#include "georoute/actors/policy/metadata_rules.hpp"
+#include "georoute/messages/error.hpp"
+#include "georoute/transport/auth.hpp"
+#include "georoute/transport/codecs.hpp"
 
 #include <algorithm>
 #include <caf/stateful_actor.hpp>

@@ -41,7 +41,7 @@
 //   flight, every waiter gets `errc::collaborator_down` at once and the next
 //   request fetches afresh (through the successor the engine re-wires in).
 
-#include "messages/interfaces.hpp"
+#include "georoute/messages/interfaces.hpp"
 
 #include <caf/actor.hpp>
 #include <caf/actor_addr.hpp>

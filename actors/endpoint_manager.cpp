@@ -1,9 +1,9 @@
-#include "actors/endpoint_manager.hpp"
+#include "georoute/actors/endpoint_manager.hpp"
 
-#include "actors/internal.hpp"
-#include "actors/policy/account_refresh.hpp"
-#include "messages/error.hpp"
-#include "transport/codecs.hpp"
+#include "georoute/actors/internal.hpp"
+#include "georoute/actors/policy/account_refresh.hpp"
+#include "georoute/messages/error.hpp"
+#include "georoute/transport/codecs.hpp"
 
 #include <caf/event_based_actor.hpp>
 #include <caf/stateful_actor.hpp>

@@ -23,11 +23,11 @@
 // - Every change (write-region switch, multi-write flip, regions added or
 //   removed) goes to the location cache. It never waits on a caller.
 
-#include "actors/http_port.hpp"
-#include "actors/log.hpp"
-#include "actors/policy/timeout_ladder.hpp"
-#include "config/settings.hpp"
-#include "messages/interfaces.hpp"
+#include "georoute/actors/http_port.hpp"
+#include "georoute/actors/log.hpp"
+#include "georoute/actors/policy/timeout_ladder.hpp"
+#include "georoute/config/settings.hpp"
+#include "georoute/messages/interfaces.hpp"
 
 #include <caf/actor_system.hpp>
 #include <string>

@@ -59,10 +59,10 @@
 // engine's internal protocol (actors/internal.hpp: the re-wiring, the helpers
 // its actors share) is not part of it.
 
-#include "actors/http_port.hpp"
-#include "actors/log.hpp"
-#include "config/settings.hpp"
-#include "messages/interfaces.hpp"
+#include "georoute/actors/http_port.hpp"
+#include "georoute/actors/log.hpp"
+#include "georoute/config/settings.hpp"
+#include "georoute/messages/interfaces.hpp"
 
 #include <caf/actor_system.hpp>
 #include <caf/expected.hpp>

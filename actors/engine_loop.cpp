@@ -1,7 +1,7 @@
-#include "actors/engine_loop.hpp"
+#include "georoute/actors/engine_loop.hpp"
 
-#include "actors/own_thread.hpp"
-#include "transport/io_loop.hpp"
+#include "georoute/actors/own_thread.hpp"
+#include "georoute/transport/io_loop.hpp"
 
 #include <atomic>
 #include <boost/intrusive/list.hpp>

@@ -1,7 +1,7 @@
-#include "actors/home_thread.hpp"
+#include "georoute/actors/home_thread.hpp"
 
-#include "actors/own_thread.hpp"
-#include "transport/io_loop.hpp"
+#include "georoute/actors/own_thread.hpp"
+#include "georoute/transport/io_loop.hpp"
 
 #include <caf/detail/set_thread_name.hpp>
 #include <caf/resumable.hpp>

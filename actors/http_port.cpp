@@ -1,7 +1,7 @@
-#include "actors/http_port.hpp"
+#include "georoute/actors/http_port.hpp"
 
-#include "transport/auth.hpp"
-#include "transport/http_client.hpp"
+#include "georoute/transport/auth.hpp"
+#include "georoute/transport/http_client.hpp"
 
 #include <chrono>
 

@@ -9,8 +9,8 @@
 // port that records requests and answers them by hand, so actor tests run in
 // virtual time without sockets.
 
-#include "config/settings.hpp"
-#include "transport/outcome.hpp"
+#include "georoute/config/settings.hpp"
+#include "georoute/transport/outcome.hpp"
 
 #include <cstdint>
 #include <functional>

@@ -1,6 +1,6 @@
-#include "actors/internal.hpp"
+#include "georoute/actors/internal.hpp"
 
-#include "transport/codecs.hpp"
+#include "georoute/transport/codecs.hpp"
 
 #include <caf/exit_reason.hpp>
 #include <caf/sec.hpp>

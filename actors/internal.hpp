@@ -11,10 +11,10 @@
 // `engine_wiring`, which it accepts only from the supervisor that spawned it.
 // Spawn functions hand out the public handle.
 
-#include "actors/policy/attempt_loop.hpp"
-#include "messages/error.hpp"
-#include "messages/interfaces.hpp"
-#include "transport/outcome.hpp"
+#include "georoute/actors/policy/attempt_loop.hpp"
+#include "georoute/messages/error.hpp"
+#include "georoute/messages/interfaces.hpp"
+#include "georoute/transport/outcome.hpp"
 
 #include <caf/actor_addr.hpp>
 #include <caf/actor_cast.hpp>

@@ -1,7 +1,7 @@
-#include "actors/location_cache.hpp"
+#include "georoute/actors/location_cache.hpp"
 
-#include "actors/internal.hpp"
-#include "config/settings.hpp"
+#include "georoute/actors/internal.hpp"
+#include "georoute/config/settings.hpp"
 
 #include <algorithm>
 #include <caf/send.hpp>

@@ -14,10 +14,10 @@
 // the log notices expiries: with a logger at info a timer of the cache's
 // own looks for them (one pending at a time) and logs each once.
 
-#include "actors/log.hpp"
-#include "actors/policy/location_table.hpp"
-#include "config/settings.hpp"
-#include "messages/interfaces.hpp"
+#include "georoute/actors/log.hpp"
+#include "georoute/actors/policy/location_table.hpp"
+#include "georoute/config/settings.hpp"
+#include "georoute/messages/interfaces.hpp"
 
 #include <caf/actor_system.hpp>
 

@@ -1,4 +1,4 @@
-#include "actors/log.hpp"
+#include "georoute/actors/log.hpp"
 
 #include <mutex>
 #include <ostream>

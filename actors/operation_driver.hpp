@@ -17,12 +17,12 @@
 // the counters in. No message from a caller reaches anything here: what was
 // decided runs to completion whether the caller still waits or not.
 
-#include "actors/internal.hpp"
-#include "actors/policy/attempt_loop.hpp"
-#include "actors/policy/deadline_queue.hpp"
-#include "actors/policy/hedged_operation.hpp"
-#include "messages/interfaces.hpp"
-#include "transport/outcome.hpp"
+#include "georoute/actors/internal.hpp"
+#include "georoute/actors/policy/attempt_loop.hpp"
+#include "georoute/actors/policy/deadline_queue.hpp"
+#include "georoute/actors/policy/hedged_operation.hpp"
+#include "georoute/messages/interfaces.hpp"
+#include "georoute/transport/outcome.hpp"
 
 #include <caf/actor.hpp>
 #include <caf/send.hpp>

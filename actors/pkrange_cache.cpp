@@ -1,12 +1,12 @@
-#include "actors/pkrange_cache.hpp"
+#include "georoute/actors/pkrange_cache.hpp"
 
-#include "actors/collection_cache.hpp"
-#include "actors/internal.hpp"
-#include "actors/policy/lru_cache.hpp"
-#include "actors/policy/metadata_rules.hpp"
-#include "actors/policy/routing_map.hpp"
-#include "messages/error.hpp"
-#include "transport/codecs.hpp"
+#include "georoute/actors/collection_cache.hpp"
+#include "georoute/actors/internal.hpp"
+#include "georoute/actors/policy/lru_cache.hpp"
+#include "georoute/actors/policy/metadata_rules.hpp"
+#include "georoute/actors/policy/routing_map.hpp"
+#include "georoute/messages/error.hpp"
+#include "georoute/transport/codecs.hpp"
 
 #include <caf/stateful_actor.hpp>
 #include <caf/typed_event_based_actor.hpp>

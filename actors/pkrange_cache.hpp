@@ -45,7 +45,7 @@
 //   waiter gets `errc::collaborator_down` at once and the next request
 //   starts a fresh load.
 
-#include "messages/interfaces.hpp"
+#include "georoute/messages/interfaces.hpp"
 
 #include <caf/actor_addr.hpp>
 #include <caf/actor_system.hpp>

@@ -1,8 +1,8 @@
-#include "actors/query_executor.hpp"
+#include "georoute/actors/query_executor.hpp"
 
-#include "actors/policy/query_merge.hpp"
-#include "actors/policy/routing_map.hpp"
-#include "messages/error.hpp"
+#include "georoute/actors/policy/query_merge.hpp"
+#include "georoute/actors/policy/routing_map.hpp"
+#include "georoute/messages/error.hpp"
 
 #include <caf/event_based_actor.hpp>
 #include <caf/stateful_actor.hpp>

@@ -24,8 +24,8 @@
 //   continuation: no duplicates, no losses.
 // - The executor ends with its page; a caller that gave up is simply gone.
 
-#include "actors/policy/model.hpp"
-#include "messages/interfaces.hpp"
+#include "georoute/actors/policy/model.hpp"
+#include "georoute/messages/interfaces.hpp"
 
 #include <caf/actor_system.hpp>
 

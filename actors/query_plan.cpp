@@ -1,9 +1,9 @@
-#include "actors/query_plan.hpp"
+#include "georoute/actors/query_plan.hpp"
 
-#include "actors/internal.hpp"
-#include "actors/policy/lru_cache.hpp"
-#include "messages/error.hpp"
-#include "transport/codecs.hpp"
+#include "georoute/actors/internal.hpp"
+#include "georoute/actors/policy/lru_cache.hpp"
+#include "georoute/messages/error.hpp"
+#include "georoute/transport/codecs.hpp"
 
 #include <caf/stateful_actor.hpp>
 #include <caf/typed_event_based_actor.hpp>

@@ -16,7 +16,7 @@
 // Concurrent callers of one key share one request; a caller that times out
 // gets its timeout, the plan still lands in the cache.
 
-#include "messages/interfaces.hpp"
+#include "georoute/messages/interfaces.hpp"
 
 #include <caf/actor_addr.hpp>
 #include <caf/actor_system.hpp>

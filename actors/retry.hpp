@@ -41,13 +41,13 @@
 // underlying failure ("503 from East US after 7 attempts"); before any
 // attempt finished, `errc::deadline_exceeded`.
 
-#include "actors/http_port.hpp"
-#include "actors/log.hpp"
-#include "actors/policy/client_retry_policy.hpp"
-#include "actors/policy/hedging.hpp"
-#include "actors/policy/timeout_ladder.hpp"
-#include "config/settings.hpp"
-#include "messages/interfaces.hpp"
+#include "georoute/actors/http_port.hpp"
+#include "georoute/actors/log.hpp"
+#include "georoute/actors/policy/client_retry_policy.hpp"
+#include "georoute/actors/policy/hedging.hpp"
+#include "georoute/actors/policy/timeout_ladder.hpp"
+#include "georoute/config/settings.hpp"
+#include "georoute/messages/interfaces.hpp"
 
 #include <caf/actor.hpp>
 #include <caf/actor_system.hpp>

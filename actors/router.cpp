@@ -1,6 +1,6 @@
-#include "actors/router.hpp"
+#include "georoute/actors/router.hpp"
 
-#include "actors/router_state.hpp"
+#include "georoute/actors/router_state.hpp"
 
 namespace georoute {
 

@@ -57,11 +57,11 @@
 // - Errors carry the diagnostics (`diagnostics_of`): every attempt with its
 //   region, endpoint, status and retry reason.
 
-#include "actors/policy/hedging.hpp"
-#include "actors/policy/partition_breaker.hpp"
-#include "actors/policy/partition_failover.hpp"
-#include "actors/retry.hpp"
-#include "messages/interfaces.hpp"
+#include "georoute/actors/policy/hedging.hpp"
+#include "georoute/actors/policy/partition_breaker.hpp"
+#include "georoute/actors/policy/partition_failover.hpp"
+#include "georoute/actors/retry.hpp"
+#include "georoute/messages/interfaces.hpp"
 
 #include <caf/actor_addr.hpp>
 #include <caf/actor_system.hpp>

@@ -1,7 +1,7 @@
 // Attempts: an operation's start, its attempt loop carried out, the
 // budget.
 
-#include "actors/router_state.hpp"
+#include "georoute/actors/router_state.hpp"
 
 namespace georoute::router_detail {
 

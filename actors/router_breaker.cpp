@@ -1,6 +1,6 @@
 // The per-partition circuit breaker, as the router consults it.
 
-#include "actors/router_state.hpp"
+#include "georoute/actors/router_state.hpp"
 
 namespace georoute::router_detail {
 

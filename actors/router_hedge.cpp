@@ -6,7 +6,7 @@
 // handlers here carry its steps out: the wire, diagnostics, counters, marks
 // and the hedge's place in the deadline queue.
 
-#include "actors/router_state.hpp"
+#include "georoute/actors/router_state.hpp"
 
 namespace georoute::router_detail {
 

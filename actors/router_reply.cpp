@@ -1,7 +1,7 @@
 // Replying to callers: answers and their request timeouts, the end of an
 // operation, counters and histograms.
 
-#include "actors/router_state.hpp"
+#include "georoute/actors/router_state.hpp"
 
 namespace georoute::router_detail {
 

@@ -1,6 +1,6 @@
 // Resolution: collection, partition-key range, session token.
 
-#include "actors/router_state.hpp"
+#include "georoute/actors/router_state.hpp"
 
 namespace georoute::router_detail {
 

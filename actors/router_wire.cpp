@@ -1,8 +1,8 @@
-#include "actors/router_wire.hpp"
+#include "georoute/actors/router_wire.hpp"
 
-#include "actors/policy/epk.hpp"
-#include "actors/policy/json_check.hpp"
-#include "transport/url.hpp"
+#include "georoute/actors/policy/epk.hpp"
+#include "georoute/actors/policy/json_check.hpp"
+#include "georoute/transport/url.hpp"
 
 #include <nlohmann/json.hpp>
 

@@ -5,10 +5,10 @@
 // calls these with what it resolved (collection, range, endpoint, session
 // token) and acts on the result.
 
-#include "actors/policy/model.hpp"
-#include "actors/policy/timeout_ladder.hpp"
-#include "messages/payloads.hpp"
-#include "transport/outcome.hpp"
+#include "georoute/actors/policy/model.hpp"
+#include "georoute/actors/policy/timeout_ladder.hpp"
+#include "georoute/messages/payloads.hpp"
+#include "georoute/transport/outcome.hpp"
 
 #include <optional>
 #include <string>

@@ -1,6 +1,6 @@
 // Writes that survive a hang: the read-back of a possible echo.
 
-#include "actors/router_state.hpp"
+#include "georoute/actors/router_state.hpp"
 
 namespace georoute::router_detail {
 

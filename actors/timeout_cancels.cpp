@@ -1,6 +1,6 @@
-#include "actors/timeout_cancels.hpp"
+#include "georoute/actors/timeout_cancels.hpp"
 
-#include "actors/engine_loop.hpp"
+#include "georoute/actors/engine_loop.hpp"
 
 #include <caf/actor_cast.hpp>
 #include <caf/actor_clock.hpp>

@@ -11,8 +11,9 @@
 #
 # The same names exist after add_subdirectory(<georoute>) (aliases below) and
 # after find_package(georoute CONFIG) (the installed export). Headers are
-# included as "actors/engine.hpp", "messages/types.hpp", ... in both cases:
-# the source root while building, <prefix>/include/georoute once installed.
+# included as <georoute/actors/engine.hpp>, <georoute/messages/types.hpp>,
+# ... in both cases: the build tree's include/georoute (links to the source
+# folders) while building, <prefix>/include/georoute once installed.
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
@@ -38,8 +39,8 @@ foreach(_georoute_target IN LISTS georoute_package_targets)
   set_target_properties(${_georoute_target} PROPERTIES
     EXPORT_NAME ${_georoute_export_name})
   target_include_directories(${_georoute_target} INTERFACE
-    $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}>
-    $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}/georoute>)
+    $<BUILD_INTERFACE:${GEOROUTE_BUILD_INCLUDE_DIR}>
+    $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>)
   target_compile_features(${_georoute_target} INTERFACE cxx_std_17)
   add_library(georoute::${_georoute_export_name} ALIAS ${_georoute_target})
 endforeach()
@@ -60,7 +61,7 @@ install(EXPORT georouteTargets
 
 # Every header of the four library folders, under include/georoute/ with the
 # source tree's paths, so that the headers' own includes
-# ("actors/policy/model.hpp") resolve there too. The public API is
+# ("georoute/actors/policy/model.hpp") resolve there too. The public API is
 # actors/engine.hpp, actors/log.hpp, actors/client.hpp, actors/http_port.hpp
 # (a host's own transport), messages/ and config/; the rest is what they
 # include, or what the parts above offer alone.

@@ -1,4 +1,4 @@
-#include "config/georoute_config.hpp"
+#include "georoute/config/georoute_config.hpp"
 
 #include <caf/config_option.hpp>
 #include <caf/config_option_set.hpp>

@@ -14,8 +14,8 @@
 // `actor_system_config` uses `add_options` and `read_settings` instead, which
 // leave its scheduler settings alone.
 
-#include "config/options.hpp"
-#include "config/settings.hpp"
+#include "georoute/config/options.hpp"
+#include "georoute/config/settings.hpp"
 
 #include <caf/actor_system_config.hpp>
 #include <optional>

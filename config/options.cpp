@@ -1,7 +1,7 @@
-#include "config/options.hpp"
+#include "georoute/config/options.hpp"
 
-#include "transport/auth.hpp"
-#include "transport/url.hpp"
+#include "georoute/transport/auth.hpp"
+#include "georoute/transport/url.hpp"
 
 #include <algorithm>
 #include <caf/actor_system_config.hpp>

@@ -19,7 +19,7 @@
 // before parsing and `read_settings(caf::content(cfg))` after; neither
 // touches the host's `scheduler.*` (or any other CAF) setting.
 
-#include "config/settings.hpp"
+#include "georoute/config/settings.hpp"
 
 #include <caf/fwd.hpp>
 #include <functional>

@@ -1,5 +1,5 @@
-#include "config/options.hpp"
-#include "config/settings.hpp"
+#include "georoute/config/options.hpp"
+#include "georoute/config/settings.hpp"
 
 #include <sstream>
 

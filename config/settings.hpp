@@ -12,10 +12,10 @@
 // repeats the defaults with the reason for each, and a test holds the file
 // to the table.
 
-#include "actors/policy/hedging.hpp"
-#include "actors/policy/partition_breaker.hpp"
-#include "actors/policy/partition_failover.hpp"
-#include "actors/policy/timeout_ladder.hpp"
+#include "georoute/actors/policy/hedging.hpp"
+#include "georoute/actors/policy/partition_breaker.hpp"
+#include "georoute/actors/policy/partition_failover.hpp"
+#include "georoute/actors/policy/timeout_ladder.hpp"
 
 #include <chrono>
 #include <cstddef>

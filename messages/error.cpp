@@ -1,8 +1,8 @@
-#include "messages/error.hpp"
+#include "georoute/messages/error.hpp"
 
-#include "actors/policy/attempt_loop.hpp"
-#include "messages/types.hpp"
-#include "transport/outcome.hpp"
+#include "georoute/actors/policy/attempt_loop.hpp"
+#include "georoute/messages/types.hpp"
+#include "georoute/transport/outcome.hpp"
 
 #include <caf/make_message.hpp>
 #include <caf/message.hpp>

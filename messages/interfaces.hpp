@@ -28,7 +28,7 @@
 // them. Each actor runs an interface that extends the public one with those
 // messages; its spawn function hands out the public handle.
 
-#include "messages/types.hpp"
+#include "georoute/messages/types.hpp"
 
 #include <caf/replies_to.hpp>
 #include <caf/typed_actor.hpp>

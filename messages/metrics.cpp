@@ -1,4 +1,4 @@
-#include "messages/metrics.hpp"
+#include "georoute/messages/metrics.hpp"
 
 #include <charconv>
 #include <cmath>

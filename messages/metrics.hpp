@@ -36,8 +36,8 @@
 //   slots held now) as a gauge `georoute_<actor>_<counter>`, and
 //   `georoute_actor_up{actor="georoute.router"}` 1 or 0 per actor.
 
-#include "actors/policy/operation_histograms.hpp"
-#include "messages/payloads.hpp"
+#include "georoute/actors/policy/operation_histograms.hpp"
+#include "georoute/messages/payloads.hpp"
 
 #include <cstdint>
 #include <string>

@@ -4,10 +4,10 @@
 // it can cross CAF's network layer; the snapshots (immutable tables shared by
 // pointer) are the exception and stay process-local by design.
 
-#include "actors/policy/location_table.hpp"
-#include "actors/policy/model.hpp"
-#include "actors/policy/timeout_ladder.hpp"
-#include "transport/outcome.hpp"
+#include "georoute/actors/policy/location_table.hpp"
+#include "georoute/actors/policy/model.hpp"
+#include "georoute/actors/policy/timeout_ladder.hpp"
+#include "georoute/transport/outcome.hpp"
 
 #include <chrono>
 #include <cstdint>

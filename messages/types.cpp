@@ -1,6 +1,6 @@
-#include "messages/types.hpp"
+#include "georoute/messages/types.hpp"
 
-#include "messages/error.hpp"
+#include "georoute/messages/error.hpp"
 
 #include <caf/actor_system_config.hpp>
 

@@ -11,7 +11,7 @@
 // called). A host that embeds georoute starts its block where this one
 // ends:
 //
-//   #include "messages/types.hpp"
+//   #include "georoute/messages/types.hpp"
 //   CAF_BEGIN_TYPE_ID_BLOCK(host, caf::id_block::georoute::end)
 //     CAF_ADD_TYPE_ID(host, (host::order))
 //   CAF_END_TYPE_ID_BLOCK(host)
@@ -23,8 +23,8 @@
 // georoute adds a type, and the host's IDs move with it on its next build.
 // (Atoms take no type ID in CAF 0.17.)
 
-#include "messages/metrics.hpp"
-#include "messages/payloads.hpp"
+#include "georoute/messages/metrics.hpp"
+#include "georoute/messages/payloads.hpp"
 
 #include <caf/allowed_unsafe_message_type.hpp>
 #include <caf/atom.hpp>

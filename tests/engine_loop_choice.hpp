@@ -9,7 +9,7 @@
 // fixtures: CAF's default, the scheduler they were written for). The
 // program's `--engine-loop=true|false` sets the variable for its own process.
 
-#include "actors/engine_loop.hpp"
+#include "georoute/actors/engine_loop.hpp"
 
 #include <caf/actor_system_config.hpp>
 #include <cstdlib>

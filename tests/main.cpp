@@ -16,9 +16,9 @@
 // prints one line naming the key, the value and what is allowed, and the
 // process exits with status 2 before any actor starts.
 
-#include "actors/log.hpp"
-#include "config/georoute_config.hpp"
-#include "messages/types.hpp"
+#include "georoute/actors/log.hpp"
+#include "georoute/config/georoute_config.hpp"
+#include "georoute/messages/types.hpp"
 #include "tests/bench/bench_command.hpp"
 #include "tests/drill/drill.hpp"
 #include "tests/emulator/emulator_main.hpp"

@@ -1,6 +1,6 @@
-#include "transport/auth.hpp"
+#include "georoute/transport/auth.hpp"
 
-#include "transport/url.hpp"
+#include "georoute/transport/url.hpp"
 
 #include <algorithm>
 #include <array>

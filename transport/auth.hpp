@@ -13,8 +13,8 @@
 // The key is a secret: no function here puts it, or anything derived from it
 // other than a request's own signature, into a message.
 
-#include "actors/policy/result.hpp"
-#include "transport/outcome.hpp"
+#include "georoute/actors/policy/result.hpp"
+#include "georoute/transport/outcome.hpp"
 
 #include <chrono>
 #include <cstdint>

@@ -1,9 +1,9 @@
-#include "transport/codecs.hpp"
+#include "georoute/transport/codecs.hpp"
 
-#include "actors/policy/epk.hpp"
-#include "transport/auth.hpp"
-#include "transport/codecs_reader.hpp"
-#include "transport/url.hpp"
+#include "georoute/actors/policy/epk.hpp"
+#include "georoute/transport/auth.hpp"
+#include "georoute/transport/codecs_reader.hpp"
+#include "georoute/transport/url.hpp"
 
 #include <algorithm>
 #include <cstdint>

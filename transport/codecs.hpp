@@ -8,8 +8,8 @@
 // rejected before they are parsed. Encoders produce the full shapes the SDKs
 // expect, including the fields the engine ignores.
 
-#include "actors/policy/model.hpp"
-#include "actors/policy/result.hpp"
+#include "georoute/actors/policy/model.hpp"
+#include "georoute/actors/policy/result.hpp"
 
 #include <optional>
 #include <string>

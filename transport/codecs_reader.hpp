@@ -4,8 +4,8 @@
 // parsing with a nesting guard, and a field reader whose problems name the
 // field path ("writableLocations[1].name: expected string, got number").
 
-#include "actors/policy/result.hpp"
-#include "transport/codecs.hpp"
+#include "georoute/actors/policy/result.hpp"
+#include "georoute/transport/codecs.hpp"
 
 #include <cstdint>
 #include <initializer_list>

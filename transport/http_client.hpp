@@ -24,7 +24,7 @@
 // completes what is in flight with "client shut down" before it returns, as
 // in thread mode; see `~http_client` for the three cases.
 
-#include "transport/outcome.hpp"
+#include "georoute/transport/outcome.hpp"
 
 #include <cstddef>
 #include <cstdint>

@@ -1,6 +1,6 @@
-#include "transport/io_loop.hpp"
+#include "georoute/transport/io_loop.hpp"
 
-#include "transport/io_loop_asio.hpp"
+#include "georoute/transport/io_loop_asio.hpp"
 
 #include <boost/asio/post.hpp>
 #include <utility>

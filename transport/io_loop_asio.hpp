@@ -3,7 +3,7 @@
 // Transport-internal: the io_context behind `io_loop`. Only translation units
 // that already include Asio include this header.
 
-#include "transport/io_loop.hpp"
+#include "georoute/transport/io_loop.hpp"
 
 #include <atomic>
 #include <boost/asio/executor_work_guard.hpp>

@@ -1,4 +1,4 @@
-#include "transport/outcome.hpp"
+#include "georoute/transport/outcome.hpp"
 
 #include <cctype>
 #include <string_view>

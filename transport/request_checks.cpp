@@ -1,4 +1,4 @@
-#include "transport/request_checks.hpp"
+#include "georoute/transport/request_checks.hpp"
 
 #include <cctype>
 

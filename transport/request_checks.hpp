@@ -4,8 +4,8 @@
 // and the small text helpers its response and pool code share. Plain C++:
 // no Beast, no Asio.
 
-#include "transport/outcome.hpp"
-#include "transport/url.hpp"
+#include "georoute/transport/outcome.hpp"
+#include "georoute/transport/url.hpp"
 
 #include <charconv>
 #include <string>

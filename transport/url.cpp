@@ -1,4 +1,4 @@
-#include "transport/url.hpp"
+#include "georoute/transport/url.hpp"
 
 #include <algorithm>
 #include <cctype>

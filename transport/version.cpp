@@ -1,4 +1,4 @@
-#include "transport/version.hpp"
+#include "georoute/transport/version.hpp"
 
 #ifndef GEOROUTE_VERSION
 #  error "GEOROUTE_VERSION comes from CMake (transport/CMakeLists.txt)"

@@ -5,7 +5,7 @@
 // joins the fetch in flight or is skipped; which endpoints the account-read
 // sweep tries, in which order; and what changed between two account reads.
 
-#include "actors/policy/model.hpp"
+#include "georoute/actors/policy/model.hpp"
 
 #include <chrono>
 #include <optional>

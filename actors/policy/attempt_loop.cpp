@@ -1,4 +1,4 @@
-#include "actors/policy/attempt_loop.hpp"
+#include "georoute/actors/policy/attempt_loop.hpp"
 
 #include <algorithm>
 

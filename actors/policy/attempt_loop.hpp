@@ -49,13 +49,13 @@
 // win against it (`record_hedge_loss`) or its final answer
 // (`record_final`). The loop never reads a clock: time comes in as `now`.
 
-#include "actors/policy/client_retry_policy.hpp"
-#include "actors/policy/location_table.hpp"
-#include "actors/policy/metadata_rules.hpp"
-#include "actors/policy/partition_breaker.hpp"
-#include "actors/policy/partition_failover.hpp"
-#include "actors/policy/result.hpp"
-#include "actors/policy/timeout_ladder.hpp"
+#include "georoute/actors/policy/client_retry_policy.hpp"
+#include "georoute/actors/policy/location_table.hpp"
+#include "georoute/actors/policy/metadata_rules.hpp"
+#include "georoute/actors/policy/partition_breaker.hpp"
+#include "georoute/actors/policy/partition_failover.hpp"
+#include "georoute/actors/policy/result.hpp"
+#include "georoute/actors/policy/timeout_ladder.hpp"
 
 #include <chrono>
 #include <cstdint>

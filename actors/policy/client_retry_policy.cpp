@@ -1,4 +1,4 @@
-#include "actors/policy/client_retry_policy.hpp"
+#include "georoute/actors/policy/client_retry_policy.hpp"
 
 #include <algorithm>
 #include <utility>

@@ -50,8 +50,8 @@
 // refresh is forced when the previous attempt already went to the hub (the
 // SDK clears its retry context first, so its own check never fires).
 
-#include "actors/policy/location_table.hpp"
-#include "actors/policy/throttle_policy.hpp"
+#include "georoute/actors/policy/location_table.hpp"
+#include "georoute/actors/policy/throttle_policy.hpp"
 
 #include <chrono>
 #include <cstddef>

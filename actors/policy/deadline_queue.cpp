@@ -1,4 +1,4 @@
-#include "actors/policy/deadline_queue.hpp"
+#include "georoute/actors/policy/deadline_queue.hpp"
 
 namespace georoute {
 

@@ -20,7 +20,7 @@
 // router's budget, the retry actor's hard deadline) and when its hedge is
 // due (`hedge`). The key says which, so a fired entry needs no decoding.
 
-#include "actors/policy/node_pool.hpp"
+#include "georoute/actors/policy/node_pool.hpp"
 
 #include <chrono>
 #include <cstdint>

@@ -1,6 +1,6 @@
-#include "actors/policy/epk.hpp"
+#include "georoute/actors/policy/epk.hpp"
 
-#include "actors/policy/utf8.hpp"
+#include "georoute/actors/policy/utf8.hpp"
 
 #include <algorithm>
 #include <charconv>

@@ -18,8 +18,8 @@
 // Also here: the EPK order (`epk_compare`, length-aware) and a parser for the
 // `x-ms-documentdb-partitionkey` header text. Pure standard C++17.
 
-#include "actors/policy/model.hpp"
-#include "actors/policy/result.hpp"
+#include "georoute/actors/policy/model.hpp"
+#include "georoute/actors/policy/result.hpp"
 
 #include <array>
 #include <cstddef>

@@ -1,4 +1,4 @@
-#include "actors/policy/hedge_budget.hpp"
+#include "georoute/actors/policy/hedge_budget.hpp"
 
 #include <algorithm>
 #include <cmath>

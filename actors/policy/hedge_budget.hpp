@@ -5,8 +5,8 @@
 // hedge budget. One of each per engine, owned by the actor that runs the
 // operations; every time is a `now` argument.
 
-#include "actors/policy/hedging.hpp"
-#include "actors/policy/location_table.hpp"
+#include "georoute/actors/policy/hedging.hpp"
+#include "georoute/actors/policy/location_table.hpp"
 
 #include <chrono>
 #include <cstddef>

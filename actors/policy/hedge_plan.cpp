@@ -1,4 +1,4 @@
-#include "actors/policy/hedge_plan.hpp"
+#include "georoute/actors/policy/hedge_plan.hpp"
 
 #include <algorithm>
 

@@ -3,8 +3,8 @@
 // The arms of one hedged operation (`hedge_plan`) and their RU accounting.
 // See hedging.hpp for the caller's sequence.
 
-#include "actors/policy/hedging.hpp"
-#include "actors/policy/location_table.hpp"
+#include "georoute/actors/policy/hedging.hpp"
+#include "georoute/actors/policy/location_table.hpp"
 
 #include <chrono>
 #include <cstddef>

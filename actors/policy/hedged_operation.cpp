@@ -1,6 +1,6 @@
-#include "actors/policy/hedged_operation.hpp"
+#include "georoute/actors/policy/hedged_operation.hpp"
 
-#include "actors/policy/write_copy.hpp"
+#include "georoute/actors/policy/write_copy.hpp"
 
 namespace georoute {
 

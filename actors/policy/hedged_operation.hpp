@@ -49,10 +49,10 @@
 //     answer.
 // Nothing here reads a clock: every time is a `now` argument.
 
-#include "actors/policy/attempt_loop.hpp"
-#include "actors/policy/hedge_budget.hpp"
-#include "actors/policy/hedge_plan.hpp"
-#include "actors/policy/hedging.hpp"
+#include "georoute/actors/policy/attempt_loop.hpp"
+#include "georoute/actors/policy/hedge_budget.hpp"
+#include "georoute/actors/policy/hedge_plan.hpp"
+#include "georoute/actors/policy/hedging.hpp"
 
 #include <chrono>
 #include <cstddef>

@@ -1,4 +1,4 @@
-#include "actors/policy/hedging.hpp"
+#include "georoute/actors/policy/hedging.hpp"
 
 #include <algorithm>
 #include <cmath>

@@ -36,8 +36,8 @@
 //
 // Nothing here reads a clock: every time is a `now` argument.
 
-#include "actors/policy/location_table.hpp"
-#include "actors/policy/timeout_ladder.hpp"
+#include "georoute/actors/policy/location_table.hpp"
+#include "georoute/actors/policy/timeout_ladder.hpp"
 
 #include <chrono>
 #include <cstddef>

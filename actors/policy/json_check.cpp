@@ -1,4 +1,4 @@
-#include "actors/policy/json_check.hpp"
+#include "georoute/actors/policy/json_check.hpp"
 
 #include <bitset>
 #include <cmath>

@@ -1,4 +1,4 @@
-#include "actors/policy/location_table.hpp"
+#include "georoute/actors/policy/location_table.hpp"
 
 #include <algorithm>
 #include <utility>

@@ -29,7 +29,7 @@
 // host, explicit default port, trailing '/'); the strings handed out are
 // the ones the account (or the options) spelled.
 
-#include "actors/policy/model.hpp"
+#include "georoute/actors/policy/model.hpp"
 
 #include <chrono>
 #include <cstddef>

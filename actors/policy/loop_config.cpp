@@ -1,4 +1,4 @@
-#include "actors/policy/loop_config.hpp"
+#include "georoute/actors/policy/loop_config.hpp"
 
 #include <utility>
 

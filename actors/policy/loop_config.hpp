@@ -4,7 +4,7 @@
 // engine shares (the client retry options, the attempt cap, the breaker and
 // per-partition failover of the router) and what the operation is.
 
-#include "actors/policy/attempt_loop.hpp"
+#include "georoute/actors/policy/attempt_loop.hpp"
 
 #include <string>
 #include <vector>

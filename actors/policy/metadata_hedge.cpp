@@ -1,4 +1,4 @@
-#include "actors/policy/metadata_hedge.hpp"
+#include "georoute/actors/policy/metadata_hedge.hpp"
 
 namespace georoute {
 

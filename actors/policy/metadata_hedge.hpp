@@ -37,9 +37,9 @@
 //     cannot win the operation ends with the primary's reason.
 // Nothing here reads a clock: every time is a `now` argument.
 
-#include "actors/policy/attempt_loop.hpp"
-#include "actors/policy/hedge_budget.hpp"
-#include "actors/policy/hedging.hpp"
+#include "georoute/actors/policy/attempt_loop.hpp"
+#include "georoute/actors/policy/hedge_budget.hpp"
+#include "georoute/actors/policy/hedging.hpp"
 
 #include <optional>
 #include <string>

@@ -1,4 +1,4 @@
-#include "actors/policy/metadata_rules.hpp"
+#include "georoute/actors/policy/metadata_rules.hpp"
 
 namespace georoute {
 

@@ -8,8 +8,8 @@
 // src/Routing/PartitionKeyRangeCache.cs). The actors call these and act on the
 // answer.
 
-#include "actors/policy/throttle_policy.hpp"
-#include "actors/policy/timeout_ladder.hpp"
+#include "georoute/actors/policy/throttle_policy.hpp"
+#include "georoute/actors/policy/timeout_ladder.hpp"
 
 #include <cstdint>
 #include <string_view>

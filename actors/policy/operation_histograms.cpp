@@ -1,4 +1,4 @@
-#include "actors/policy/operation_histograms.hpp"
+#include "georoute/actors/policy/operation_histograms.hpp"
 
 namespace georoute {
 

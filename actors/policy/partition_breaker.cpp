@@ -1,4 +1,4 @@
-#include "actors/policy/partition_breaker.hpp"
+#include "georoute/actors/policy/partition_breaker.hpp"
 
 #include <charconv>
 #include <iterator>

@@ -75,9 +75,9 @@
 // Region names are compared ignoring ASCII case, like the location table;
 // collection rids and range ids exactly. Not thread-safe: one actor owns it.
 
-#include "actors/policy/hedging.hpp"
-#include "actors/policy/location_table.hpp"
-#include "actors/policy/result.hpp"
+#include "georoute/actors/policy/hedging.hpp"
+#include "georoute/actors/policy/location_table.hpp"
+#include "georoute/actors/policy/result.hpp"
 
 #include <chrono>
 #include <cstddef>

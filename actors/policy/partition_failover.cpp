@@ -1,4 +1,4 @@
-#include "actors/policy/partition_failover.hpp"
+#include "georoute/actors/policy/partition_failover.hpp"
 
 #include <algorithm>
 

@@ -40,7 +40,7 @@
 // Bounded: at most `max_ranges` entries (least recently used dropped).
 // Nothing here reads a clock: every time is a `now` argument.
 
-#include "actors/policy/location_table.hpp"
+#include "georoute/actors/policy/location_table.hpp"
 
 #include <chrono>
 #include <cstddef>

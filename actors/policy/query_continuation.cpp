@@ -1,4 +1,4 @@
-#include "actors/policy/query_continuation.hpp"
+#include "georoute/actors/policy/query_continuation.hpp"
 
 #include <algorithm>
 #include <charconv>

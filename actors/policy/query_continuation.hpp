@@ -29,8 +29,8 @@
 // truncated or taken from another token fails it. Decoding is strict: every
 // set has exactly one text.
 
-#include "actors/policy/model.hpp"
-#include "actors/policy/result.hpp"
+#include "georoute/actors/policy/model.hpp"
+#include "georoute/actors/policy/result.hpp"
 
 #include <cstddef>
 #include <cstdint>

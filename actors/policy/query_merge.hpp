@@ -72,9 +72,9 @@
 // after strings (the SDK throws); OFFSET/LIMIT is applied before TOP (the
 // SDK applies TOP first; the two differ only for a query with both).
 
-#include "actors/policy/model.hpp"
-#include "actors/policy/query_continuation.hpp"
-#include "actors/policy/result.hpp"
+#include "georoute/actors/policy/model.hpp"
+#include "georoute/actors/policy/query_continuation.hpp"
+#include "georoute/actors/policy/result.hpp"
 
 #include <cstddef>
 #include <cstdint>

@@ -1,4 +1,4 @@
-#include "actors/policy/range_lookup.hpp"
+#include "georoute/actors/policy/range_lookup.hpp"
 
 namespace georoute {
 

@@ -2,8 +2,8 @@
 
 // Which partition-key range of its routing map a data operation goes to.
 
-#include "actors/policy/model.hpp"
-#include "actors/policy/routing_map.hpp"
+#include "georoute/actors/policy/model.hpp"
+#include "georoute/actors/policy/routing_map.hpp"
 
 #include <string_view>
 

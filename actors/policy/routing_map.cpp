@@ -1,6 +1,6 @@
-#include "actors/policy/routing_map.hpp"
+#include "georoute/actors/policy/routing_map.hpp"
 
-#include "actors/policy/epk.hpp"
+#include "georoute/actors/policy/epk.hpp"
 
 #include <algorithm>
 #include <charconv>

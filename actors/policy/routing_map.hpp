@@ -35,8 +35,8 @@
 // min character for character, and ranges are sorted by min ordinally (the
 // ordinal order refines the length-aware one, so the sort serves both).
 
-#include "actors/policy/model.hpp"
-#include "actors/policy/result.hpp"
+#include "georoute/actors/policy/model.hpp"
+#include "georoute/actors/policy/result.hpp"
 
 #include <string>
 #include <string_view>

@@ -1,4 +1,4 @@
-#include "actors/policy/session_container.hpp"
+#include "georoute/actors/policy/session_container.hpp"
 
 #include <utility>
 

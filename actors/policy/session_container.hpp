@@ -18,7 +18,7 @@
 //
 // Pure and single-threaded: one actor owns it.
 
-#include "actors/policy/session_token.hpp"
+#include "georoute/actors/policy/session_token.hpp"
 
 #include <cstddef>
 #include <cstdint>

@@ -1,4 +1,4 @@
-#include "actors/policy/session_token.hpp"
+#include "georoute/actors/policy/session_token.hpp"
 
 #include <algorithm>
 #include <charconv>

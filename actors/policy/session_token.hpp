@@ -9,7 +9,7 @@
 // a problem. Parsing never throws; every problem names the offending segment,
 // its position and what was wrong with it.
 
-#include "actors/policy/result.hpp"
+#include "georoute/actors/policy/result.hpp"
 
 #include <cstdint>
 #include <map>

@@ -1,4 +1,4 @@
-#include "actors/policy/snapshot_holder.hpp"
+#include "georoute/actors/policy/snapshot_holder.hpp"
 
 #include <algorithm>
 

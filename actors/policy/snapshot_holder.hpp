@@ -8,7 +8,7 @@
 // before it applied our mark would briefly un-mark the region for the next
 // attempt. Pure; one actor owns it.
 
-#include "actors/policy/location_table.hpp"
+#include "georoute/actors/policy/location_table.hpp"
 
 #include <cstdint>
 #include <memory>

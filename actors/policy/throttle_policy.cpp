@@ -1,4 +1,4 @@
-#include "actors/policy/throttle_policy.hpp"
+#include "georoute/actors/policy/throttle_policy.hpp"
 
 namespace georoute {
 

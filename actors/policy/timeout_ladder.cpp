@@ -1,4 +1,4 @@
-#include "actors/policy/timeout_ladder.hpp"
+#include "georoute/actors/policy/timeout_ladder.hpp"
 
 #include <charconv>
 #include <cstdint>

@@ -5,7 +5,7 @@
 // attempt. Pure data and a selection function; the transport applies one step
 // per attempt.
 
-#include "actors/policy/result.hpp"
+#include "georoute/actors/policy/result.hpp"
 
 #include <chrono>
 #include <string>

@@ -1,4 +1,4 @@
-#include "actors/policy/write_tracking.hpp"
+#include "georoute/actors/policy/write_tracking.hpp"
 
 #include <nlohmann/json.hpp>
 

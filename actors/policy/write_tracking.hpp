@@ -15,9 +15,9 @@
 // been applied means "deleted, possibly by this operation", and is reported
 // so. An upsert's second copy simply succeeds.
 
-#include "actors/policy/result.hpp"
-#include "actors/policy/timeout_ladder.hpp"
-#include "actors/policy/write_copy.hpp"
+#include "georoute/actors/policy/result.hpp"
+#include "georoute/actors/policy/timeout_ladder.hpp"
+#include "georoute/actors/policy/write_copy.hpp"
 
 #include <cstdint>
 #include <optional>

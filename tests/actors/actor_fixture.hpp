@@ -4,9 +4,9 @@
 // coordinator (virtual time, no worker threads), an HTTP port that records
 // requests and is answered by hand, and canned outcomes.
 
-#include "actors/http_port.hpp"
-#include "messages/interfaces.hpp"
-#include "messages/types.hpp"
+#include "georoute/actors/http_port.hpp"
+#include "georoute/messages/interfaces.hpp"
+#include "georoute/messages/types.hpp"
 
 #include <caf/all.hpp>
 #include <caf/scheduler/test_coordinator.hpp>

@@ -3,13 +3,13 @@
 // bounded (LRU capacity, waiter caps, one deadline per pkranges load, a
 // query-plan key that never mixes collections). Virtual time.
 
-#include "actors/collection_cache.hpp"
-#include "actors/internal.hpp"
-#include "actors/pkrange_cache.hpp"
-#include "actors/policy/routing_map.hpp"
-#include "actors/query_plan.hpp"
+#include "georoute/actors/collection_cache.hpp"
+#include "georoute/actors/internal.hpp"
+#include "georoute/actors/pkrange_cache.hpp"
+#include "georoute/actors/policy/routing_map.hpp"
+#include "georoute/actors/query_plan.hpp"
 #include "tests/actors/recording_retry.hpp"
-#include "transport/codecs.hpp"
+#include "georoute/transport/codecs.hpp"
 
 namespace {
 

@@ -5,10 +5,10 @@
 // goes on, lands in the cache and answers every caller still waiting. Virtual
 // time.
 
-#include "actors/collection_cache.hpp"
+#include "georoute/actors/collection_cache.hpp"
 #include "tests/actors/actor_fixture.hpp"
 #include "tests/actors/recording_retry.hpp"
-#include "transport/codecs.hpp"
+#include "georoute/transport/codecs.hpp"
 
 namespace {
 

@@ -1,11 +1,11 @@
 // Endpoint manager: account discovery, the sweep, the refresh gate and the
 // background loop that never stops. Virtual time; HTTP answered by hand.
 
-#include "actors/endpoint_manager.hpp"
-#include "actors/internal.hpp"
-#include "messages/error.hpp"
+#include "georoute/actors/endpoint_manager.hpp"
+#include "georoute/actors/internal.hpp"
+#include "georoute/messages/error.hpp"
 #include "tests/actors/actor_fixture.hpp"
-#include "transport/codecs.hpp"
+#include "georoute/transport/codecs.hpp"
 
 #include <memory>
 

@@ -7,8 +7,8 @@
 // happen looks for a short while only (`quiet`), and no case asserts how
 // long anything took beyond "it came" or "not before".
 
-#include "actors/engine_loop.hpp"
-#include "transport/io_loop.hpp"
+#include "georoute/actors/engine_loop.hpp"
+#include "georoute/transport/io_loop.hpp"
 
 #include <algorithm>
 #include <atomic>

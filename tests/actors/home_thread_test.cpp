@@ -6,7 +6,7 @@
 // Real time: waits for what must happen are generous; no case asserts how
 // long anything took.
 
-#include "actors/home_thread.hpp"
+#include "georoute/actors/home_thread.hpp"
 #include "tests/threads_named.hpp"
 
 #include <caf/all.hpp>

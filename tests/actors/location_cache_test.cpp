@@ -1,6 +1,6 @@
 // Location cache actor: snapshots pushed to subscribers, marks, resolution.
 
-#include "actors/location_cache.hpp"
+#include "georoute/actors/location_cache.hpp"
 #include "tests/actors/actor_fixture.hpp"
 
 namespace {

@@ -2,7 +2,7 @@
 // below the minimum costs one test and calls nothing; a sink that throws
 // does not reach the actor; levels and lines read as documented.
 
-#include "actors/log.hpp"
+#include "georoute/actors/log.hpp"
 
 #include <gtest/gtest.h>
 #include <sstream>

@@ -5,11 +5,11 @@
 // the design rule: a caller's timeout never stops a load, which goes on and
 // fills the cache. Virtual time.
 
-#include "actors/pkrange_cache.hpp"
-#include "actors/policy/routing_map.hpp"
+#include "georoute/actors/pkrange_cache.hpp"
+#include "georoute/actors/policy/routing_map.hpp"
 #include "tests/actors/actor_fixture.hpp"
 #include "tests/actors/recording_retry.hpp"
-#include "transport/codecs.hpp"
+#include "georoute/transport/codecs.hpp"
 
 namespace {
 

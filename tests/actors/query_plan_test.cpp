@@ -1,10 +1,10 @@
 // Query plan: one detached fetch per key, the LRU, and callers that time out
 // while the plan still lands in the cache. Virtual time.
 
-#include "actors/query_plan.hpp"
-#include "messages/error.hpp"
+#include "georoute/actors/query_plan.hpp"
+#include "georoute/messages/error.hpp"
 #include "tests/actors/actor_fixture.hpp"
-#include "transport/codecs.hpp"
+#include "georoute/transport/codecs.hpp"
 
 namespace {
 

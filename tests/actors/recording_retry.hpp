@@ -7,8 +7,8 @@
 // thread). A 2xx or 304 outcome is delivered as the outcome; a status >= 400
 // or a transport failure as the error the real retry actor would give.
 
-#include "messages/error.hpp"
-#include "messages/interfaces.hpp"
+#include "georoute/messages/error.hpp"
+#include "georoute/messages/interfaces.hpp"
 #include "tests/actors/actor_fixture.hpp"
 
 #include <memory>

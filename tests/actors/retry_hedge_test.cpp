@@ -5,8 +5,8 @@
 // attempt run, also of one whose operation already ended. Virtual time: the
 // checks sit between the steps.
 
-#include "actors/retry.hpp"
-#include "messages/error.hpp"
+#include "georoute/actors/retry.hpp"
+#include "georoute/messages/error.hpp"
 #include "tests/actors/actor_fixture.hpp"
 
 namespace {

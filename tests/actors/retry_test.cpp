@@ -1,10 +1,10 @@
 // The retry actor's contract, one test per point (issue 4, item 1). Virtual
 // time: the hard deadline, back-offs and caller timeouts are exact.
 
-#include "actors/internal.hpp"
-#include "actors/location_cache.hpp"
-#include "actors/retry.hpp"
-#include "messages/error.hpp"
+#include "georoute/actors/internal.hpp"
+#include "georoute/actors/location_cache.hpp"
+#include "georoute/actors/retry.hpp"
+#include "georoute/messages/error.hpp"
 #include "tests/actors/actor_fixture.hpp"
 
 namespace {

@@ -2,12 +2,12 @@
 // snapshots it applies, what it does when a collaborator goes down or the
 // engine stops, and the detach-only path's deadline error. Virtual time.
 
-#include "actors/internal.hpp"
-#include "actors/location_cache.hpp"
-#include "actors/query_plan.hpp"
-#include "actors/retry.hpp"
-#include "actors/router.hpp"
-#include "messages/error.hpp"
+#include "georoute/actors/internal.hpp"
+#include "georoute/actors/location_cache.hpp"
+#include "georoute/actors/query_plan.hpp"
+#include "georoute/actors/retry.hpp"
+#include "georoute/actors/router.hpp"
+#include "georoute/messages/error.hpp"
 #include "tests/actors/actor_fixture.hpp"
 
 namespace {

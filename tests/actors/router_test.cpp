@@ -5,11 +5,11 @@
 // router defers (a budget, a hedge, an abandoned ladder step) is seen at
 // the moment it is due, not only once everything has run.
 
-#include "actors/location_cache.hpp"
-#include "actors/log.hpp"
-#include "actors/policy/routing_map.hpp"
-#include "actors/router.hpp"
-#include "messages/error.hpp"
+#include "georoute/actors/location_cache.hpp"
+#include "georoute/actors/log.hpp"
+#include "georoute/actors/policy/routing_map.hpp"
+#include "georoute/actors/router.hpp"
+#include "georoute/messages/error.hpp"
 #include "tests/actors/actor_fixture.hpp"
 
 namespace {

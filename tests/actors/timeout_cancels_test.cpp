@@ -3,7 +3,7 @@
 // CAF's own clock. On the deterministic test coordinator, whose clock keeps
 // every timeout until it fires or is cancelled, and no time passes.
 
-#include "actors/timeout_cancels.hpp"
+#include "georoute/actors/timeout_cancels.hpp"
 #include "tests/actors/actor_fixture.hpp"
 
 #include <memory>

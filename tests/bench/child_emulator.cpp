@@ -1,8 +1,8 @@
 #include "tests/bench/child_emulator.hpp"
 
 #include "tests/emulator/engine.hpp"
-#include "transport/auth.hpp"
-#include "transport/http_client.hpp"
+#include "georoute/transport/auth.hpp"
+#include "georoute/transport/http_client.hpp"
 
 #include <cerrno>
 #include <chrono>

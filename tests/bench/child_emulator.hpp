@@ -7,8 +7,8 @@
 // endpoint), set-up requests are signed with its key. All HTTP goes through
 // transport::http_client; all of it to 127.0.0.1.
 
-#include "actors/policy/result.hpp"
-#include "transport/outcome.hpp"
+#include "georoute/actors/policy/result.hpp"
+#include "georoute/transport/outcome.hpp"
 
 #include <map>
 #include <memory>

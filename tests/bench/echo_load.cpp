@@ -1,6 +1,6 @@
 #include "tests/bench/echo_load.hpp"
 
-#include "actors/timeout_cancels.hpp"
+#include "georoute/actors/timeout_cancels.hpp"
 
 #include <caf/all.hpp>
 

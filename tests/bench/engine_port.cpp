@@ -1,6 +1,6 @@
 #include "tests/bench/engine_port.hpp"
 
-#include "transport/auth.hpp"
+#include "georoute/transport/auth.hpp"
 
 #include <algorithm>
 #include <cctype>

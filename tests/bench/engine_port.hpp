@@ -12,9 +12,9 @@
 // a made-up "http://127.0.0.1:PORT/" that nothing listens on; requests to
 // `global_endpoint` are the global endpoint's ("").
 
-#include "actors/http_port.hpp"
+#include "georoute/actors/http_port.hpp"
 #include "tests/emulator/engine.hpp"
-#include "transport/auth.hpp"
+#include "georoute/transport/auth.hpp"
 
 #include <atomic>
 #include <map>

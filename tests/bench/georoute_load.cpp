@@ -1,12 +1,12 @@
 #include "tests/bench/georoute_load.hpp"
 
-#include "actors/engine.hpp"
-#include "actors/engine_loop.hpp"
-#include "actors/home_thread.hpp"
-#include "messages/error.hpp"
-#include "messages/types.hpp"
+#include "georoute/actors/engine.hpp"
+#include "georoute/actors/engine_loop.hpp"
+#include "georoute/actors/home_thread.hpp"
+#include "georoute/messages/error.hpp"
+#include "georoute/messages/types.hpp"
 #include "tests/engine_loop_choice.hpp"
-#include "transport/http_client.hpp"
+#include "georoute/transport/http_client.hpp"
 
 #include <algorithm>
 #include <atomic>

@@ -7,10 +7,10 @@
 // counting port, so the bench knows how many metadata requests reached the
 // emulator. The same callers ask the bench's echo (echo_load.hpp).
 
-#include "actors/http_port.hpp"
-#include "actors/policy/result.hpp"
-#include "messages/interfaces.hpp"
-#include "messages/payloads.hpp"
+#include "georoute/actors/http_port.hpp"
+#include "georoute/actors/policy/result.hpp"
+#include "georoute/messages/interfaces.hpp"
+#include "georoute/messages/payloads.hpp"
 #include "tests/bench/engine_port.hpp"
 #include "tests/bench/measure.hpp"
 

@@ -9,7 +9,7 @@
 // And the clock's part of a request: request timeouts in the engine loop's
 // clock against CAF's own (real time per operation).
 
-#include "actors/engine_loop.hpp"
+#include "georoute/actors/engine_loop.hpp"
 #include "tests/bench/engine_port.hpp"
 #include "tests/bench/georoute_load.hpp"
 

@@ -3,14 +3,14 @@
 // 1k and 100k ranges, session-token merge and request signing. Each runs on
 // one thread; Google Benchmark's CPU column is the cost per operation.
 
-#include "actors/policy/epk.hpp"
-#include "actors/policy/location_table.hpp"
-#include "actors/policy/routing_map.hpp"
-#include "actors/policy/session_container.hpp"
-#include "actors/policy/session_token.hpp"
-#include "actors/router_wire.hpp"
+#include "georoute/actors/policy/epk.hpp"
+#include "georoute/actors/policy/location_table.hpp"
+#include "georoute/actors/policy/routing_map.hpp"
+#include "georoute/actors/policy/session_container.hpp"
+#include "georoute/actors/policy/session_token.hpp"
+#include "georoute/actors/router_wire.hpp"
 #include "tests/emulator/engine.hpp"
-#include "transport/auth.hpp"
+#include "georoute/transport/auth.hpp"
 
 #include <benchmark/benchmark.h>
 #include <cstdio>

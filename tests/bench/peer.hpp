@@ -6,7 +6,7 @@
 // versions pinned by tests/conformance/package-lock.json) and answers a
 // problem with the reason when it cannot (no node, no npm, no registry).
 
-#include "actors/policy/result.hpp"
+#include "georoute/actors/policy/result.hpp"
 
 #include <chrono>
 #include <memory>

@@ -1,7 +1,7 @@
 #include "tests/bench/report.hpp"
 
-#include "actors/policy/hedging.hpp"
-#include "config/settings.hpp"
+#include "georoute/actors/policy/hedging.hpp"
+#include "georoute/config/settings.hpp"
 
 #include <algorithm>
 #include <cstdio>

@@ -1,8 +1,8 @@
 #include "tests/bench/scenarios.hpp"
 
 #include "tests/bench/georoute_load.hpp"
-#include "transport/auth.hpp"
-#include "transport/url.hpp"
+#include "georoute/transport/auth.hpp"
+#include "georoute/transport/url.hpp"
 
 #include <algorithm>
 #include <nlohmann/json.hpp>

@@ -2,8 +2,8 @@
 // every validation error. Each error must name the key, the value and what is
 // allowed, in one line.
 
-#include "config/georoute_config.hpp"
-#include "transport/auth.hpp"
+#include "georoute/config/georoute_config.hpp"
+#include "georoute/transport/auth.hpp"
 
 #include <caf/config_value.hpp>
 #include <caf/deep_to_string.hpp>

@@ -5,7 +5,7 @@
 // partition-failover ladder, 6 s/6 s/10 s, not the metadata ladder,
 // 1 s/5 s/65 s: prose that mixes the two up fails here.)
 
-#include "actors/policy/timeout_ladder.hpp"
+#include "georoute/actors/policy/timeout_ladder.hpp"
 
 #include <fstream>
 #include <gtest/gtest.h>

@@ -3,7 +3,7 @@
 // What the scenario scripts share: the engine's failover paths from its
 // settings, and the criteria built from the operations the callers saw.
 
-#include "config/settings.hpp"
+#include "georoute/config/settings.hpp"
 #include "tests/drill/report.hpp"
 #include "tests/drill/scenario_run.hpp"
 #include "tests/drill/workload.hpp"

@@ -1,8 +1,8 @@
 #include "tests/drill/drill.hpp"
 
-#include "actors/policy/timeout_ladder.hpp"
-#include "config/georoute_config.hpp"
-#include "messages/types.hpp"
+#include "georoute/actors/policy/timeout_ladder.hpp"
+#include "georoute/config/georoute_config.hpp"
+#include "georoute/messages/types.hpp"
 
 #include <charconv>
 #include <chrono>

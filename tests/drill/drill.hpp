@@ -11,8 +11,8 @@
 // Afterwards every acknowledged write is read back: a write the engine
 // confirmed and the emulator does not hold is a lost write.
 
-#include "actors/policy/result.hpp"
-#include "config/settings.hpp"
+#include "georoute/actors/policy/result.hpp"
+#include "georoute/config/settings.hpp"
 #include "tests/drill/report.hpp"
 
 #include <chrono>

@@ -9,7 +9,7 @@
 // bounded number of rounds; what stays undecided is reported as unverified,
 // apart from the losses.
 
-#include "transport/outcome.hpp"
+#include "georoute/transport/outcome.hpp"
 
 #include <chrono>
 #include <cstdint>

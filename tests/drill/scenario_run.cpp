@@ -1,10 +1,10 @@
 #include "tests/drill/scenario_run.hpp"
 
-#include "messages/error.hpp"
-#include "messages/types.hpp"
+#include "georoute/messages/error.hpp"
+#include "georoute/messages/types.hpp"
 #include "tests/engine_loop_choice.hpp"
-#include "transport/auth.hpp"
-#include "transport/http_client.hpp"
+#include "georoute/transport/auth.hpp"
+#include "georoute/transport/http_client.hpp"
 
 #include <algorithm>
 #include <caf/all.hpp>

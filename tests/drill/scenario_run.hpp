@@ -5,8 +5,8 @@
 // sampler, and the measurements every scenario reports. The scenarios
 // (scenarios.cpp) are scripts over this.
 
-#include "actors/engine.hpp"
-#include "actors/policy/location_table.hpp"
+#include "georoute/actors/engine.hpp"
+#include "georoute/actors/policy/location_table.hpp"
 #include "tests/drill/drill.hpp"
 #include "tests/drill/readback.hpp"
 #include "tests/drill/workload.hpp"

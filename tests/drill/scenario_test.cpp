@@ -2,8 +2,8 @@
 // fractions), asserting its verdict criteria one by one; the JSON of a run
 // validated; the command's option and configuration errors.
 
-#include "config/georoute_config.hpp"
-#include "messages/types.hpp"
+#include "georoute/config/georoute_config.hpp"
+#include "georoute/messages/types.hpp"
 #include "tests/drill/drill.hpp"
 
 #include <algorithm>

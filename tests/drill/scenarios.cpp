@@ -2,7 +2,7 @@
 // criteria of its verdict. Times are fractions of the scenario's duration so
 // that a short run (ctest) and the default run follow the same script.
 
-#include "actors/policy/hedging.hpp"
+#include "georoute/actors/policy/hedging.hpp"
 #include "tests/drill/cpu_hog.hpp"
 #include "tests/drill/criteria.hpp"
 #include "tests/drill/drill.hpp"

@@ -1,7 +1,7 @@
 #include "tests/drill/workload.hpp"
 
-#include "messages/error.hpp"
-#include "messages/types.hpp"
+#include "georoute/messages/error.hpp"
+#include "georoute/messages/types.hpp"
 
 #include <algorithm>
 #include <caf/all.hpp>

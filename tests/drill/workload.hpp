@@ -6,7 +6,7 @@
 // that keeps every operation's outcome as the caller saw it (or, for long
 // runs, folds the unremarkable ones into counts).
 
-#include "messages/interfaces.hpp"
+#include "georoute/messages/interfaces.hpp"
 
 #include <array>
 #include <atomic>

@@ -60,7 +60,7 @@
 // unknown path 404, a known path with the wrong method 405.
 
 #include "tests/emulator/server.hpp"
-#include "transport/url.hpp"
+#include "georoute/transport/url.hpp"
 
 #include <algorithm>
 #include <cstdint>

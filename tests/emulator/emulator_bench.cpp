@@ -21,9 +21,9 @@
 // router uses.
 
 #include "tests/emulator/emulator.hpp"
-#include "transport/auth.hpp"
-#include "transport/http_client.hpp"
-#include "transport/url.hpp"
+#include "georoute/transport/auth.hpp"
+#include "georoute/transport/http_client.hpp"
+#include "georoute/transport/url.hpp"
 
 #include <algorithm>
 #include <atomic>

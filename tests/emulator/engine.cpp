@@ -5,8 +5,8 @@
 #include "tests/emulator/engine.hpp"
 
 #include "tests/emulator/engine_impl.hpp"
-#include "transport/codecs.hpp"
-#include "transport/url.hpp"
+#include "georoute/transport/codecs.hpp"
+#include "georoute/transport/url.hpp"
 
 #include <algorithm>
 #include <cmath>

@@ -16,7 +16,7 @@
 // and per (region, collection, range), and per-partition automatic failover
 // (issue 19: the account property and a write region per range).
 
-#include "actors/policy/result.hpp"
+#include "georoute/actors/policy/result.hpp"
 #include "tests/emulator/http_types.hpp"
 
 #include <chrono>

@@ -4,7 +4,7 @@
 // add_checked_fault; the per-range counters; the lift listener.
 
 #include "tests/emulator/engine.hpp"
-#include "transport/auth.hpp"
+#include "georoute/transport/auth.hpp"
 
 #include <algorithm>
 #include <chrono>

@@ -15,11 +15,11 @@
 // LSNs). Entries and versions visible everywhere for `prune_margin` are
 // folded away, so `now` may not go back further than that.
 
-#include "actors/policy/epk.hpp"
-#include "actors/policy/model.hpp"
-#include "actors/policy/session_token.hpp"
+#include "georoute/actors/policy/epk.hpp"
+#include "georoute/actors/policy/model.hpp"
+#include "georoute/actors/policy/session_token.hpp"
 #include "tests/emulator/engine.hpp"
-#include "transport/auth.hpp"
+#include "georoute/transport/auth.hpp"
 
 #include <chrono>
 #include <cstdint>

@@ -24,7 +24,7 @@
 //   own documents; its tokens keep the scope and name the child as "from".
 
 #include "tests/emulator/engine_impl.hpp"
-#include "transport/codecs.hpp"
+#include "georoute/transport/codecs.hpp"
 
 #include <algorithm>
 #include <cstdio>

@@ -4,7 +4,7 @@
 // The behaviour and its choices are described in engine.hpp.
 
 #include "tests/emulator/engine_impl.hpp"
-#include "transport/codecs.hpp"
+#include "georoute/transport/codecs.hpp"
 
 #include <algorithm>
 

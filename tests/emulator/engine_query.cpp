@@ -3,7 +3,7 @@
 
 #include "tests/emulator/engine_impl.hpp"
 #include "tests/emulator/sql.hpp"
-#include "transport/codecs.hpp"
+#include "georoute/transport/codecs.hpp"
 
 #include <algorithm>
 

@@ -1,7 +1,7 @@
 // Databases, collections, the pkranges feed and range splits.
 
 #include "tests/emulator/engine_impl.hpp"
-#include "transport/codecs.hpp"
+#include "georoute/transport/codecs.hpp"
 
 #include <algorithm>
 

@@ -3,11 +3,11 @@
 // placement by EPK, pkranges and splits, queries and plans, replication and
 // session tokens, write regions, throttling, auth, status faults, counters.
 
-#include "actors/policy/epk.hpp"
-#include "actors/policy/routing_map.hpp"
+#include "georoute/actors/policy/epk.hpp"
+#include "georoute/actors/policy/routing_map.hpp"
 #include "tests/emulator/engine.hpp"
-#include "transport/auth.hpp"
-#include "transport/codecs.hpp"
+#include "georoute/transport/auth.hpp"
+#include "georoute/transport/codecs.hpp"
 
 #include <algorithm>
 #include <chrono>

@@ -2,7 +2,7 @@
 // arithmetic, partition-key extraction.
 
 #include "tests/emulator/engine_impl.hpp"
-#include "transport/codecs.hpp"
+#include "georoute/transport/codecs.hpp"
 
 #include <algorithm>
 #include <cctype>

@@ -29,7 +29,7 @@
 #include "tests/emulator/server.hpp"
 
 #include "tests/emulator/emulator.hpp"
-#include "transport/auth.hpp"
+#include "georoute/transport/auth.hpp"
 
 #include <algorithm>
 #include <atomic>

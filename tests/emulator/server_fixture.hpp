@@ -6,9 +6,9 @@
 // for what the client would hide.
 
 #include "tests/emulator/emulator.hpp"
-#include "transport/auth.hpp"
-#include "transport/http_client.hpp"
-#include "transport/url.hpp"
+#include "georoute/transport/auth.hpp"
+#include "georoute/transport/http_client.hpp"
+#include "georoute/transport/url.hpp"
 
 #include <arpa/inet.h>
 #include <chrono>

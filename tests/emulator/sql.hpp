@@ -14,8 +14,8 @@
 // select list, `c AS payload`, `c._rid`). Everything else is a parse error
 // with its position.
 
-#include "actors/policy/model.hpp"
-#include "actors/policy/result.hpp"
+#include "georoute/actors/policy/model.hpp"
+#include "georoute/actors/policy/result.hpp"
 
 #include <cstddef>
 #include <memory>

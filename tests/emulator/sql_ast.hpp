@@ -5,7 +5,7 @@
 // share: the canonical printer and the Cosmos value order. Internal to the
 // emulator; callers use sql.hpp.
 
-#include "actors/policy/result.hpp"
+#include "georoute/actors/policy/result.hpp"
 
 #include <cstddef>
 #include <cstdint>

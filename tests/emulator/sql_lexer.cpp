@@ -1,6 +1,6 @@
 #include "tests/emulator/sql_lexer.hpp"
 
-#include "actors/policy/utf8.hpp"
+#include "georoute/actors/policy/utf8.hpp"
 
 #include <algorithm>
 #include <array>

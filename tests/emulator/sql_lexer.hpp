@@ -6,7 +6,7 @@
 // surrogate pairs joined) and must be valid UTF-8. Numbers may carry a sign,
 // a fraction and an exponent. `--` starts a comment up to the end of the line.
 
-#include "actors/policy/result.hpp"
+#include "georoute/actors/policy/result.hpp"
 
 #include <cstddef>
 #include <nlohmann/json.hpp>

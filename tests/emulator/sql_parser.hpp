@@ -7,7 +7,7 @@
 // unique projection names). Nesting deeper than `max_depth` is an error, not
 // a stack overflow.
 
-#include "actors/policy/result.hpp"
+#include "georoute/actors/policy/result.hpp"
 #include "tests/emulator/sql_ast.hpp"
 
 #include <memory>

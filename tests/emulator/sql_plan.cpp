@@ -63,7 +63,7 @@
 //   cannot finish alone: aggregates and DISTINCT are kept as above, ORDER BY
 //   and OFFSET/LIMIT are dropped with an empty rewrittenQuery (TOP is kept).
 
-#include "actors/policy/epk.hpp"
+#include "georoute/actors/policy/epk.hpp"
 #include "tests/emulator/sql.hpp"
 #include "tests/emulator/sql_ast.hpp"
 

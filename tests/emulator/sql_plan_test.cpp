@@ -3,7 +3,7 @@
 // them), the narrowing of queryRanges to one EPK point, and that every
 // rewritten query runs on the emulator once the SDK fills the placeholder.
 
-#include "actors/policy/epk.hpp"
+#include "georoute/actors/policy/epk.hpp"
 #include "tests/emulator/sql.hpp"
 #include "tests/emulator/sql_ast.hpp"
 

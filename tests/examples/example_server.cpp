@@ -12,12 +12,12 @@
 // every order went through. It needs only the installed package:
 // tests/examples/CMakeLists.txt builds it with find_package(georoute).
 
-#include "actors/client.hpp"
-#include "actors/engine.hpp"
-#include "messages/error.hpp"
-#include "messages/types.hpp"
-#include "transport/auth.hpp"
-#include "transport/http_client.hpp"
+#include <georoute/actors/client.hpp>
+#include <georoute/actors/engine.hpp>
+#include <georoute/messages/error.hpp>
+#include <georoute/messages/types.hpp>
+#include <georoute/transport/auth.hpp>
+#include <georoute/transport/http_client.hpp>
 #ifdef GEOROUTE_EXAMPLE_EMULATOR
 #  include "tests/emulator/emulator.hpp"
 #endif

@@ -4,8 +4,8 @@
 // unchanged (the emulator serves what the engine reads).
 
 #include "tests/fuzz/fuzz_check.hpp"
-#include "transport/codecs.hpp"
-#include "transport/url.hpp"
+#include "georoute/transport/codecs.hpp"
+#include "georoute/transport/url.hpp"
 
 #include <variant>
 

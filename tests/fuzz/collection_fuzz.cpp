@@ -4,7 +4,7 @@
 // emulator serves what the engine reads).
 
 #include "tests/fuzz/fuzz_check.hpp"
-#include "transport/codecs.hpp"
+#include "georoute/transport/codecs.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace georoute;

@@ -11,7 +11,7 @@
 // a warning or the --dump-config text; an accepted configuration's dump
 // (render) loads again, with the same environment, to the same dump.
 
-#include "config/georoute_config.hpp"
+#include "georoute/config/georoute_config.hpp"
 #include "tests/fuzz/fuzz_check.hpp"
 
 #include <cctype>

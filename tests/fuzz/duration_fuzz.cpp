@@ -5,7 +5,7 @@
 // never a crash; a problem has a message; format/parse and to_string/parse
 // give back the same value; a ladder has 1..10 steps with positive timeouts.
 
-#include "actors/policy/timeout_ladder.hpp"
+#include "georoute/actors/policy/timeout_ladder.hpp"
 #include "tests/fuzz/fuzz_check.hpp"
 
 #include <string>

@@ -21,10 +21,10 @@
 // decodes with the codec the engine reads it with; a session token header
 // parses. The emulator must serve what georoute can decode.
 
-#include "actors/policy/session_token.hpp"
+#include "georoute/actors/policy/session_token.hpp"
 #include "tests/emulator/engine.hpp"
 #include "tests/fuzz/fuzz_check.hpp"
-#include "transport/codecs.hpp"
+#include "georoute/transport/codecs.hpp"
 
 #include <cctype>
 #include <chrono>

@@ -5,7 +5,7 @@
 // and field-by-field equality of the model types (model.hpp defines none),
 // used by the decode -> encode -> decode round trips.
 
-#include "actors/policy/model.hpp"
+#include "georoute/actors/policy/model.hpp"
 
 #include <cstdint>
 #include <cstdio>

@@ -4,7 +4,7 @@
 // JSON parses to the same components; EPKs have the documented lengths and
 // compare equal to themselves.
 
-#include "actors/policy/epk.hpp"
+#include "georoute/actors/policy/epk.hpp"
 #include "tests/fuzz/fuzz_check.hpp"
 
 #include <cstring>

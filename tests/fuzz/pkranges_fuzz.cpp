@@ -3,9 +3,9 @@
 // value must survive encode_pkranges -> decode_pkranges unchanged (the emulator
 // serves what the engine reads).
 
-#include "actors/policy/epk.hpp"
+#include "georoute/actors/policy/epk.hpp"
 #include "tests/fuzz/fuzz_check.hpp"
-#include "transport/codecs.hpp"
+#include "georoute/transport/codecs.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace georoute;

@@ -4,7 +4,7 @@
 // render -> parse gives the same tokens; merge is commutative and its result
 // covers both inputs (the rule the session container relies on).
 
-#include "actors/policy/session_token.hpp"
+#include "georoute/actors/policy/session_token.hpp"
 #include "tests/fuzz/fuzz_check.hpp"
 
 namespace {

@@ -8,7 +8,7 @@
 
 #include "tests/emulator/sql.hpp"
 #include "tests/fuzz/fuzz_check.hpp"
-#include "transport/codecs.hpp"
+#include "georoute/transport/codecs.hpp"
 
 #include <nlohmann/json.hpp>
 

@@ -5,7 +5,7 @@
 // endpoint key parses back to the same origin.
 
 #include "tests/fuzz/fuzz_check.hpp"
-#include "transport/url.hpp"
+#include "georoute/transport/url.hpp"
 
 #include <variant>
 

@@ -11,7 +11,7 @@
 // the decoders' own unit tests are named there too.
 
 #include "tests/integration/engine_fixture.hpp"
-#include "transport/codecs.hpp"
+#include "georoute/transport/codecs.hpp"
 
 #include <nlohmann/json.hpp>
 

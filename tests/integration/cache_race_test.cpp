@@ -6,9 +6,9 @@
 // next region and fills the cache; the next caller is answered from the
 // cache and the hung region sees no request.
 
-#include "actors/collection_cache.hpp"
-#include "actors/pkrange_cache.hpp"
-#include "actors/policy/routing_map.hpp"
+#include "georoute/actors/collection_cache.hpp"
+#include "georoute/actors/pkrange_cache.hpp"
+#include "georoute/actors/policy/routing_map.hpp"
 #include "tests/integration/stack_fixture.hpp"
 
 namespace {

@@ -4,7 +4,7 @@
 // engine (as a new process would have) resumes from a page's continuation.
 // The continuation carries the hashes of the values already returned.
 
-#include "actors/policy/query_continuation.hpp"
+#include "georoute/actors/policy/query_continuation.hpp"
 #include "tests/integration/engine_fixture.hpp"
 
 #include <map>

@@ -5,7 +5,7 @@
 // it is down; a host monitors the supervisor or links to it; the engine
 // refuses a key the transport cannot decode in the words check-config uses.
 
-#include "config/georoute_config.hpp"
+#include "georoute/config/georoute_config.hpp"
 #include "tests/integration/engine_fixture.hpp"
 #include "tests/threads_named.hpp"
 

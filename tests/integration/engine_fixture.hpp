@@ -6,13 +6,13 @@
 // ladders and pauses so that a failover takes well under a second. Shared
 // by the engine and data-plane tests.
 
-#include "actors/engine.hpp"
-#include "messages/error.hpp"
-#include "messages/types.hpp"
+#include "georoute/actors/engine.hpp"
+#include "georoute/messages/error.hpp"
+#include "georoute/messages/types.hpp"
 #include "tests/emulator/emulator.hpp"
 #include "tests/engine_loop_choice.hpp"
-#include "transport/auth.hpp"
-#include "transport/http_client.hpp"
+#include "georoute/transport/auth.hpp"
+#include "georoute/transport/http_client.hpp"
 
 #include <caf/all.hpp>
 #include <chrono>

@@ -3,7 +3,7 @@
 // the threshold, not after the ladder; with every region healthy a metadata
 // operation costs exactly one request.
 
-#include "messages/error.hpp"
+#include "georoute/messages/error.hpp"
 #include "tests/integration/stack_fixture.hpp"
 
 namespace {

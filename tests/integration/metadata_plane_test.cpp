@@ -1,7 +1,7 @@
 // Issue 4, item 8: the metadata plane against the emulator, in real time.
 
-#include "actors/query_plan.hpp"
-#include "messages/error.hpp"
+#include "georoute/actors/query_plan.hpp"
+#include "georoute/messages/error.hpp"
 #include "tests/integration/stack_fixture.hpp"
 
 namespace {

@@ -6,7 +6,7 @@
 // emulator saw carried georoute's User-Agent.
 
 #include "tests/integration/engine_fixture.hpp"
-#include "transport/version.hpp"
+#include "georoute/transport/version.hpp"
 
 #include <set>
 

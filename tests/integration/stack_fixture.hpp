@@ -8,16 +8,16 @@
 // Teardown order matters: actors are told to exit and awaited, then the HTTP
 // client (and its io threads) goes, then the actor system, then the emulator.
 
-#include "actors/endpoint_manager.hpp"
-#include "actors/http_port.hpp"
-#include "actors/location_cache.hpp"
-#include "actors/retry.hpp"
-#include "actors/router.hpp"
-#include "messages/types.hpp"
+#include "georoute/actors/endpoint_manager.hpp"
+#include "georoute/actors/http_port.hpp"
+#include "georoute/actors/location_cache.hpp"
+#include "georoute/actors/retry.hpp"
+#include "georoute/actors/router.hpp"
+#include "georoute/messages/types.hpp"
 #include "tests/emulator/emulator.hpp"
 #include "tests/engine_loop_choice.hpp"
-#include "transport/auth.hpp"
-#include "transport/http_client.hpp"
+#include "georoute/transport/auth.hpp"
+#include "georoute/transport/http_client.hpp"
 
 #include <caf/all.hpp>
 #include <chrono>

@@ -7,8 +7,8 @@
 // as CAF's examples do, would not compile next to georoute's: both would
 // define caf::type_by_id for the same IDs.
 
-#include "messages/interfaces.hpp"
-#include "messages/types.hpp"
+#include "georoute/messages/interfaces.hpp"
+#include "georoute/messages/types.hpp"
 
 #include <caf/all.hpp>
 #include <gtest/gtest.h>

@@ -3,8 +3,8 @@
 // exactly once and in the rendering; missing actors; label escaping; the
 // snapshot survives CAF's serializer.
 
-#include "messages/metrics.hpp"
-#include "messages/types.hpp"
+#include "georoute/messages/metrics.hpp"
+#include "georoute/messages/types.hpp"
 
 #include <caf/all.hpp>
 #include <gtest/gtest.h>

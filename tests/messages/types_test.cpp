@@ -1,9 +1,9 @@
 // The message contract: every payload registered, errors render with context,
 // payloads survive CAF's binary serializer (they can cross the network).
 
-#include "messages/error.hpp"
-#include "messages/interfaces.hpp"
-#include "messages/types.hpp"
+#include "georoute/messages/error.hpp"
+#include "georoute/messages/interfaces.hpp"
+#include "georoute/messages/types.hpp"
 
 #include <caf/all.hpp>
 #include <gtest/gtest.h>

@@ -120,6 +120,7 @@ case "$mode" in
     step "configure tests/examples with find_package(georoute)" \
       "$cmake" -S "$source/tests/examples" -B "$work/build" \
       "-DCMAKE_PREFIX_PATH=$prefix${prefix_list:+;$prefix_list}" \
+      "-DGEOROUTE_EXAMPLE_SHADOW_DIR=$source/tests/package/shadow" \
       "${consumer_args[@]}"
     step "build the example" "$cmake" --build "$work/build" -j "$jobs"
     run_example "$work/build/georoute_example_server"
@@ -128,6 +129,7 @@ case "$mode" in
     args=(-S "$source/tests/package/subdir" -B "$work/build"
           -G "Unix Makefiles"
           "-DGEOROUTE_SOURCE_DIR=$source"
+          "-DGEOROUTE_EXAMPLE_SHADOW_DIR=$source/tests/package/shadow"
           -DCMAKE_DISABLE_FIND_PACKAGE_GTest=ON
           -DCMAKE_DISABLE_FIND_PACKAGE_benchmark=ON)
     [ -n "$prefix_list" ] && args+=("-DCMAKE_PREFIX_PATH=$prefix_list")

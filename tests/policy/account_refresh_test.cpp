@@ -1,4 +1,4 @@
-#include "actors/policy/account_refresh.hpp"
+#include "georoute/actors/policy/account_refresh.hpp"
 
 #include <gtest/gtest.h>
 

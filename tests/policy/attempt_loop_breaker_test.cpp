@@ -4,7 +4,7 @@
 // virtual; each step checks where the next request goes before the next
 // outcome is reported.
 
-#include "actors/policy/attempt_loop.hpp"
+#include "georoute/actors/policy/attempt_loop.hpp"
 #include "tests/policy/attempt_results.hpp"
 #include "tests/policy/location_fixture.hpp"
 

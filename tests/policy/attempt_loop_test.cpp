@@ -3,8 +3,8 @@
 // attempts and checks every step between them (where it goes, with which
 // timeout, which side effects, what comes next).
 
-#include "actors/policy/attempt_loop.hpp"
-#include "actors/policy/loop_config.hpp"
+#include "georoute/actors/policy/attempt_loop.hpp"
+#include "georoute/actors/policy/loop_config.hpp"
 #include "tests/policy/attempt_results.hpp"
 #include "tests/policy/location_fixture.hpp"
 

@@ -2,8 +2,8 @@
 
 // Attempt outcomes as the attempt loop is told them, for the policy tables.
 
-#include "actors/policy/attempt_loop.hpp"
-#include "actors/policy/loop_config.hpp"
+#include "georoute/actors/policy/attempt_loop.hpp"
+#include "georoute/actors/policy/loop_config.hpp"
 
 namespace georoute::test {
 

@@ -4,7 +4,7 @@
 // endpoint-failover budget and routes
 // (ClientRetryPolicy.ShouldRetryOnEndpointFailureAsync).
 
-#include "actors/policy/client_retry_policy.hpp"
+#include "georoute/actors/policy/client_retry_policy.hpp"
 #include "tests/policy/retry_fixture.hpp"
 
 #include <gtest/gtest.h>

@@ -3,7 +3,7 @@
 // ClientRetryPolicy.ShouldRetryOnUnavailableEndpointStatusCodes): the 404.1002
 // walks, the single cross-region retry, the retry context and the counters.
 
-#include "actors/policy/client_retry_policy.hpp"
+#include "georoute/actors/policy/client_retry_policy.hpp"
 #include "tests/policy/retry_fixture.hpp"
 
 #include <gtest/gtest.h>

@@ -2,7 +2,7 @@
 // ended operation leaves nothing behind; a shorter deadline after longer
 // ones gets a timer of its own and still ends on time.
 
-#include "actors/policy/deadline_queue.hpp"
+#include "georoute/actors/policy/deadline_queue.hpp"
 
 #include <gtest/gtest.h>
 

@@ -4,7 +4,7 @@
 // (PartitionKeyInternalTest.cs), the second was computed by an independent
 // reimplementation.
 
-#include "actors/policy/epk.hpp"
+#include "georoute/actors/policy/epk.hpp"
 
 #include <cmath>
 #include <gtest/gtest.h>

@@ -3,7 +3,7 @@
 // (share, minimum allowance, sliding window, refusals) and the metadata
 // hedge budget (acquire, release, 0 disables).
 
-#include "actors/policy/hedge_budget.hpp"
+#include "georoute/actors/policy/hedge_budget.hpp"
 
 #include <gtest/gtest.h>
 #include <ostream>

@@ -2,7 +2,7 @@
 // starts after non-final results), the winner (first final result, else the
 // last answer), stopping, late answers, and the RU accounting.
 
-#include "actors/policy/hedge_plan.hpp"
+#include "georoute/actors/policy/hedge_plan.hpp"
 
 #include <gtest/gtest.h>
 #include <ostream>

@@ -6,7 +6,7 @@
 // Europe; the read ladder's first rung is 6 s, so the default threshold is
 // 1 s and the step 500 ms.
 
-#include "actors/policy/hedged_operation.hpp"
+#include "georoute/actors/policy/hedged_operation.hpp"
 #include "tests/policy/attempt_results.hpp"
 #include "tests/policy/location_fixture.hpp"
 

@@ -2,8 +2,8 @@
 // eligibility and regions of an operation, the thresholds (static, derived,
 // adaptive), the metadata hedge's rules and the options.
 
-#include "actors/policy/hedging.hpp"
-#include "actors/policy/write_copy.hpp"
+#include "georoute/actors/policy/hedging.hpp"
+#include "georoute/actors/policy/write_copy.hpp"
 #include "location_fixture.hpp"
 
 #include <cmath>

@@ -4,7 +4,7 @@
 // text within its nesting limit. Hand-picked cases, then a differential run
 // over random mutations of real bodies.
 
-#include "actors/policy/json_check.hpp"
+#include "georoute/actors/policy/json_check.hpp"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>

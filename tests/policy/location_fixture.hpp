@@ -6,7 +6,7 @@
 // :4300, preferences [East US, West US, North Europe] (LocationCacheTests'
 // fixture with real region names).
 
-#include "actors/policy/location_table.hpp"
+#include "georoute/actors/policy/location_table.hpp"
 
 #include <chrono>
 #include <string>

@@ -3,7 +3,7 @@
 // LocationCacheTests): with the first k regions marked, the verdict, the lists,
 // the resolution, and the revert after the marks expire.
 
-#include "actors/policy/location_table.hpp"
+#include "georoute/actors/policy/location_table.hpp"
 #include "tests/policy/location_fixture.hpp"
 
 #include <gtest/gtest.h>

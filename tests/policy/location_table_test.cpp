@@ -4,7 +4,7 @@
 // (LocationCache.GetApplicableEndpoints), and region names (LocationCache's
 // region-name helpers).
 
-#include "actors/policy/location_table.hpp"
+#include "georoute/actors/policy/location_table.hpp"
 #include "tests/policy/location_fixture.hpp"
 
 #include <gtest/gtest.h>

@@ -1,4 +1,4 @@
-#include "actors/policy/lru_cache.hpp"
+#include "georoute/actors/policy/lru_cache.hpp"
 
 #include <gtest/gtest.h>
 #include <string>

@@ -4,7 +4,7 @@
 // location fixture prefer East US, then West US; the hedge is due 1.5 s
 // after the primary's first attempt.
 
-#include "actors/policy/metadata_hedge.hpp"
+#include "georoute/actors/policy/metadata_hedge.hpp"
 #include "tests/policy/attempt_results.hpp"
 #include "tests/policy/location_fixture.hpp"
 

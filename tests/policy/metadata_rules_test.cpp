@@ -3,8 +3,8 @@
 // signal mapping, and the lookup gates of the collection cache and the
 // partition-range cache.
 
-#include "actors/policy/metadata_rules.hpp"
-#include "actors/policy/range_lookup.hpp"
+#include "georoute/actors/policy/metadata_rules.hpp"
+#include "georoute/actors/policy/range_lookup.hpp"
 
 #include <gtest/gtest.h>
 #include <ostream>

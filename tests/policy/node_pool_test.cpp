@@ -2,7 +2,7 @@
 // queues: a freed node serves the next insert, at most `max_free` are kept,
 // and blocks of another size never enter it.
 
-#include "actors/policy/node_pool.hpp"
+#include "georoute/actors/policy/node_pool.hpp"
 
 #include <gtest/gtest.h>
 #include <set>

@@ -2,7 +2,7 @@
 // that bound's bucket, as Prometheus' `le` says), one series per key, the
 // series bound.
 
-#include "actors/policy/operation_histograms.hpp"
+#include "georoute/actors/policy/operation_histograms.hpp"
 
 #include <gtest/gtest.h>
 

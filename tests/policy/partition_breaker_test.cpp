@@ -8,7 +8,7 @@
 // primary_win_resets_hedge_win_counter (Rust driver) and Java's
 // PartitionLevelCircuitBreakerTests (transitions per outcome).
 
-#include "actors/policy/partition_breaker.hpp"
+#include "georoute/actors/policy/partition_breaker.hpp"
 
 #include <gtest/gtest.h>
 #include <optional>

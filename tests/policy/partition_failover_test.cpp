@@ -5,8 +5,8 @@
 // account order; the client prefers East, West, North. Ports of the .NET
 // SDK's GlobalPartitionEndpointManager tests where they apply.
 
-#include "actors/policy/attempt_loop.hpp"
-#include "actors/policy/partition_failover.hpp"
+#include "georoute/actors/policy/attempt_loop.hpp"
+#include "georoute/actors/policy/partition_failover.hpp"
 #include "tests/policy/attempt_results.hpp"
 #include "tests/policy/location_fixture.hpp"
 

@@ -1,4 +1,4 @@
-#include "actors/policy/query_merge.hpp"
+#include "georoute/actors/policy/query_merge.hpp"
 
 #include <algorithm>
 #include <cctype>

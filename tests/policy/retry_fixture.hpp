@@ -3,8 +3,8 @@
 // Shared fixture of the retry-policy tests: request facts for reads,
 // single- and multi-master writes, and a three-region location table.
 
-#include "actors/policy/client_retry_policy.hpp"
-#include "actors/policy/location_table.hpp"
+#include "georoute/actors/policy/client_retry_policy.hpp"
+#include "georoute/actors/policy/location_table.hpp"
 
 #include <chrono>
 #include <string>

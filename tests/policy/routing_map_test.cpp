@@ -2,8 +2,8 @@
 // incremental combine, lookups and overlap queries, with boundary sweeps
 // (every edge, edge minus one, the minimum and the maximum key).
 
-#include "actors/policy/epk.hpp"
-#include "actors/policy/routing_map.hpp"
+#include "georoute/actors/policy/epk.hpp"
+#include "georoute/actors/policy/routing_map.hpp"
 
 #include <algorithm>
 #include <gtest/gtest.h>

@@ -5,11 +5,11 @@
 // not already cover is here; where georoute deliberately behaves otherwise
 // than an SDK, the row tests georoute's behaviour and says so.
 
-#include "actors/policy/attempt_loop.hpp"
-#include "actors/policy/hedge_budget.hpp"
-#include "actors/policy/hedge_plan.hpp"
-#include "actors/policy/hedging.hpp"
-#include "actors/policy/partition_breaker.hpp"
+#include "georoute/actors/policy/attempt_loop.hpp"
+#include "georoute/actors/policy/hedge_budget.hpp"
+#include "georoute/actors/policy/hedge_plan.hpp"
+#include "georoute/actors/policy/hedging.hpp"
+#include "georoute/actors/policy/partition_breaker.hpp"
 #include "tests/policy/attempt_results.hpp"
 #include "tests/policy/location_fixture.hpp"
 

@@ -1,4 +1,4 @@
-#include "actors/policy/session_token.hpp"
+#include "georoute/actors/policy/session_token.hpp"
 
 #include <gtest/gtest.h>
 #include <ostream>

@@ -1,6 +1,6 @@
 // The snapshot holder across a location-cache restart.
 
-#include "actors/policy/snapshot_holder.hpp"
+#include "georoute/actors/policy/snapshot_holder.hpp"
 #include "tests/policy/location_fixture.hpp"
 
 #include <gtest/gtest.h>

@@ -3,8 +3,8 @@
 // server's delay exactly, 5 s without one) and the partition-range policy
 // (region hops, then the throttle).
 
-#include "actors/policy/client_retry_policy.hpp"
-#include "actors/policy/throttle_policy.hpp"
+#include "georoute/actors/policy/client_retry_policy.hpp"
+#include "georoute/actors/policy/throttle_policy.hpp"
 
 #include <gtest/gtest.h>
 #include <string>

@@ -2,7 +2,7 @@
 // and flags chosen per request kind, the reference values of each ladder, and
 // the parsing and rendering of ladder steps and durations.
 
-#include "actors/policy/timeout_ladder.hpp"
+#include "georoute/actors/policy/timeout_ladder.hpp"
 
 #include <gtest/gtest.h>
 #include <string>

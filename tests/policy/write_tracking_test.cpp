@@ -3,7 +3,7 @@
 // applied (the rows of Java's CosmosItemWriteRetriesTest that decide a
 // status; the emulator runs them end to end in tests/integration).
 
-#include "actors/policy/write_tracking.hpp"
+#include "georoute/actors/policy/write_tracking.hpp"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>

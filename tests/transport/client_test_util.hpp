@@ -4,7 +4,7 @@
 // outcomes (counts every callback, so "exactly once" is checkable), request
 // builders and a polling wait with a generous bound.
 
-#include "transport/http_client.hpp"
+#include "georoute/transport/http_client.hpp"
 
 #include <chrono>
 #include <condition_variable>

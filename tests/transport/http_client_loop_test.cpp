@@ -7,8 +7,8 @@
 
 #include "tests/transport/client_test_util.hpp"
 #include "tests/transport/loopback_server.hpp"
-#include "transport/http_client.hpp"
-#include "transport/io_loop.hpp"
+#include "georoute/transport/http_client.hpp"
+#include "georoute/transport/io_loop.hpp"
 
 #include <atomic>
 #include <future>

@@ -5,7 +5,7 @@
 
 #include "tests/transport/client_test_util.hpp"
 #include "tests/transport/loopback_server.hpp"
-#include "transport/http_client.hpp"
+#include "georoute/transport/http_client.hpp"
 
 #include <atomic>
 #include <gtest/gtest.h>

@@ -2,7 +2,7 @@
 
 // Keys and the reference date shared by the auth tests.
 
-#include "transport/auth.hpp"
+#include "georoute/transport/auth.hpp"
 
 #include <chrono>
 #include <gtest/gtest.h>

@@ -1,5 +1,5 @@
 #include "tests/wire/auth_fixtures.hpp"
-#include "transport/auth.hpp"
+#include "georoute/transport/auth.hpp"
 
 #include <gtest/gtest.h>
 #include <ostream>

@@ -1,5 +1,5 @@
 #include "tests/wire/codec_fixtures.hpp"
-#include "transport/codecs.hpp"
+#include "georoute/transport/codecs.hpp"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>

@@ -4,7 +4,7 @@
 // tests (HttpClient.Request_CrLfInHeaderOrTarget_RefusedBeforeSending)
 // show that nothing reaches the server then.
 
-#include "transport/request_checks.hpp"
+#include "georoute/transport/request_checks.hpp"
 
 #include <cstdint>
 #include <gtest/gtest.h>

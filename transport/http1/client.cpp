@@ -1,8 +1,8 @@
 // http_client, the public face (transport/http_client.hpp): a handle on one
 // client_core (pool.hpp).
 
-#include "transport/http1/pool.hpp"
-#include "transport/http_client.hpp"
+#include "georoute/transport/http1/pool.hpp"
+#include "georoute/transport/http_client.hpp"
 
 #include <memory>
 #include <utility>

@@ -1,8 +1,8 @@
-#include "transport/http1/connection.hpp"
+#include "georoute/transport/http1/connection.hpp"
 
-#include "transport/outcome.hpp"
-#include "transport/request_checks.hpp"
-#include "transport/version.hpp"
+#include "georoute/transport/outcome.hpp"
+#include "georoute/transport/request_checks.hpp"
+#include "georoute/transport/version.hpp"
 
 #include <algorithm>
 #include <charconv>

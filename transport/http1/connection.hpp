@@ -3,9 +3,9 @@
 // connection<Tls>: one socket of an endpoint's pool, plain TCP or TLS. Its
 // members are defined in connection.cpp, which instantiates it for both.
 
-#include "transport/http1/errors.hpp"
-#include "transport/http1/pool.hpp"
-#include "transport/http1/response.hpp"
+#include "georoute/transport/http1/errors.hpp"
+#include "georoute/transport/http1/pool.hpp"
+#include "georoute/transport/http1/response.hpp"
 
 #include <cstddef>
 #include <cstdint>

@@ -1,13 +1,13 @@
 // client_core: its setup, and a request's way from send() through the
 // endpoint's pool to its one completion.
 
-#include "transport/http1/pool.hpp"
+#include "georoute/transport/http1/pool.hpp"
 
-#include "transport/http1/connection.hpp"
-#include "transport/http1/response.hpp"
-#include "transport/io_loop_asio.hpp"
-#include "transport/request_checks.hpp"
-#include "transport/url.hpp"
+#include "georoute/transport/http1/connection.hpp"
+#include "georoute/transport/http1/response.hpp"
+#include "georoute/transport/io_loop_asio.hpp"
+#include "georoute/transport/request_checks.hpp"
+#include "georoute/transport/url.hpp"
 
 #include <algorithm>
 #include <filesystem>

@@ -19,11 +19,11 @@
 // `mtx_`; socket state is touched only on the connection's strand.
 // Callbacks never run with a lock held.
 
-#include "transport/http1/errors.hpp"
-#include "transport/http_client.hpp"
-#include "transport/io_loop.hpp"
-#include "transport/outcome.hpp"
-#include "transport/url.hpp"
+#include "georoute/transport/http1/errors.hpp"
+#include "georoute/transport/http_client.hpp"
+#include "georoute/transport/io_loop.hpp"
+#include "georoute/transport/outcome.hpp"
+#include "georoute/transport/url.hpp"
 
 #include <atomic>
 #include <condition_variable>

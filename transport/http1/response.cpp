@@ -1,6 +1,6 @@
-#include "transport/http1/response.hpp"
+#include "georoute/transport/http1/response.hpp"
 
-#include "transport/request_checks.hpp"
+#include "georoute/transport/request_checks.hpp"
 
 #include <utility>
 

@@ -3,8 +3,8 @@
 // A response as it comes off the wire: where its header fields live while
 // it is parsed, and its mapping to the normalized outcome.
 
-#include "transport/http1/errors.hpp"
-#include "transport/outcome.hpp"
+#include "georoute/transport/http1/errors.hpp"
+#include "georoute/transport/outcome.hpp"
 
 #include <cstddef>
 #include <memory>

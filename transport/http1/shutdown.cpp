@@ -1,8 +1,8 @@
 // client_core::shutdown: in thread mode on the caller's thread, which joins
 // the io threads; in loop mode as one step on the loop's driver.
 
-#include "transport/http1/pool.hpp"
-#include "transport/http1/response.hpp"
+#include "georoute/transport/http1/pool.hpp"
+#include "georoute/transport/http1/response.hpp"
 
 #include <algorithm>
 #include <chrono>
