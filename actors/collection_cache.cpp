@@ -108,7 +108,7 @@ metadata_request read_request(std::string path, std::string link,
   req.path = std::move(path);
   req.kind = request_kind::metadata_read;
   req.op = op_kind::read;
-  req.policy = retry_policy_kind::clearing_session;
+  req.policy = loop_policy::clearing_session;
   req.collection_name = std::move(link);
   req.rid_based = rid_based;
   return req;

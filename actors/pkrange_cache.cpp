@@ -97,7 +97,7 @@ metadata_request page_request(const std::string& path, const std::string& etag,
   if (!etag.empty()) req.headers.emplace_back("if-none-match", etag);
   req.kind = request_kind::pkranges_read;
   req.op = op_kind::read;
-  req.policy = retry_policy_kind::partition_range;
+  req.policy = loop_policy::partition_range;
   req.rid_based = true;
   return req;
 }

@@ -233,15 +233,10 @@ std::vector<std::string> excluded_for(const retry_state& st,
 }
 
 attempt_loop make_loop(const retry_state& st, const metadata_request& req) {
-  auto policy = req.policy == retry_policy_kind::partition_range
-                    ? loop_policy::partition_range
-                : req.policy == retry_policy_kind::clearing_session
-                    ? loop_policy::clearing_session
-                    : loop_policy::client;
   loop_environment env;
   env.client = st.cfg.client;
   env.attempt_cap = st.cfg.attempt_cap;
-  return attempt_loop{metadata_loop(req.kind, req.op, policy,
+  return attempt_loop{metadata_loop(req.kind, req.op, req.policy,
                                     !req.collection_name.empty(),
                                     excluded_for(st, req), env),
                       st.cfg.ladders};

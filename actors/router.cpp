@@ -154,7 +154,7 @@ metadata_request to_pipeline_request(const document_request& req) {
   m.body = req.body;
   m.kind = req.kind;
   m.op = req.op;
-  m.policy = retry_policy_kind::client;
+  m.policy = loop_policy::client;
   m.excluded_regions = req.excluded_regions;
   return m;
 }

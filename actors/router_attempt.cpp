@@ -11,10 +11,6 @@ std::vector<std::string> excluded_for(const router_state& st,
                            op.req.options.excluded_regions);
 }
 
-op_kind op_of(const data_operation& op) {
-  return is_write(op.req.op) ? op_kind::write : op_kind::read;
-}
-
 void schedule_attempt(self_ptr self, uint64_t id,
                       std::chrono::milliseconds delay) {
   auto& op = self->state.ops.at(id);
@@ -47,7 +43,13 @@ void attempt(self_ptr self, uint64_t id) {
   auto plan = op.loop->next_attempt(*st.snap.table(), self->clock().now());
   note_transitions(st, &op);
   if (!plan) {
-    finish_failure(self, id, plan.error().what);
+    // The loop refuses another attempt (its cap). With no failure to
+    // report, both planes say so as `attempts_exhausted`.
+    if (!op.last_failure)
+      finish_error(self, id, errc::attempts_exhausted,
+                   describe(op) + ": " + plan.error().what);
+    else
+      finish_failure(self, id, plan.error().what);
     return;
   }
   op.endpoint = plan->endpoint;
@@ -62,6 +64,7 @@ void attempt(self_ptr self, uint64_t id) {
   ++st.stats.attempts;
   op.waiting = waiting_for::response;
   op.climbing = false;
+  op.primary_out = true;
   op.attempt_started = self->clock().now();
   attempt_record rec;
   rec.region = op.region;
@@ -120,9 +123,10 @@ void on_outcome(self_ptr self, uint64_t id, uint32_t arm,
   if (i->second.echo) {
     // A read-back decides this write now: another arm's success ends it,
     // its failure cannot (it would end the operation before the read-back
-    // tells whether the echo was its own first copy). A hedge arm's answer
-    // still reaches the hedge (the arm is no longer out; the breaker hears
-    // of it) and what it saw still marks; no further arm starts.
+    // tells whether the echo was its own first copy). What an answer saw
+    // still counts: a hedge arm's reaches the hedge (the arm is no longer
+    // out; the breaker hears of it), the primary's reaches its loop and the
+    // breaker, and their failures mark; no further attempt starts.
     auto& op = i->second;
     auto& rec =
         op.diag
@@ -140,6 +144,15 @@ void on_outcome(self_ptr self, uint64_t id, uint32_t arm,
       apply_effects(self, answer.effects,
                     origin_of(st, &o, op.budget_spent));
     }
+    if (arm == 0) {
+      op.primary_out = false;
+      report_to_breaker(st, &op, *op.loop, o, self->clock().now());
+      if (!o.success()) {
+        auto step = op.loop->on_result(attempt_result_of(o), *st.snap.table(),
+                                       self->clock().now(), op.budget_spent);
+        apply_effects(self, step.effects, origin_of(st, &o, op.budget_spent));
+      }
+    }
     if (o.success() && !success_body_problem(op.req.op, o)) {
       if (arm == 0) op.waiting = waiting_for::nothing; // it answered
       finish_ok(self, id, o, arm);
@@ -152,6 +165,7 @@ void on_outcome(self_ptr self, uint64_t id, uint32_t arm,
   }
   auto& op = i->second;
   op.waiting = waiting_for::nothing;
+  op.primary_out = false;
   auto& rec = op.diag.attempts[op.primary_record];
   record_answer(self, op, rec, o, op.attempt_started);
   capture_session(st, op, o);
@@ -317,7 +331,7 @@ caf::result<data_response> start(self_ptr self, data_request& req) {
   if (auto refused = refuse_if_overloaded(self)) return std::move(*refused);
   // Writes that survive a hang: the request's setting wins.
   auto tracking = plan_write_tracking(
-      is_write(req.op) ? std::optional{write_op_of(req.op)} : std::nullopt,
+      req.op,
       req.options.write_retries, st.cfg.write_retries);
   std::string tracking_id;
   if (tracking.tracked) {
@@ -344,7 +358,7 @@ caf::result<data_response> start(self_ptr self, data_request& req) {
   env.attempt_cap = st.cfg.attempt_cap;
   env.breaker = st.breaker ? &*st.breaker : nullptr;
   env.ppaf = &st.ppaf;
-  op.loop.emplace(data_plane_loop(kind_of(op.req.op), op_of(op),
+  op.loop.emplace(data_plane_loop(kind_of(op.req.op), access_of(op.req.op),
                                   op.write_retries, excluded_for(st, op), env),
                   st.cfg.ladders);
   op.deadline = op.started + op.budget;

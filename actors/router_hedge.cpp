@@ -20,7 +20,7 @@ void settle_arms(self_ptr self, uint64_t id, data_operation& op) {
   auto& st = self->state;
   if (!op.loop) return;
   // A read-back in flight is not the primary: its answer is dropped.
-  bool primary_out = op.waiting == waiting_for::response && !op.echo;
+  bool primary_out = op.primary_out;
   bool climbing = op.waiting == waiting_for::backoff && op.climbing;
   auto fate = abandon_primary(primary_out, climbing, op.budget_spent);
   if (fate == primary_fate::nothing && !op.hedge) return;
@@ -134,7 +134,7 @@ bool carry_out_hedge(self_ptr self, uint64_t id, const hedge_step& step) {
 // What the operation asks of hedging.
 hedge_ask ask_of(const router_state& st, const data_operation& op) {
   hedge_ask ask;
-  ask.op = op_of(op);
+  ask.op = access_of(op.req.op);
   ask.hedge = op.req.options.hedge;
   ask.threshold = op.req.options.hedge_threshold;
   if (ask.op == op_kind::write) ask.write_copy_safe = write_copy_safe(op);
@@ -150,7 +150,7 @@ void plan_hedge(self_ptr self, uint64_t id) {
   if (!st.snap.table()) return;
   // The cheap check first: an operation that is not hedged pays nothing
   // more (no exclusion list).
-  if (!hedge_wanted(st.cfg.hedging, op_of(op), op.req.options.hedge)) return;
+  if (!hedge_wanted(st.cfg.hedging, access_of(op.req.op), op.req.options.hedge)) return;
   op.hedge_pending =
       hedged_operation::intend(env_of(st), ask_of(st, op), *op.loop,
                                *st.snap.table(), op.attempt_started);

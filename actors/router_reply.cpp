@@ -51,7 +51,7 @@ router_stats current_stats(const router_state& st) {
 
 operation_series to_series(const operation_histogram& h) {
   operation_series s;
-  s.operation = operation_name(static_cast<data_op>(h.operation));
+  s.operation = operation_name(h.operation);
   s.region = h.region;
   s.status_code = h.status;
   if (h.error != 0) s.error_type = to_string(static_cast<errc>(h.error));
@@ -69,7 +69,7 @@ void record_operation(router_state& st, const data_operation& op,
                       const std::string& region, int status, errc code,
                       clock_type::time_point now) {
   auto seconds = std::chrono::duration<double>(now - op.started).count();
-  st.histograms.record(static_cast<uint8_t>(op.req.op), region, status,
+  st.histograms.record(op.req.op, region, status,
                        static_cast<uint8_t>(code), seconds,
                        op.diag.request_charge);
 }

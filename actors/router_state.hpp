@@ -111,6 +111,9 @@ struct data_operation {
   // The primary's last attempt timed out and its next ladder step waits
   // out the step's pause (`waiting == backoff`).
   bool climbing = false;
+  // Arm 0's attempt is in flight (also while a read-back, started by a
+  // hedge arm's answer, is out).
+  bool primary_out = false;
   std::string endpoint;
   std::string region;
   bool range_refreshed = false; // a range-targeted query refreshed its map
@@ -251,7 +254,6 @@ void capture_session(router_state& st, const data_operation& op,
 // router_attempt.cpp
 std::vector<std::string> excluded_for(const router_state& st,
                                       const data_operation& op);
-op_kind op_of(const data_operation& op);
 void schedule_attempt(self_ptr self, uint64_t id,
                       std::chrono::milliseconds delay);
 void attempt(self_ptr self, uint64_t id);
@@ -287,7 +289,6 @@ void send_late(self_ptr self, uint64_t id, uint32_t arm,
                late_attempt<late_wire> late, const attempt_plan& plan);
 
 // router_writes.cpp
-write_op write_op_of(data_op op);
 bool write_copy_safe(const data_operation& op);
 bool take_echo(self_ptr self, uint64_t id, const transport::outcome& o,
                const std::string& region);

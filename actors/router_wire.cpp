@@ -8,24 +8,6 @@
 
 namespace georoute {
 
-request_kind kind_of(data_op op) {
-  return is_write(op) ? request_kind::write : request_kind::document_read;
-}
-
-bool is_write(data_op op) {
-  switch (op) {
-  case data_op::create:
-  case data_op::upsert:
-  case data_op::replace:
-  case data_op::remove:
-    return true;
-  case data_op::read:
-  case data_op::query:
-    return false;
-  }
-  return true;
-}
-
 const char* to_string(data_op op) {
   switch (op) {
   case data_op::create:

@@ -16,12 +16,6 @@
 
 namespace georoute {
 
-/// The request kind of an operation (for the ladder and the retry policy).
-request_kind kind_of(data_op op);
-
-/// True for operations that change data.
-bool is_write(data_op op);
-
 /// "create", "read", ...
 const char* to_string(data_op op);
 

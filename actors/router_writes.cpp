@@ -4,19 +4,11 @@
 
 namespace georoute::router_detail {
 
-// The write operation of a request (a write's op; create otherwise).
-write_op write_op_of(data_op op) {
-  return op == data_op::upsert    ? write_op::upsert
-         : op == data_op::replace ? write_op::replace
-         : op == data_op::remove  ? write_op::remove
-                                  : write_op::create;
-}
-
 // The pure rule (`write_copy_safe`, write_copy.hpp) on a request; reads
 // and queries are not writes and are never asked.
 bool write_copy_safe(const data_operation& op) {
   const auto& o = op.req.options;
-  return write_copy_safe(write_op_of(op.req.op), !o.if_match.empty(),
+  return write_copy_safe(op.req.op, !o.if_match.empty(),
                          !o.if_none_match.empty(), !op.tracking_id.empty());
 }
 
@@ -31,7 +23,7 @@ bool take_echo(self_ptr self, uint64_t id, const transport::outcome& o,
   if (!op.write_retries || o.error != transport::failure::none) return false;
   bool maybe_applied =
       op.loop->maybe_applied() || (op.hedge && op.hedge->hedges_sent() > 0);
-  auto echo = classify_write_echo(write_op_of(op.req.op),
+  auto echo = classify_write_echo(op.req.op,
                                   !op.req.options.if_match.empty(),
                                   maybe_applied, o.status);
   switch (echo) {
@@ -92,7 +84,7 @@ void on_read_back(self_ptr self, uint64_t id, transport::outcome& o) {
   record_answer(self, op, rec, o, op.echo_started);
   auto echo = *op.echo;
   auto verdict = judge_read_back(
-      write_op_of(op.req.op), o.success(),
+      op.req.op, o.success(),
       o.success() && carries_tracking_id(o.body, op.tracking_id), o.status);
   if (verdict.applied) {
     transport::outcome won = o;

@@ -6,6 +6,7 @@
 
 #include "georoute/actors/policy/location_table.hpp"
 #include "georoute/actors/policy/model.hpp"
+#include "georoute/actors/policy/operation.hpp"
 #include "georoute/actors/policy/timeout_ladder.hpp"
 #include "georoute/transport/outcome.hpp"
 
@@ -43,21 +44,6 @@ struct routing_snapshot {
   std::string collection_rid;
 };
 
-/// Which per-call retry policy drives a metadata request.
-enum class retry_policy_kind : uint8_t {
-  /// The client retry policy (.NET ClientRetryPolicy,
-  /// src/ClientRetryPolicy.cs): failover, session, 503, throttling.
-  client = 0,
-  /// The client retry policy wrapped by the clearing-session-container
-  /// decorator (.NET ClearingSessionContainerClientRetryPolicy): same
-  /// decisions; when it gives up on a name-based
-  /// 404/1002, the session tokens of `collection_name` are cleared.
-  clearing_session = 1,
-  /// The partition-range metadata policy (.NET ResourceThrottleRetryPolicy and
-  /// the metadata retry policies): region hops on
-  /// 503/500/410.1022/403.1008, no marking, then throttling.
-  partition_range = 2,
-};
 
 /// A metadata request executed by the retry actor (loop mode): the actor
 /// resolves the endpoint, signs, sends, and consults the retry policy on every
@@ -73,7 +59,7 @@ struct metadata_request {
   /// policy gives up on a 404/1002 (.NET
   /// ClearingSessionContainerClientRetryPolicy); empty when not applicable.
   std::string collection_name;
-  retry_policy_kind policy = retry_policy_kind::client;
+  loop_policy policy = loop_policy::client;
   /// The path addresses resources by rid (signed with the lower-cased rid).
   bool rid_based = false;
   /// Per-request exclusions, on top of the configured ones.
@@ -95,15 +81,6 @@ struct document_request {
   std::vector<std::string> excluded_regions;
 };
 
-/// A data-plane operation.
-enum class data_op : uint8_t {
-  create = 0,  ///< POST .../docs
-  upsert = 1,  ///< POST .../docs with x-ms-documentdb-is-upsert
-  read = 2,    ///< GET .../docs/{id}
-  replace = 3, ///< PUT .../docs/{id}
-  remove = 4,  ///< DELETE .../docs/{id}
-  query = 5,   ///< POST .../docs with a query (one logical partition)
-};
 
 /// Per-request options of a data-plane operation. Every field has a
 /// default that means "as configured".

@@ -87,13 +87,6 @@ struct attempt_result : attempt_failure {
   }
 };
 
-/// Which retry policy decides after the ladder.
-enum class loop_policy : uint8_t {
-  client,           ///< the client retry policy
-  partition_range,  ///< the pkranges feed's region hops
-  clearing_session, ///< client, and a final 404/1002 on a name-based
-                    ///< request clears the name's session tokens
-};
 
 /// What one operation's loop is.
 struct attempt_loop_config {

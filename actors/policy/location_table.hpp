@@ -30,6 +30,7 @@
 // the ones the account (or the options) spelled.
 
 #include "georoute/actors/policy/model.hpp"
+#include "georoute/actors/policy/operation.hpp"
 
 #include <chrono>
 #include <cstddef>
@@ -47,9 +48,6 @@ using policy_clock = std::chrono::steady_clock;
 /// A point in time on `policy_clock`.
 using policy_time = policy_clock::time_point;
 
-/// Whether an operation reads or writes (the pure twin of the messages'
-/// `operation_type`).
-enum class op_kind : uint8_t { read = 0, write = 1 };
 
 /// The comparison key of an endpoint: scheme and host lower-cased, the
 /// default port made explicit (http 80, https 443), the path ending in '/'.

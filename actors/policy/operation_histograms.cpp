@@ -2,7 +2,7 @@
 
 namespace georoute {
 
-operation_histogram& operation_histograms::find(uint8_t operation,
+operation_histogram& operation_histograms::find(data_op operation,
                                                 std::string_view region,
                                                 int status, uint8_t error) {
   for (auto& s : series_)
@@ -20,7 +20,7 @@ operation_histogram& operation_histograms::find(uint8_t operation,
   return series_.back();
 }
 
-void operation_histograms::record(uint8_t operation, std::string_view region,
+void operation_histograms::record(data_op operation, std::string_view region,
                                   int status, uint8_t error, double seconds,
                                   double charge) {
   if (!(seconds > 0)) seconds = 0;

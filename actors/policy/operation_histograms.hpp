@@ -13,6 +13,8 @@
 // of series is bounded (`max_series`); past it, records go to a series whose
 // region is `overflow_region`.
 
+#include "georoute/actors/policy/operation.hpp"
+
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -37,7 +39,7 @@ inline constexpr std::array<double, 9> request_charge_bounds{
 /// One series: the operations of one (operation, region, status, error).
 /// Bucket counts are per bucket (not cumulative); the last is +Inf.
 struct operation_histogram {
-  uint8_t operation = 0; ///< the caller's operation code (router: data_op)
+  data_op operation = data_op::read;
   std::string region;    ///< the region whose answer ended it; "" for none
   int status = 0;        ///< the final HTTP status; 0 when none came
   uint8_t error = 0;     ///< the caller's error code; 0 for a success
@@ -66,13 +68,13 @@ public:
   static constexpr std::string_view overflow_region = "(other)";
 
   /// Records one finished operation. `seconds` below 0 counts as 0.
-  void record(uint8_t operation, std::string_view region, int status,
+  void record(data_op operation, std::string_view region, int status,
               uint8_t error, double seconds, double charge);
 
   const std::vector<operation_histogram>& series() const { return series_; }
 
 private:
-  operation_histogram& find(uint8_t operation, std::string_view region,
+  operation_histogram& find(data_op operation, std::string_view region,
                             int status, uint8_t error);
 
   std::vector<operation_histogram> series_;

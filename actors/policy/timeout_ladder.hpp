@@ -5,6 +5,7 @@
 // attempt. Pure data and a selection function; the transport applies one step
 // per attempt.
 
+#include "georoute/actors/policy/operation.hpp"
 #include "georoute/actors/policy/result.hpp"
 
 #include <chrono>
@@ -27,16 +28,6 @@ struct ladder_step {
 /// A ladder: at least one step.
 using timeout_ladder = std::vector<ladder_step>;
 
-/// What a request is, as far as the choice of ladder goes.
-enum class request_kind {
-  account_read,  ///< GET / on a global or regional endpoint
-  query_plan,    ///< the gateway query-plan POST
-  pkranges_read, ///< the pkranges feed
-  metadata_read, ///< collection, database and other metadata reads
-  document_read, ///< point reads, queries, feeds of documents
-  write,         ///< every write, data or metadata
-  probe,         ///< health probes
-};
 
 /// The configurable ladders, with the reference SDK's values as defaults.
 struct timeout_ladders {

@@ -8,15 +8,15 @@
 // write 412 to the echo of its own first copy, an answer that cannot be told
 // from the data's: those are never hedged.
 
+#include "georoute/actors/policy/operation.hpp"
+
 namespace georoute {
 
-/// The write operations, as the hedging rule sees them.
-enum class write_op { create, upsert, replace, remove };
-
-/// Whether a second copy of the write is safe (`conditional`: it carries
-/// if-match or if-none-match).
-constexpr bool write_copy_safe(write_op op, bool conditional) {
-  return (op == write_op::upsert || op == write_op::replace) && !conditional;
+/// Whether a second copy of the write `op` is safe (`conditional`: it
+/// carries if-match or if-none-match). Never for a read or a query: they
+/// are not writes.
+constexpr bool write_copy_safe(data_op op, bool conditional) {
+  return (op == data_op::upsert || op == data_op::replace) && !conditional;
 }
 
 /// The same for a write that may carry a tracking id (write retries on,
@@ -24,10 +24,10 @@ constexpr bool write_copy_safe(write_op op, bool conditional) {
 /// if-none-match, is safe as well: the echo of its own first copy (409,
 /// 412) is recognised by the id, so a second copy cannot be mistaken for
 /// somebody else's write.
-constexpr bool write_copy_safe(write_op op, bool if_match, bool if_none_match,
+constexpr bool write_copy_safe(data_op op, bool if_match, bool if_none_match,
                                bool tracked) {
   if (tracked &&
-      (op == write_op::create || (op == write_op::replace && !if_none_match)))
+      (op == data_op::create || (op == data_op::replace && !if_none_match)))
     return true;
   return write_copy_safe(op, if_match || if_none_match);
 }

@@ -32,14 +32,14 @@ bool carries_tracking_id(std::string_view body, std::string_view id) {
          it->get_ref<const std::string&>() == id;
 }
 
-write_echo classify_write_echo(write_op op, bool conditional,
+write_echo classify_write_echo(data_op op, bool conditional,
                                bool maybe_applied, int status) {
   if (!maybe_applied) return write_echo::none;
-  if (op == write_op::create && status == 409)
+  if (op == data_op::create && status == 409)
     return write_echo::check_tracking;
-  if (op == write_op::replace && conditional && status == 412)
+  if (op == data_op::replace && conditional && status == 412)
     return write_echo::check_tracking;
-  if (op == write_op::remove && status == 404)
+  if (op == data_op::remove && status == 404)
     return write_echo::deleted_maybe_by_self;
   return write_echo::none;
 }
@@ -50,12 +50,12 @@ std::chrono::milliseconds read_back_timeout(const timeout_ladders& ladders) {
       .timeout;
 }
 
-read_back_verdict judge_read_back(write_op op, bool read_ok, bool carries_id,
+read_back_verdict judge_read_back(data_op op, bool read_ok, bool carries_id,
                                   int read_status) {
   read_back_verdict v;
   if (read_ok && carries_id) {
     v.applied = true;
-    v.status = op == write_op::create ? 201 : 200;
+    v.status = op == data_op::create ? 201 : 200;
     return v;
   }
   v.why = read_ok ? "the stored document does not carry this write's "

@@ -52,13 +52,13 @@ enum class write_echo : uint8_t {
 
 /// `conditional`: the write carried if-match. `maybe_applied`: an earlier
 /// copy of this operation may have been applied.
-write_echo classify_write_echo(write_op op, bool conditional,
+write_echo classify_write_echo(data_op op, bool conditional,
                                bool maybe_applied, int status);
 
 /// Whether `op` carries a tracking property when write retries are on.
-constexpr bool tracks(write_op op) {
-  return op == write_op::create || op == write_op::replace ||
-         op == write_op::upsert;
+constexpr bool tracks(data_op op) {
+  return op == data_op::create || op == data_op::replace ||
+         op == data_op::upsert;
 }
 
 /// Whether a write is retried where it may have been applied, and whether
@@ -68,15 +68,14 @@ struct write_tracking_plan {
   bool tracked = false;
 };
 
-/// `op`: the write (nothing for a read or a query). `requested`: the
-/// request's own switch (-1 the engine's, 0 off, 1 on); `engine_default`:
-/// `georoute.write-retries`.
-constexpr write_tracking_plan plan_write_tracking(std::optional<write_op> op,
-                                                  int requested,
+/// `op`: the operation (a read or a query is never retried this way).
+/// `requested`: the request's own switch (-1 the engine's, 0 off, 1 on);
+/// `engine_default`: `georoute.write-retries`.
+constexpr write_tracking_plan plan_write_tracking(data_op op, int requested,
                                                   bool engine_default) {
   write_tracking_plan p;
-  p.retries = op.has_value() && resolve_switch(requested, engine_default);
-  p.tracked = p.retries && tracks(*op);
+  p.retries = is_write(op) && resolve_switch(requested, engine_default);
+  p.tracked = p.retries && tracks(op);
   return p;
 }
 
@@ -91,7 +90,7 @@ struct read_back_verdict {
 
 /// `read_ok`: the read-back succeeded (`read_status` otherwise);
 /// `carries_id`: the stored document carries this write's tracking id.
-read_back_verdict judge_read_back(write_op op, bool read_ok, bool carries_id,
+read_back_verdict judge_read_back(data_op op, bool read_ok, bool carries_id,
                                   int read_status);
 
 /// How long the read-back of a possible echo may take: as long as the first

@@ -143,7 +143,7 @@ TEST_F(CollectionCache, MissFetchesOnce_ConcurrentCallersShareIt) {
   EXPECT_EQ(req.path, "/dbs/d/colls/c");
   EXPECT_EQ(req.kind, request_kind::metadata_read);
   EXPECT_EQ(req.op, op_kind::read);
-  EXPECT_EQ(req.policy, retry_policy_kind::clearing_session);
+  EXPECT_EQ(req.policy, loop_policy::clearing_session);
   EXPECT_EQ(req.collection_name, link);
   EXPECT_FALSE(req.rid_based);
   answer(0, collection_ok(rid1));
@@ -332,7 +332,7 @@ TEST_F(CollectionCache, ByRid_UsesRidBasedPath) {
   EXPECT_EQ(req.path, "/dbs/wRUaAA==/colls/wRUaAK6VyWc=");
   EXPECT_TRUE(req.rid_based);
   EXPECT_EQ(req.kind, request_kind::metadata_read);
-  EXPECT_EQ(req.policy, retry_policy_kind::clearing_session);
+  EXPECT_EQ(req.policy, loop_policy::clearing_session);
   EXPECT_TRUE(req.collection_name.empty());
   answer(0, collection_ok(rid1));
   receive_now(

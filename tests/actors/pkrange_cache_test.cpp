@@ -197,7 +197,7 @@ TEST_F(PkRangeCache, ColdLoad_LoopsPagesUntil304_BuildsCompleteMap) {
   EXPECT_TRUE(req.rid_based);
   EXPECT_EQ(req.kind, request_kind::pkranges_read);
   EXPECT_EQ(req.op, op_kind::read);
-  EXPECT_EQ(req.policy, retry_policy_kind::partition_range);
+  EXPECT_EQ(req.policy, loop_policy::partition_range);
   EXPECT_EQ(fetches->header(0, "a-im"), "Incremental Feed");
   EXPECT_EQ(fetches->header(0, "x-ms-max-item-count"), "-1");
   EXPECT_EQ(fetches->header(0, "if-none-match"), "<absent>");

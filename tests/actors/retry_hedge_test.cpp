@@ -71,7 +71,7 @@ metadata_request pkranges_page(bool first) {
   metadata_request r;
   r.path = "/dbs/wRUaAA==/colls/wRUaAK6VyWc=/pkranges";
   r.kind = request_kind::pkranges_read;
-  r.policy = retry_policy_kind::partition_range;
+  r.policy = loop_policy::partition_range;
   r.rid_based = true;
   r.first_page = first;
   return r;

@@ -367,7 +367,7 @@ TEST_F(Retry, ZeroBackoff_GoesThroughTheMailbox_OtherMessagesInterleave) {
   auto req = read_collection();
   req.path = "/dbs/d/colls/c/pkranges";
   req.kind = request_kind::pkranges_read;
-  req.policy = retry_policy_kind::partition_range;
+  req.policy = loop_policy::partition_range;
   auto h = self->request(retry, caf::infinite, execute_atom_v, req);
   run();
   ASSERT_EQ(http->count(), 1u);
@@ -611,4 +611,25 @@ TEST_F(Retry, RewiringWithNoLocationCache_KeepsTheCache) {
   receive_now(
       self, h, [](transport::outcome& o) { EXPECT_EQ(o.status, 200); },
       [](caf::error& e) { ADD_FAILURE() << caf::to_string(e); });
+}
+
+// A loop that may make no attempt at all (an attempt cap of 0) fails with
+// `attempts_exhausted`, as the router's does.
+TEST_F(Retry, NoAttemptAllowed_AttemptsExhausted) {
+  retry_config cfg;
+  cfg.attempt_cap = 0;
+  start(cfg);
+  auto h =
+      self->request(retry, caf::infinite, execute_atom_v, read_collection());
+  run();
+  EXPECT_EQ(http->count(), 0u);
+  receive_now(
+      self, h,
+      [](transport::outcome&) { ADD_FAILURE() << "expected an error"; },
+      [](caf::error& e) {
+        EXPECT_EQ(code_of(e), errc::attempts_exhausted) << context_of(e);
+        EXPECT_NE(context_of(e).find("attempt cap of 0 reached"),
+                  std::string::npos)
+            << context_of(e);
+      });
 }

@@ -741,3 +741,83 @@ TEST_F(Router, CallerTimesOutWhileHedged_TheArmsStillDecide) {
   EXPECT_EQ(log->got.size(), 1u);
   self->send_exit(c, caf::exit_reason::user_shutdown);
 }
+
+// A loop that may make no attempt at all (an attempt cap of 0) fails with
+// `attempts_exhausted`, as the retry actor's does: nothing finished, and no
+// budget or deadline ended it.
+TEST_F(Router, NoAttemptAllowed_AttemptsExhausted) {
+  router_config cfg;
+  cfg.attempt_cap = 0;
+  start(cfg);
+  auto h = route(read_doc());
+  EXPECT_EQ(http->count(), 0u);
+  receive_now(
+      self, h, [](data_response&) { ADD_FAILURE() << "expected an error"; },
+      [](caf::error& e) {
+        EXPECT_EQ(code_of(e), errc::attempts_exhausted) << context_of(e);
+        EXPECT_NE(context_of(e).find("attempt cap of 0 reached"),
+                  std::string::npos)
+            << context_of(e);
+      });
+}
+
+// A hedged, tracked create: West (the primary) is silent, the hedge to East
+// answers 409, and the router reads the document back from East while West
+// is still out. West's refusal during the read-back still reaches its loop:
+// West is marked. The read-back finds the create's own tracking id: 201.
+TEST_F(Router, ReadBackAfterTheHedge_PrimaryRefusedMeanwhile_MarksItsRegion) {
+  router_config cfg;
+  cfg.hedging.threshold = 1s;
+  start(cfg, multi_write_account());
+  auto create = tracked_create();
+  create.options.hedge = 1;
+  auto h = route(create);
+  advance(1s);
+  ASSERT_EQ(http->count(), 2u) << "the create was not hedged";
+  EXPECT_EQ(endpoint_of(1), east_ep);
+  auto id = tracking_id_of(http->at(0).request.body);
+  ASSERT_FALSE(id.empty());
+  answer(1, status_response(409));
+  ASSERT_EQ(http->count(), 3u) << "no read-back";
+  EXPECT_EQ(http->at(2).request.method, "GET");
+  EXPECT_EQ(endpoint_of(2), east_ep);
+  answer(0, transport_failure(transport::failure::refused));
+  EXPECT_EQ(stats().marks, 1u) << "the primary's refusal was dropped";
+  EXPECT_EQ(http->count(), 3u) << "an attempt started during the read-back";
+  answer(2, ok_response(R"({"id":"doc1","pk":"p0","_trackingId":")" + id +
+                        R"("})"));
+  receive_now(
+      self, h, [](data_response& r) { EXPECT_EQ(r.status, 201); },
+      [](caf::error& e) { ADD_FAILURE() << caf::to_string(e); });
+  EXPECT_EQ(stats().live, 0u);
+}
+
+// The same, but the read-back ends the operation while West is still out:
+// West's attempt is abandoned, not forgotten, and its refusal marks West.
+TEST_F(Router, ReadBackEndsWhileThePrimaryIsOut_ItsLateRefusalStillMarks) {
+  router_config cfg;
+  cfg.hedging.threshold = 1s;
+  start(cfg, multi_write_account());
+  auto create = tracked_create();
+  create.options.hedge = 1;
+  auto h = route(create);
+  advance(1s);
+  ASSERT_EQ(http->count(), 2u) << "the create was not hedged";
+  auto id = tracking_id_of(http->at(0).request.body);
+  answer(1, status_response(409));
+  ASSERT_EQ(http->count(), 3u) << "no read-back";
+  answer(2, ok_response(R"({"id":"doc1","pk":"p0","_trackingId":")" + id +
+                        R"("})"));
+  receive_now(
+      self, h,
+      [](data_response& r) {
+        EXPECT_EQ(r.status, 201);
+        EXPECT_EQ(r.diag.abandoned_arms, 1u);
+      },
+      [](caf::error& e) { ADD_FAILURE() << caf::to_string(e); });
+  EXPECT_EQ(stats().marks, 0u);
+  answer(0, transport_failure(transport::failure::refused));
+  auto s = stats();
+  EXPECT_EQ(s.marks, 1u) << "the abandoned primary's refusal was dropped";
+  EXPECT_EQ(s.late_answers, 1u);
+}

@@ -369,6 +369,8 @@ TEST_F(DataPlane, OperationBudget_NoNewAttemptOnceSpent) {
         emu->set_region_state(region, emulator::region_state::offline_refuse));
   auto req = point(data_op::read, "doc1");
   req.options.budget = 300ms;
+  auto before = ask<router_stats>(eng->router(), 5s, stats_atom_v);
+  ASSERT_TRUE(before);
   auto r = route(req);
   ASSERT_FALSE(r);
   EXPECT_EQ(code_of(r.error()), errc::connection_refused);
@@ -376,7 +378,15 @@ TEST_F(DataPlane, OperationBudget_NoNewAttemptOnceSpent) {
             std::string::npos)
       << context_of(r.error());
   ASSERT_NE(diagnostics_of(r.error()), nullptr);
-  EXPECT_GE(diagnostics_of(r.error())->attempts.size(), 2u);
+  const auto& attempts = diagnostics_of(r.error())->attempts;
+  EXPECT_GE(attempts.size(), 2u);
+  // Every attempt the router sent is in the answer's diagnostics, and
+  // nothing of the operation is left running: no attempt started after the
+  // budget ended it.
+  auto s = ask<router_stats>(eng->router(), 5s, stats_atom_v);
+  ASSERT_TRUE(s);
+  EXPECT_EQ(s->attempts - before->attempts, attempts.size());
+  EXPECT_EQ(s->live, 0u);
 }
 
 TEST_F(DataPlane, CallerTimesOutDuringFailover_RegionIsMarked_NextAvoidsIt) {

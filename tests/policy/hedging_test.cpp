@@ -657,20 +657,20 @@ namespace {
 // Which writes may be hedged: only those whose second copy cannot be told
 // apart from the first (an upsert or a replace without a precondition).
 TEST(WriteCopy, Safe_Table) {
-  using georoute::write_op;
+  using georoute::data_op;
   struct row {
-    write_op op;
+    data_op op;
     bool conditional;
     bool safe;
   };
-  for (auto r : std::vector<row>{{write_op::upsert, false, true},
-                                 {write_op::replace, false, true},
-                                 {write_op::upsert, true, false},
-                                 {write_op::replace, true, false},
-                                 {write_op::create, false, false},
-                                 {write_op::create, true, false},
-                                 {write_op::remove, false, false},
-                                 {write_op::remove, true, false}}) {
+  for (auto r : std::vector<row>{{data_op::upsert, false, true},
+                                 {data_op::replace, false, true},
+                                 {data_op::upsert, true, false},
+                                 {data_op::replace, true, false},
+                                 {data_op::create, false, false},
+                                 {data_op::create, true, false},
+                                 {data_op::remove, false, false},
+                                 {data_op::remove, true, false}}) {
     SCOPED_TRACE(std::to_string(static_cast<int>(r.op)) +
                  (r.conditional ? " conditional" : ""));
     EXPECT_EQ(georoute::write_copy_safe(r.op, r.conditional), r.safe);
@@ -681,27 +681,27 @@ TEST(WriteCopy, Safe_Table) {
 // own first copy is recognised: a create, and a replace without
 // if-none-match, may then be copied too.
 TEST(WriteCopy, Tracked_Table) {
-  using georoute::write_op;
+  using georoute::data_op;
   struct row {
-    write_op op;
+    data_op op;
     bool if_match, if_none_match, tracked;
     bool safe;
   };
   for (auto r :
        std::vector<row>{// untracked: the two-argument rule
-                        {write_op::upsert, false, false, false, true},
-                        {write_op::replace, true, false, false, false},
-                        {write_op::create, false, false, false, false},
+                        {data_op::upsert, false, false, false, true},
+                        {data_op::replace, true, false, false, false},
+                        {data_op::create, false, false, false, false},
                         // tracked: creates and replaces without if-none-match
-                        {write_op::create, false, false, true, true},
-                        {write_op::replace, true, false, true, true},
-                        {write_op::replace, false, false, true, true},
-                        {write_op::replace, false, true, true, false},
-                        {write_op::upsert, false, false, true, true},
-                        {write_op::upsert, true, false, true, false},
+                        {data_op::create, false, false, true, true},
+                        {data_op::replace, true, false, true, true},
+                        {data_op::replace, false, false, true, true},
+                        {data_op::replace, false, true, true, false},
+                        {data_op::upsert, false, false, true, true},
+                        {data_op::upsert, true, false, true, false},
                         // a remove's echo (404) cannot be told apart: never
-                        {write_op::remove, false, false, true, false},
-                        {write_op::remove, true, false, true, false}}) {
+                        {data_op::remove, false, false, true, false},
+                        {data_op::remove, true, false, true, false}}) {
     SCOPED_TRACE(std::to_string(static_cast<int>(r.op)) +
                  (r.if_match ? " if-match" : "") +
                  (r.if_none_match ? " if-none-match" : "") +

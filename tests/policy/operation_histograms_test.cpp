@@ -22,11 +22,11 @@ TEST(OperationHistograms, BucketOf_EveryEdge_LeIsInclusive) {
 
 TEST(OperationHistograms, Record_SameKey_OneSeriesSumsAndBuckets) {
   operation_histograms h;
-  h.record(2, "West US", 200, 0, 0.003, 1);
-  h.record(2, "West US", 200, 0, 0.2, 7.5);
+  h.record(data_op::read, "West US", 200, 0, 0.003, 1);
+  h.record(data_op::read, "West US", 200, 0, 0.2, 7.5);
   ASSERT_EQ(h.series().size(), 1u);
   const auto& s = h.series()[0];
-  EXPECT_EQ(s.operation, 2);
+  EXPECT_EQ(s.operation, data_op::read);
   EXPECT_EQ(s.region, "West US");
   EXPECT_EQ(s.status, 200);
   EXPECT_EQ(s.count, 2u);
@@ -40,11 +40,11 @@ TEST(OperationHistograms, Record_SameKey_OneSeriesSumsAndBuckets) {
 
 TEST(OperationHistograms, Record_EachKeyPart_SeparateSeries) {
   operation_histograms h;
-  h.record(2, "West US", 200, 0, 0.01, 1);
-  h.record(0, "West US", 200, 0, 0.01, 1);  // operation
-  h.record(2, "East US", 200, 0, 0.01, 1);  // region
-  h.record(2, "West US", 404, 25, 0.01, 1); // status and error
-  h.record(2, "West US", 404, 0, 0.01, 1);  // error alone
+  h.record(data_op::read, "West US", 200, 0, 0.01, 1);
+  h.record(data_op::create, "West US", 200, 0, 0.01, 1);  // operation
+  h.record(data_op::read, "East US", 200, 0, 0.01, 1);  // region
+  h.record(data_op::read, "West US", 404, 25, 0.01, 1); // status and error
+  h.record(data_op::read, "West US", 404, 0, 0.01, 1);  // error alone
   EXPECT_EQ(h.series().size(), 5u);
   for (const auto& s : h.series())
     EXPECT_EQ(s.count, 1u);
@@ -52,7 +52,7 @@ TEST(OperationHistograms, Record_EachKeyPart_SeparateSeries) {
 
 TEST(OperationHistograms, Record_NegativeOrNaN_CountsAsZero) {
   operation_histograms h;
-  h.record(2, "West US", 200, 0, -1.0, -3);
+  h.record(data_op::read, "West US", 200, 0, -1.0, -3);
   ASSERT_EQ(h.series().size(), 1u);
   EXPECT_EQ(h.series()[0].duration[0], 1u);
   EXPECT_EQ(h.series()[0].duration_sum, 0.0);
@@ -62,7 +62,7 @@ TEST(OperationHistograms, Record_NegativeOrNaN_CountsAsZero) {
 TEST(OperationHistograms, Record_PastMaxSeries_GoesToOverflowRegion) {
   operation_histograms h;
   for (size_t i = 0; i < operation_histograms::max_series + 50; ++i)
-    h.record(2, "region " + std::to_string(i), 200, 0, 0.01, 1);
+    h.record(data_op::read, "region " + std::to_string(i), 200, 0, 0.01, 1);
   EXPECT_LE(h.series().size(), operation_histograms::max_series);
   uint64_t total = 0;
   uint64_t overflow = 0;

@@ -52,28 +52,28 @@ TEST(WriteTracking, Echo_Table) {
   using we = write_echo;
   struct row {
     const char* name;
-    write_op op;
+    data_op op;
     bool conditional, maybe_applied;
     int status;
     write_echo expected;
   };
   const row rows[] = {
-      {"Create409_Applied_Check", write_op::create, false, true, 409,
+      {"Create409_Applied_Check", data_op::create, false, true, 409,
        we::check_tracking},
-      {"Create409_NotApplied_AsIs", write_op::create, false, false, 409,
+      {"Create409_NotApplied_AsIs", data_op::create, false, false, 409,
        we::none},
-      {"Create201_AsIs", write_op::create, false, true, 201, we::none},
-      {"ReplaceIfMatch412_Check", write_op::replace, true, true, 412,
+      {"Create201_AsIs", data_op::create, false, true, 201, we::none},
+      {"ReplaceIfMatch412_Check", data_op::replace, true, true, 412,
        we::check_tracking},
-      {"Replace412_NoPrecondition_AsIs", write_op::replace, false, true, 412,
+      {"Replace412_NoPrecondition_AsIs", data_op::replace, false, true, 412,
        we::none},
-      {"Replace200_AsIs", write_op::replace, false, true, 200, we::none},
-      {"Upsert_AsIs", write_op::upsert, false, true, 409, we::none},
-      {"Remove404_Applied_Deleted", write_op::remove, false, true, 404,
+      {"Replace200_AsIs", data_op::replace, false, true, 200, we::none},
+      {"Upsert_AsIs", data_op::upsert, false, true, 409, we::none},
+      {"Remove404_Applied_Deleted", data_op::remove, false, true, 404,
        we::deleted_maybe_by_self},
-      {"Remove404_NotApplied_AsIs", write_op::remove, false, false, 404,
+      {"Remove404_NotApplied_AsIs", data_op::remove, false, false, 404,
        we::none},
-      {"Remove204_AsIs", write_op::remove, false, true, 204, we::none},
+      {"Remove204_AsIs", data_op::remove, false, true, 204, we::none},
   };
   for (const auto& r : rows)
     EXPECT_EQ(
@@ -83,29 +83,30 @@ TEST(WriteTracking, Echo_Table) {
 }
 
 TEST(WriteTracking, Tracks_CreateReplaceUpsert_NotRemove) {
-  EXPECT_TRUE(tracks(write_op::create));
-  EXPECT_TRUE(tracks(write_op::replace));
-  EXPECT_TRUE(tracks(write_op::upsert));
-  EXPECT_FALSE(tracks(write_op::remove));
+  EXPECT_TRUE(tracks(data_op::create));
+  EXPECT_TRUE(tracks(data_op::replace));
+  EXPECT_TRUE(tracks(data_op::upsert));
+  EXPECT_FALSE(tracks(data_op::remove));
 }
 
 TEST(WriteTracking, Plan_Table) {
   struct row {
     const char* name;
-    std::optional<write_op> op;
+    data_op op;
     int requested;
     bool engine;
     bool retries, tracked;
   };
   const row rows[] = {
-      {"Read_Never", std::nullopt, 1, true, false, false},
-      {"Create_EngineOn", write_op::create, -1, true, true, true},
-      {"Create_EngineOff", write_op::create, -1, false, false, false},
-      {"Create_RequestOn", write_op::create, 1, false, true, true},
-      {"Create_RequestOff", write_op::create, 0, true, false, false},
-      {"Upsert_Tracked", write_op::upsert, 1, false, true, true},
-      {"Replace_Tracked", write_op::replace, 1, false, true, true},
-      {"Remove_RetriedUntracked", write_op::remove, 1, false, true, false},
+      {"Read_Never", data_op::read, 1, true, false, false},
+      {"Query_Never", data_op::query, 1, true, false, false},
+      {"Create_EngineOn", data_op::create, -1, true, true, true},
+      {"Create_EngineOff", data_op::create, -1, false, false, false},
+      {"Create_RequestOn", data_op::create, 1, false, true, true},
+      {"Create_RequestOff", data_op::create, 0, true, false, false},
+      {"Upsert_Tracked", data_op::upsert, 1, false, true, true},
+      {"Replace_Tracked", data_op::replace, 1, false, true, true},
+      {"Remove_RetriedUntracked", data_op::remove, 1, false, true, false},
   };
   for (const auto& r : rows) {
     auto p = plan_write_tracking(r.op, r.requested, r.engine);
@@ -115,16 +116,16 @@ TEST(WriteTracking, Plan_Table) {
 }
 
 TEST(WriteTracking, ReadBack_Table) {
-  auto created = judge_read_back(write_op::create, true, true, 200);
+  auto created = judge_read_back(data_op::create, true, true, 200);
   EXPECT_TRUE(created.applied);
   EXPECT_EQ(created.status, 201);
-  auto replaced = judge_read_back(write_op::replace, true, true, 200);
+  auto replaced = judge_read_back(data_op::replace, true, true, 200);
   EXPECT_TRUE(replaced.applied);
   EXPECT_EQ(replaced.status, 200);
-  auto other = judge_read_back(write_op::create, true, false, 200);
+  auto other = judge_read_back(data_op::create, true, false, 200);
   EXPECT_FALSE(other.applied);
   EXPECT_NE(other.why.find("somebody else's"), std::string::npos) << other.why;
-  auto failed = judge_read_back(write_op::replace, false, false, 503);
+  auto failed = judge_read_back(data_op::replace, false, false, 503);
   EXPECT_FALSE(failed.applied);
   EXPECT_NE(failed.why.find("failed (503)"), std::string::npos) << failed.why;
 }
