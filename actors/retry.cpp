@@ -99,9 +99,14 @@ struct retry_state {
   // router's abandoned arms do).
   late_attempts<metadata_request> late;
   // Operations waiting for an account refresh, with the endpoint manager
-  // asked: its down message may come after the supervisor re-wired us to a
-  // successor, so it is matched against this, not the current handle.
-  std::map<uint64_t, caf::actor_addr> awaiting_refresh;
+  // asked (its down message may come after the supervisor re-wired us to a
+  // successor, so it is matched against this, not the current handle) and
+  // the decision's pause before the next attempt.
+  struct refresh_wait {
+    caf::actor_addr via;
+    std::chrono::milliseconds delay{0};
+  };
+  std::map<uint64_t, refresh_wait> awaiting_refresh;
   std::map<uint64_t, detached_op> detached;
   std::vector<uint64_t> waiting_for_snapshot;
   // The hard deadlines and hedge times of the live operations, served by
@@ -460,7 +465,8 @@ void on_outcome(self_ptr self, uint64_t op_id, uint32_t arm,
         schedule_attempt(self, op_id, delay);
     };
     if (apply_effects(self, step.effects, from, retry))
-      st.awaiting_refresh.emplace(op_id, st.with.endpoints.address());
+      st.awaiting_refresh.emplace(
+          op_id, retry_state::refresh_wait{st.with.endpoints.address(), delay});
     else
       schedule_attempt(self, op_id, delay);
     return;
@@ -569,18 +575,19 @@ void on_down(self_ptr self, const caf::down_msg& dm) {
   auto& st = self->state;
   if (!dm.source) return;
   // Refreshes asked of an endpoint manager that is gone will never be
-  // answered: go on without them.
-  std::vector<uint64_t> go_on;
+  // answered: go on without them, after the pause the decision asked for
+  // (as after a refresh that answered).
+  std::vector<std::pair<uint64_t, std::chrono::milliseconds>> go_on;
   for (auto i = st.awaiting_refresh.begin(); i != st.awaiting_refresh.end();) {
-    if (i->second == dm.source) {
-      go_on.push_back(i->first);
+    if (i->second.via == dm.source) {
+      go_on.emplace_back(i->first, i->second.delay);
       i = st.awaiting_refresh.erase(i);
     } else {
       ++i;
     }
   }
-  for (auto id : go_on)
-    schedule_attempt(self, id, std::chrono::milliseconds{0});
+  for (auto [id, delay] : go_on)
+    schedule_attempt(self, id, delay);
   // Detached operations the gone router ran fail now, not at their timeout.
   std::vector<detached_op> failed;
   take_entries_of(st.detached, dm.source,

@@ -52,9 +52,10 @@ void on_down(self_ptr self, const caf::down_msg& dm) {
   fail_waiting(self, waiting_for::ranges, dm,
                "the partition-range cache (georoute.pkrange_cache)");
   // Refreshes asked of an endpoint manager that is gone will never be
-  // answered: go on without them.
+  // answered: go on without them, after the pause the decision asked for
+  // (as after a refresh that answered).
   for (auto id : ops_waiting_on(self->state, waiting_for::refresh, dm.source))
-    schedule_attempt(self, id, std::chrono::milliseconds{0});
+    schedule_attempt(self, id, self->state.ops.at(id).resume_after);
 }
 
 void rewire(self_ptr self, const engine_wiring& w) {

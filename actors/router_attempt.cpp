@@ -105,6 +105,7 @@ void carry_out(self_ptr self, uint64_t id, const loop_step& s) {
   if (apply_effects(self, s.effects, from, retry)) {
     op.waiting = waiting_for::refresh;
     op.waiting_on = st.with.endpoints.address();
+    op.resume_after = delay;
   }
 }
 

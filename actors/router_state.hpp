@@ -114,6 +114,9 @@ struct data_operation {
   // Arm 0's attempt is in flight (also while a read-back, started by a
   // hedge arm's answer, is out).
   bool primary_out = false;
+  // The decision's pause before the attempt that waits for a refresh
+  // (`waiting == refresh`): kept for an endpoint manager that goes down.
+  std::chrono::milliseconds resume_after{0};
   std::string endpoint;
   std::string region;
   bool range_refreshed = false; // a range-targeted query refreshed its map

@@ -108,18 +108,21 @@ inline database_account three_region_account() {
 struct refresh_log {
   int forced = 0;
   int plain = 0;
+  /// Hold every refresh unanswered (it never answers).
+  bool hold = false;
   database_account serves = three_region_account();
   int total() const { return forced + plain; }
 };
 
 /// An endpoint manager that answers every refresh at once with
-/// `log->serves`, and counts them.
+/// `log->serves`, or never (`log->hold`), and counts them.
 inline endpoint_manager_actor::behavior_type
-fake_endpoint_manager(endpoint_manager_actor::pointer,
+fake_endpoint_manager(endpoint_manager_actor::pointer self,
                       std::shared_ptr<refresh_log> log) {
   return {
-      [log](refresh_atom, bool force) {
+      [self, log](refresh_atom, bool force) -> caf::result<database_account> {
         ++(force ? log->forced : log->plain);
+        if (log->hold) return self->make_response_promise<database_account>();
         return log->serves;
       },
       [log](account_atom) { return log->serves; },

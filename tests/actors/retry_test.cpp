@@ -633,3 +633,30 @@ TEST_F(Retry, NoAttemptAllowed_AttemptsExhausted) {
             << context_of(e);
       });
 }
+
+// The endpoint manager goes down while a read waits for the refresh its
+// failover decision asked for: the read goes on without it, after the pause
+// the decision asked for, as after a refresh that answered.
+TEST_F(Retry, EndpointManagerDownDuringTheRefresh_GoesOnAfterThePause) {
+  refreshes->hold = true;
+  retry_config cfg;
+  cfg.metadata_hedge.max_concurrent = 0; // not hedged
+  start(cfg);
+  auto h =
+      self->request(retry, caf::infinite, execute_atom_v, read_collection());
+  run();
+  answer(transport_failure(transport::failure::refused));
+  EXPECT_EQ(refreshes->total(), 1);
+  advance(5s);
+  EXPECT_EQ(http->count(), 1u) << "went on without the refresh";
+  self->send_exit(endpoints, caf::exit_reason::kill);
+  run();
+  EXPECT_EQ(http->count(), 1u) << "the failover pause was skipped";
+  advance(1s); // the failover pause of reads
+  ASSERT_EQ(http->count(), 2u) << "the read waited for a dead actor";
+  EXPECT_EQ(last_endpoint(), east_ep);
+  answer(ok_response("{}"));
+  receive_now(
+      self, h, [](transport::outcome&) {},
+      [](caf::error& e) { ADD_FAILURE() << caf::to_string(e); });
+}

@@ -821,3 +821,26 @@ TEST_F(Router, ReadBackEndsWhileThePrimaryIsOut_ItsLateRefusalStillMarks) {
   EXPECT_EQ(s.marks, 1u) << "the abandoned primary's refusal was dropped";
   EXPECT_EQ(s.late_answers, 1u);
 }
+
+// The endpoint manager goes down while a read waits for the refresh its
+// failover decision asked for: the read goes on without it, after the pause
+// the decision asked for, as after a refresh that answered.
+TEST_F(Router, EndpointManagerDownDuringTheRefresh_GoesOnAfterThePause) {
+  refreshes->hold = true;
+  start();
+  auto h = route(read_doc());
+  answer(0, transport_failure(transport::failure::refused));
+  EXPECT_EQ(refreshes->total(), 1);
+  advance(5s);
+  EXPECT_EQ(http->count(), 1u) << "went on without the refresh";
+  self->send_exit(endpoints, caf::exit_reason::kill);
+  run();
+  EXPECT_EQ(http->count(), 1u) << "the failover pause was skipped";
+  advance(1s); // the failover pause of reads
+  ASSERT_EQ(http->count(), 2u) << "the read waited for a dead actor";
+  EXPECT_EQ(endpoint_of(1), east_ep);
+  answer(1, ok_response(R"({"id":"doc1","pk":"p0"})"));
+  receive_now(
+      self, h, [](data_response&) {},
+      [](caf::error& e) { ADD_FAILURE() << caf::to_string(e); });
+}
