@@ -204,14 +204,10 @@ arm_answer hedged_operation::on_arm_result(
       out.hedge_win = primary.record_hedge_loss(now);
     return out;
   }
-  // Not final: what the arm saw still marks (no retry: an arm makes one
-  // attempt), and the next arm may start at once.
-  if (a.loop) {
-    auto step = a.loop->on_result(r, table, now, true);
-    out.effects.mark_endpoint = step.effects.mark_endpoint;
-    out.effects.mark_read = step.effects.mark_read;
-    out.effects.mark_write = step.effects.mark_write;
-  }
+  // Not final: what the arm's loop asks for still happens (a mark, an
+  // account refresh), as for the metadata plane's hedge; no retry (an arm
+  // makes one attempt), and the next arm may start at once.
+  if (a.loop) out.effects = a.loop->on_result(r, table, now, true).effects;
   if (plan_.finished()) {
     out.ends = arm_answer::end::all_answered;
     return out;

@@ -509,4 +509,22 @@ TEST_F(RetryHedge, HedgeRegionalFailure_MarksItsRegion_PrimaryGoesOn) {
   EXPECT_EQ(stats().metadata_hedges_won, 0u);
 }
 
+// The hedge's refusal asks for what its loop asks for, as a data-plane hedge
+// arm's does: the region is marked and the account refreshed (the router's
+// twin: Router.HedgeArmRefused_MarksAndRefreshes).
+TEST_F(RetryHedge, HedgeRegionalFailure_MarksAndRefreshes) {
+  start();
+  auto h =
+      self->request(retry, caf::infinite, execute_atom_v, read_collection());
+  run();
+  advance(1500ms);
+  ASSERT_EQ(http->count(), 2u);
+  EXPECT_EQ(*refreshes, 0);
+  respond(1, transport_failure(transport::failure::refused));
+  EXPECT_EQ(marked(), std::vector<std::string>{east_ep});
+  EXPECT_EQ(*refreshes, 1) << "the hedge's refusal refreshed nothing";
+  respond(0, ok_response("{}"));
+  EXPECT_EQ(expect_ok(self, h).endpoint, west_ep);
+}
+
 } // namespace

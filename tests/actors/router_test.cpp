@@ -844,3 +844,25 @@ TEST_F(Router, EndpointManagerDownDuringTheRefresh_GoesOnAfterThePause) {
       self, h, [](data_response&) {},
       [](caf::error& e) { ADD_FAILURE() << caf::to_string(e); });
 }
+
+// A hedge arm's refusal asks for what its loop asks for, as the metadata
+// hedge's does: the region is marked and the account refreshed (the retry
+// actor's twin: RetryHedge.HedgeRegionalFailure_MarksAndRefreshes).
+TEST_F(Router, HedgeArmRefused_MarksAndRefreshes) {
+  router_config cfg;
+  cfg.hedging.threshold = 1s;
+  start(cfg);
+  auto req = read_doc();
+  req.options.hedge = 1;
+  auto h = route(req);
+  advance(1s);
+  ASSERT_EQ(http->count(), 2u) << "no hedge at the threshold";
+  EXPECT_EQ(refreshes->total(), 0);
+  answer(1, transport_failure(transport::failure::refused));
+  EXPECT_EQ(stats().marks, 1u);
+  EXPECT_EQ(refreshes->total(), 1) << "the arm's refusal refreshed nothing";
+  answer(0, ok_response(R"({"id":"doc1","pk":"p0"})"));
+  receive_now(
+      self, h, [](data_response& r) { EXPECT_EQ(r.status, 200); },
+      [](caf::error& e) { ADD_FAILURE() << caf::to_string(e); });
+}

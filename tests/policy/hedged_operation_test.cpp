@@ -228,6 +228,21 @@ TEST(HedgedOperation, NonFinalAnswer_MarksAndStartsNextArmAtOnce) {
   EXPECT_TRUE(h.in_flight(2));
 }
 
+// What a non-final answer asks for is what its loop asks for, as for the
+// metadata plane's hedge: a refused connection marks the region and
+// refreshes the account.
+TEST(HedgedOperation, NonFinalAnswer_RefreshesTheAccountAsItsLoopAsks) {
+  auto t = fixture();
+  engine e;
+  operation op{e, t};
+  auto h = *hedged_operation::plan(e.env(), read_ask(), op.primary, t, t0);
+  h.advance(e.env(), op.primary, t, t0 + 1s, false);
+  auto a = h.on_arm_result(1, no_answer(false, false), 0, e.env(), op.primary,
+                           true, t, t0 + 1100ms, false);
+  EXPECT_TRUE(a.effects.marks());
+  EXPECT_TRUE(a.effects.refresh_account);
+}
+
 TEST(HedgedOperation, FinalAnswer_EndsTheOperation_NoMarks) {
   auto t = fixture();
   engine e;
