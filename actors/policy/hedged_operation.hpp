@@ -35,8 +35,9 @@
 //     operation's; a final answer from arm i >= 1 while arm 0 is still out
 //     in another region is a hedge win against arm 0's region (the breaker
 //     counts it);
-//   - a non-final answer still marks what the arm's loop asks for (no
-//     retry: an arm makes one attempt) and starts the next arm at once;
+//   - a non-final answer still has the effects its arm's loop asks for (a
+//     mark, an account refresh; no retry: an arm makes one attempt) and
+//     starts the next arm at once;
 //   - each arm i >= 1 takes one unit of the engine's hedge budget, except
 //     the first hedge of an operation whose arm 0 went to a region the
 //     breaker has since taken out of its range (the read was sent before
