@@ -187,6 +187,23 @@ protected:
   }
 
   std::string endpoint_of(size_t i) { return http->at(i).request.endpoint; }
+
+  // A tracked create on a multi-write account, hedged after 1 s: West (the
+  // primary) is out as request 0, the hedge to East as request 1.
+  auto hedged_create() {
+    router_config cfg;
+    cfg.hedging.threshold = 1s;
+    start(cfg, multi_write_account());
+    auto create = tracked_create();
+    create.options.hedge = 1;
+    auto h = route(create);
+    advance(1s);
+    EXPECT_EQ(http->count(), 2u) << "the create was not hedged";
+    if (http->count() >= 2) {
+      EXPECT_EQ(endpoint_of(1), east_ep);
+    }
+    return h;
+  }
 };
 
 TEST_F(Router, Read_GoesToTheFirstPreferredRegion_OnTheReadLadder) {
@@ -459,15 +476,8 @@ TEST_F(Router, WriteRetried_SomebodyElsesDocument_The409Stands) {
 // abandoned: West's create answered, and East's arm answered too; only the
 // read-back was out, and its late answer is dropped.
 TEST_F(Router, HedgeWinsDuringAReadBack_NothingIsLeftAsAbandoned) {
-  router_config cfg;
-  cfg.hedging.threshold = 1s;
-  start(cfg, multi_write_account());
-  auto create = tracked_create();
-  create.options.hedge = 1;
-  auto h = route(create);
-  advance(1s);
-  ASSERT_EQ(http->count(), 2u) << "the create was not hedged";
-  EXPECT_EQ(endpoint_of(1), east_ep);
+  auto h = hedged_create();
+  ASSERT_EQ(http->count(), 2u);
   answer(0, status_response(409));
   ASSERT_EQ(http->count(), 3u) << "no read-back";
   EXPECT_EQ(http->at(2).request.method, "GET");
@@ -766,15 +776,8 @@ TEST_F(Router, NoAttemptAllowed_AttemptsExhausted) {
 // is still out. West's refusal during the read-back still reaches its loop:
 // West is marked. The read-back finds the create's own tracking id: 201.
 TEST_F(Router, ReadBackAfterTheHedge_PrimaryRefusedMeanwhile_MarksItsRegion) {
-  router_config cfg;
-  cfg.hedging.threshold = 1s;
-  start(cfg, multi_write_account());
-  auto create = tracked_create();
-  create.options.hedge = 1;
-  auto h = route(create);
-  advance(1s);
-  ASSERT_EQ(http->count(), 2u) << "the create was not hedged";
-  EXPECT_EQ(endpoint_of(1), east_ep);
+  auto h = hedged_create();
+  ASSERT_EQ(http->count(), 2u);
   auto id = tracking_id_of(http->at(0).request.body);
   ASSERT_FALSE(id.empty());
   answer(1, status_response(409));
@@ -795,14 +798,8 @@ TEST_F(Router, ReadBackAfterTheHedge_PrimaryRefusedMeanwhile_MarksItsRegion) {
 // The same, but the read-back ends the operation while West is still out:
 // West's attempt is abandoned, not forgotten, and its refusal marks West.
 TEST_F(Router, ReadBackEndsWhileThePrimaryIsOut_ItsLateRefusalStillMarks) {
-  router_config cfg;
-  cfg.hedging.threshold = 1s;
-  start(cfg, multi_write_account());
-  auto create = tracked_create();
-  create.options.hedge = 1;
-  auto h = route(create);
-  advance(1s);
-  ASSERT_EQ(http->count(), 2u) << "the create was not hedged";
+  auto h = hedged_create();
+  ASSERT_EQ(http->count(), 2u);
   auto id = tracking_id_of(http->at(0).request.body);
   answer(1, status_response(409));
   ASSERT_EQ(http->count(), 3u) << "no read-back";
