@@ -494,6 +494,8 @@ void on_deadline(self_ptr self, uint64_t op_id) {
   if (i == st.ops.end()) return;
   ++st.stats.deadline_trips;
   auto& op = i->second;
+  // Always end_now: a hard deadline waits for nothing.
+  if (on_end(end_kind::hard, op.in_flight) != end_action::end_now) return;
   auto limit = format_duration(st.cfg.hard_deadline);
   if (op.last_failure)
     finish(self, op_id,

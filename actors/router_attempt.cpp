@@ -283,9 +283,9 @@ void on_budget(self_ptr self, uint64_t id) {
   if (i == st.ops.end()) return;
   auto& op = i->second;
   op.budget_spent = true;
-  // An attempt in flight finishes (its failover decision runs then);
-  // anything else ends now.
-  if (op.waiting == waiting_for::response) return;
+  if (on_end(end_kind::budget, op.waiting == waiting_for::response) ==
+      end_action::wait_for_attempt)
+    return;
   finish_failure(
       self, id, "operation budget of " + format_duration(op.budget) + " spent");
 }

@@ -51,6 +51,27 @@ struct deadline_key {
   }
 };
 
+/// What an operation's end time is: the data plane's budget, or the
+/// metadata plane's hard deadline.
+enum class end_kind : uint8_t { budget, hard };
+
+/// What the operation does when its end time comes.
+enum class end_action : uint8_t {
+  wait_for_attempt, ///< its attempt in flight answers first (its decision
+                    ///< runs, and nothing new starts)
+  end_now,          ///< it ends at once
+};
+
+/// A budget lets the attempt in flight finish, so that its failover decision
+/// is made on what it saw; a hard deadline ends the operation at once (its
+/// attempt is abandoned, and settled when it answers). Anything else that
+/// waits (a pause, a refresh, a first table) ends at once either way.
+constexpr end_action on_end(end_kind kind, bool attempt_in_flight) {
+  return kind == end_kind::budget && attempt_in_flight
+             ? end_action::wait_for_attempt
+             : end_action::end_now;
+}
+
 /// An operation's budget: the request's own when it names one (> 0), else
 /// the engine's.
 constexpr std::chrono::milliseconds

@@ -28,6 +28,15 @@ std::vector<deadline_key> ends(std::initializer_list<uint64_t> ops) {
   return out;
 }
 
+// What an operation does when its end time comes: only a budget waits, and
+// only for an attempt in flight.
+TEST(DeadlineQueue, OnEnd_Table) {
+  EXPECT_EQ(on_end(end_kind::budget, true), end_action::wait_for_attempt);
+  EXPECT_EQ(on_end(end_kind::budget, false), end_action::end_now);
+  EXPECT_EQ(on_end(end_kind::hard, true), end_action::end_now);
+  EXPECT_EQ(on_end(end_kind::hard, false), end_action::end_now);
+}
+
 TEST(DeadlineQueue, SameLengthDeadlines_OneTimerServesAll) {
   deadline_queue q;
   auto arm = q.add(end_of(1), t0 + 60s);
