@@ -26,11 +26,11 @@
 
 #include <caf/actor.hpp>
 #include <caf/send.hpp>
-#include <type_traits>
 #include <map>
 #include <memory>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <utility>
 
 namespace georoute {
@@ -115,8 +115,7 @@ bool apply_effects(Self* self, const loop_effects& fx,
       !std::is_same_v<std::decay_t<AfterRefresh>, std::nullptr_t>;
   auto go_on = [self, one_done, after_refresh] {
     one_done();
-    if constexpr (waits)
-      take_current_table(self, after_refresh);
+    if constexpr (waits) take_current_table(self, after_refresh);
   };
   self->request(st.with.endpoints, caf::infinite, refresh_atom_v,
                 fx.force_refresh)

@@ -99,10 +99,10 @@ std::optional<size_t> index_of(const query_merger& m, const std::string& id) {
 // The query each range runs: the plan's rewrite, with the ORDER BY filter
 // placeholder of a fresh start replaced by `true` (the SDKs do the same).
 std::string range_query_body(const executor_state& st) {
-  auto text = st.plan.info.rewritten_query.empty()
-                  ? nlohmann::json::parse(st.req.body)["query"]
-                        .get<std::string>()
-                  : st.plan.info.rewritten_query;
+  auto text =
+      st.plan.info.rewritten_query.empty()
+          ? nlohmann::json::parse(st.req.body)["query"].get<std::string>()
+          : st.plan.info.rewritten_query;
   const std::string placeholder = "{documentdb-formattableorderbyquery-filter}";
   for (auto at = text.find(placeholder); at != std::string::npos;
        at = text.find(placeholder, at))
@@ -129,8 +129,8 @@ void on_split(self_ptr self, const std::string& range_id) {
             std::vector<query_range> children;
             for (const auto& r : now)
               if (r.id != range_id)
-                children.push_back(query_range{r.id, r.min_inclusive,
-                                               r.max_exclusive});
+                children.push_back(
+                    query_range{r.id, r.min_inclusive, r.max_exclusive});
             auto i = index_of(*st.merger, range_id);
             if (!i || children.empty())
               return fail(self, errc::partition_range_gone,

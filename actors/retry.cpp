@@ -385,8 +385,8 @@ void on_late(self_ptr self, uint64_t op_id, uint32_t arm,
              const transport::outcome& o) {
   auto& st = self->state;
   ++st.counts.late_answers;
-  auto s = st.late.settle(op_id, arm, attempt_result_of(o), st.snap.table().get(),
-                          self->clock().now());
+  auto s = st.late.settle(op_id, arm, attempt_result_of(o),
+                          st.snap.table().get(), self->clock().now());
   if (!s.tracked) return;
   if (s.resend) {
     send_request(self, op_id, arm, s.entry->what, *s.resend);
@@ -494,8 +494,6 @@ void on_deadline(self_ptr self, uint64_t op_id) {
   if (i == st.ops.end()) return;
   ++st.stats.deadline_trips;
   auto& op = i->second;
-  // Always end_now: a hard deadline waits for nothing.
-  if (on_end(end_kind::hard, op.in_flight) != end_action::end_now) return;
   auto limit = format_duration(st.cfg.hard_deadline);
   if (op.last_failure)
     finish(self, op_id,

@@ -142,8 +142,7 @@ void on_outcome(self_ptr self, uint64_t id, uint32_t arm,
           arm, attempt_result_of(o), o.request_charge, env_of(st), *op.loop,
           false, *st.snap.table(), self->clock().now(), op.budget_spent);
       note_transitions(st, &op);
-      apply_effects(self, answer.effects,
-                    origin_of(st, &o, op.budget_spent));
+      apply_effects(self, answer.effects, origin_of(st, &o, op.budget_spent));
     }
     if (arm == 0) {
       op.primary_out = false;
@@ -331,9 +330,8 @@ caf::result<data_response> start(self_ptr self, data_request& req) {
     return make_error(errc::validation_error, "the router has no HTTP port");
   if (auto refused = refuse_if_overloaded(self)) return std::move(*refused);
   // Writes that survive a hang: the request's setting wins.
-  auto tracking = plan_write_tracking(
-      req.op,
-      req.options.write_retries, st.cfg.write_retries);
+  auto tracking = plan_write_tracking(req.op, req.options.write_retries,
+                                      st.cfg.write_retries);
   std::string tracking_id;
   if (tracking.tracked) {
     tracking_id = make_tracking_id(st.rng(), st.rng());

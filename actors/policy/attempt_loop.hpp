@@ -87,7 +87,6 @@ struct attempt_result : attempt_failure {
   }
 };
 
-
 /// What one operation's loop is.
 struct attempt_loop_config {
   request_kind kind = request_kind::document_read;

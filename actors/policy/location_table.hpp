@@ -48,7 +48,6 @@ using policy_clock = std::chrono::steady_clock;
 /// A point in time on `policy_clock`.
 using policy_time = policy_clock::time_point;
 
-
 /// The comparison key of an endpoint: scheme and host lower-cased, the
 /// default port made explicit (http 80, https 443), the path ending in '/'.
 /// "HTTP://Acct.Example:443" and "http://acct.example:443/" compare equal;

@@ -40,9 +40,9 @@ inline constexpr std::array<double, 9> request_charge_bounds{
 /// Bucket counts are per bucket (not cumulative); the last is +Inf.
 struct operation_histogram {
   data_op operation = data_op::read;
-  std::string region;    ///< the region whose answer ended it; "" for none
-  int status = 0;        ///< the final HTTP status; 0 when none came
-  uint8_t error = 0;     ///< the caller's error code; 0 for a success
+  std::string region; ///< the region whose answer ended it; "" for none
+  int status = 0;     ///< the final HTTP status; 0 when none came
+  uint8_t error = 0;  ///< the caller's error code; 0 for a success
   uint64_t count = 0;
   double duration_sum = 0; ///< seconds
   std::array<uint64_t, operation_duration_bounds.size() + 1> duration{};

@@ -28,7 +28,6 @@ struct ladder_step {
 /// A ladder: at least one step.
 using timeout_ladder = std::vector<ladder_step>;
 
-
 /// The configurable ladders, with the reference SDK's values as defaults.
 struct timeout_ladders {
   /// Account reads: (5 s, 0), (10 s, 1 s), (20 s, 0).

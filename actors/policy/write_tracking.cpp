@@ -32,11 +32,10 @@ bool carries_tracking_id(std::string_view body, std::string_view id) {
          it->get_ref<const std::string&>() == id;
 }
 
-write_echo classify_write_echo(data_op op, bool conditional,
-                               bool maybe_applied, int status) {
+write_echo classify_write_echo(data_op op, bool conditional, bool maybe_applied,
+                               int status) {
   if (!maybe_applied) return write_echo::none;
-  if (op == data_op::create && status == 409)
-    return write_echo::check_tracking;
+  if (op == data_op::create && status == 409) return write_echo::check_tracking;
   if (op == data_op::replace && conditional && status == 412)
     return write_echo::check_tracking;
   if (op == data_op::remove && status == 404)

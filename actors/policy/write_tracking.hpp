@@ -52,8 +52,8 @@ enum class write_echo : uint8_t {
 
 /// `conditional`: the write carried if-match. `maybe_applied`: an earlier
 /// copy of this operation may have been applied.
-write_echo classify_write_echo(data_op op, bool conditional,
-                               bool maybe_applied, int status);
+write_echo classify_write_echo(data_op op, bool conditional, bool maybe_applied,
+                               int status);
 
 /// Whether `op` carries a tracking property when write retries are on.
 constexpr bool tracks(data_op op) {
