@@ -1,16 +1,22 @@
 #pragma once
 
-// What the request router (the data plane) and the retry actor (the
-// metadata plane) share in carrying out an operation's attempt loop:
+// How operations' attempt loops are carried out, for both planes:
 //
+//   - `operation_driver<Plane>` (below): the operation table, the next
+//     attempt, the primary's answer, waits (a first table, an account
+//     refresh), end times, the end of an operation and what it left
+//     behind. The retry actor (the metadata plane) runs on it; the request
+//     router (the data plane) still carries out its loop itself, with the
+//     pieces that follow;
 //   - `apply_effects`: the one place where a decision's side effects are
 //     applied (mark a region, refresh the account, clear a session), with
 //     their counters, whoever decided: an operation's primary, a hedge arm,
 //     an attempt its operation left behind;
 //   - `late_attempts`: the attempts of ended operations, keyed by
 //     (operation, arm), settled by `settle_late_attempt`;
-//   - the deadline queue's one timer (`arm_deadline_tick`) and an
-//     operation's hedge wake-up in it (`move_wake`).
+//   - the location tables (`take_table` and the functions after it), the
+//     deadline queue's one timer (`arm_deadline_tick`) and an operation's
+//     hedge wake-up in it (`move_wake`).
 //
 // Each actor's state holds a `driver_counters counts`, a `snapshot_holder
 // snap` and collaborators `with.locations` / `with.endpoints`; its stats fold
@@ -282,5 +288,451 @@ move_wake(deadline_queue& q, uint64_t op,
   if (!at) return std::nullopt;
   return q.add({op, deadline_slot::hedge}, *at);
 }
+
+// -- the operation driver ----------------------------------------------------
+//
+// `operation_driver<Plane>` carries out operations' attempt loops: it owns
+// the operation table, the end-time and hedge keys in the deadline queue,
+// the next attempt's message, waiting for a first table or for an account
+// refresh, the primary's answer, the end of an operation (what it still has
+// out is abandoned, not forgotten) and the answers that come after it.
+// A plane supplies what differs: its part of an operation, the wire, what a
+// success and a final failure mean, its hedge machine.
+//
+// A plane is a small class over its actor:
+//
+//   using self_ptr;     the actor; its state has `driver` (this), `counts`,
+//                       `snap`, `with.locations`, `with.endpoints`,
+//                       `with.http` and `stats.attempts`
+//   using payload;      the plane's part of an operation; has `rp`, the
+//                       caller's response promise
+//   using late_wire;    what an abandoned attempt keeps to send its next
+//                       ladder step
+//   using attempt_msg;  {uint64_t op; uint32_t gen;}: the next attempt
+//   using tick_msg;     {time_point due;}: the deadline queue's timer
+//   using http_msg;     {uint64_t op; uint32_t arm; transport::outcome}
+//   static constexpr end_kind end;   a budget or a hard deadline
+//   self_ptr self;
+//
+//   transport::request wire(const op&, const attempt_plan&);   the primary
+//   transport::request wire(const late_wire&, const attempt_plan&);
+//   late_wire late_wire_of(const op&);
+//   effect_origin origin(const payload& | const late_wire&,
+//                        const transport::outcome* why, bool after_end);
+//   bool defer_primary(op&);              the hedge holds the primary back
+//   void on_sent(uint64_t, op&, const attempt_plan&);   the primary went
+//   void on_hedge_due(uint64_t, op&);
+//   void on_arm_answer(uint64_t, op&, uint32_t arm, transport::outcome&);
+//   void on_primary_success(uint64_t, op&, transport::outcome&);
+//   primary_hedge on_primary_failure(uint64_t, op&, const transport::outcome&,
+//                                    const loop_step&);
+//   void take_held(uint64_t, op&);        the hedge's held answer ends it
+//   void on_metadata_step(uint64_t, op&, const loop_step&);
+//   void on_final_failure(uint64_t, op&, const transport::outcome&,
+//                         const loop_step&);
+//   void on_refused(uint64_t, op&, const std::string& why);  no attempt may
+//                                         start (the loop's cap)
+//   void on_end_reached(uint64_t, op&);   its time ended
+//   void abandon_arms(uint64_t, op&);     file the hedge's arms still out
+//   void reply(uint64_t, op&, verdict&&); the caller's answer
+//   void on_new_table();
+//
+// The hooks that end an operation do so by calling `finish` (it may also
+// keep going: a read-back, a hedge); the driver never touches an operation
+// after handing it to such a hook.
+
+/// Where an operation stands between the driver's steps.
+enum class op_phase : uint8_t {
+  idle,     ///< created, or held by its plane (resolution, a hedge)
+  table,    ///< waits for a first location table
+  response, ///< waits for an answer: its primary's, or its plane's own
+            ///< request (its end time waits for it, as for an attempt)
+  backoff,  ///< its next attempt is a message on its way (`gen`)
+  refresh,  ///< waits for an account refresh (`waiting_on`, `gen`)
+};
+
+/// What the hedge makes of the primary's failure, before its side effects
+/// run.
+enum class primary_hedge : uint8_t {
+  as_loop_says,  ///< the loop's step goes ahead
+  take_held,     ///< the hedge's held answer is the operation's
+  wait_for_arms, ///< if the loop gives up, a hedge arm may still answer
+};
+
+/// One operation the driver carries out.
+template <class Payload>
+struct driven_op {
+  Payload data;
+  /// Endpoint choice, ladder, retry policy, attempt count: the one record
+  /// of where the primary went and how often.
+  std::optional<attempt_loop> loop;
+  op_phase phase = op_phase::idle;
+  /// The primary's attempt is out (also while the plane's own request is:
+  /// a hedge arm's answer may start one while the primary still waits).
+  bool primary_out = false;
+  /// Which `attempt_msg` or refresh answer may move the operation on: each
+  /// wait takes a new one, so a message of an earlier wait does nothing.
+  uint32_t gen = 0;
+  /// The primary's last attempt timed out and its next ladder step waits
+  /// (`phase == backoff`).
+  bool climbing = false;
+  /// Its budget or deadline has passed (a budget lets the attempt in flight
+  /// answer first).
+  bool end_reached = false;
+  deadline_queue::time_point end_at{};
+  std::optional<deadline_queue::time_point> hedge_at;
+  /// While waiting for a refresh: the endpoint manager asked (its down
+  /// message may come after the re-wiring to its successor), and the
+  /// decision's pause before the next attempt.
+  caf::actor_addr waiting_on;
+  std::chrono::milliseconds resume_after{0};
+  /// The failure the operation reports if it ends without success.
+  std::optional<transport::outcome> last_failure;
+  std::string last_region;
+};
+
+template <class Plane>
+class operation_driver {
+public:
+  using self_ptr = typename Plane::self_ptr;
+  using payload = typename Plane::payload;
+  using late_wire = typename Plane::late_wire;
+  using op_type = driven_op<payload>;
+  using time_point = deadline_queue::time_point;
+
+  operation_driver() = default;
+  operation_driver(const operation_driver&) = delete;
+  operation_driver& operator=(const operation_driver&) = delete;
+
+  /// Once, when the actor's behavior is built.
+  void bind(self_ptr self) {
+    self_ = self;
+    plane_.self = self;
+  }
+
+  Plane& plane() { return plane_; }
+
+  // -- the operation table
+
+  /// A new operation, ending `end_after` from now; its first attempt is
+  /// the plane's to start (`schedule`, `attempt`).
+  uint64_t admit(payload data, attempt_loop loop,
+                 std::chrono::milliseconds end_after) {
+    auto id = next_id_++;
+    auto [i, fresh] = ops_.try_emplace(id);
+    (void)fresh;
+    auto& op = i->second;
+    op.data = std::move(data);
+    op.loop.emplace(std::move(loop));
+    op.end_at = self_->clock().now() + end_after;
+    arm(deadlines_.add({id, deadline_slot::end}, op.end_at));
+    return id;
+  }
+
+  op_type* find(uint64_t id) {
+    auto i = ops_.find(id);
+    return i == ops_.end() ? nullptr : &i->second;
+  }
+  size_t live() const { return ops_.size(); }
+  size_t late_out() const { return late_.size(); }
+  size_t deadlines_tracked() const { return deadlines_.size(); }
+  uint64_t timers_pending() const { return deadlines_.timers_pending(); }
+
+  /// The abandoned attempts of ended operations (for a plane's arms).
+  late_attempts<late_wire>& late() { return late_; }
+
+  // -- moving an operation on
+
+  /// The next attempt after `delay`, as a message even when there is no
+  /// pause (other messages interleave; the attempt cap bounds the loop).
+  void schedule(uint64_t id, op_type& op, std::chrono::milliseconds delay) {
+    op.phase = op_phase::backoff;
+    auto msg = typename Plane::attempt_msg{id, ++op.gen};
+    if (delay.count() > 0)
+      self_->delayed_send(self_, delay, std::move(msg));
+    else
+      self_->send(self_, std::move(msg));
+  }
+
+  /// An `attempt_msg`: only the latest of its operation's waits counts.
+  void on_attempt(uint64_t id, uint32_t gen) {
+    auto* op = find(id);
+    if (op == nullptr || op->phase != op_phase::backoff || op->gen != gen)
+      return;
+    attempt(id, *op);
+  }
+
+  /// The primary's next attempt, now.
+  void attempt(uint64_t id, op_type& op) {
+    auto& st = self_->state;
+    if (op.end_reached) {
+      plane_.on_end_reached(id, op);
+      return;
+    }
+    if (!st.snap.table()) {
+      op.phase = op_phase::table;
+      table_waiters_.push_back(id);
+      return;
+    }
+    if (plane_.defer_primary(op)) {
+      op.phase = op_phase::idle;
+      return;
+    }
+    auto plan = op.loop->next_attempt(*st.snap.table(), self_->clock().now());
+    if (!plan) {
+      op.phase = op_phase::idle;
+      plane_.on_refused(id, op, plan.error().what);
+      return;
+    }
+    op.phase = op_phase::response;
+    op.primary_out = true;
+    op.climbing = false;
+    send(id, 0, plane_.wire(op, *plan));
+    plane_.on_sent(id, op, *plan);
+  }
+
+  /// Sends one attempt of operation `id` as `arm` (0: the primary; a
+  /// plane's hedge arms; an abandoned attempt's next ladder step under its
+  /// own arm); its answer comes back as the plane's `http_msg`.
+  void send(uint64_t id, uint32_t arm, transport::request req) {
+    auto& st = self_->state;
+    ++st.stats.attempts;
+    auto hdl = caf::actor_cast<caf::actor>(self_);
+    st.with.http->send(std::move(req), [hdl, id, arm](transport::outcome o) {
+      caf::anon_send(hdl, typename Plane::http_msg{id, arm, std::move(o)});
+    });
+  }
+
+  /// An `http_msg`.
+  void on_http(uint64_t id, uint32_t arm, transport::outcome& o) {
+    auto* op = find(id);
+    if (op == nullptr) {
+      on_late(id, arm, o);
+      return;
+    }
+    if (arm != 0) {
+      plane_.on_arm_answer(id, *op, arm, o);
+      return;
+    }
+    on_primary(id, *op, o);
+  }
+
+  // -- hedge wake-ups and end times
+
+  /// Moves operation `id`'s hedge wake-up to `at` (nothing: none).
+  void set_hedge_wake(uint64_t id, op_type& op, std::optional<time_point> at) {
+    arm(move_wake(deadlines_, id, op.hedge_at, at));
+  }
+
+  /// A `tick_msg`: ends what is due and wakes the hedges.
+  void on_tick(time_point due) {
+    auto fired = deadlines_.on_timer(due, self_->clock().now());
+    for (auto key : fired.expired) {
+      auto* op = find(key.op);
+      if (op == nullptr) continue;
+      if (key.slot == deadline_slot::end) {
+        end_reached(key.op, *op);
+      } else {
+        op->hedge_at.reset(); // the queue already dropped it
+        plane_.on_hedge_due(key.op, *op);
+      }
+    }
+    arm(fired.arm);
+  }
+
+  // -- the end
+
+  /// Ends operation `id` with `v`: what it still has out is abandoned (its
+  /// answers still mark regions), then the caller is answered.
+  template <class Verdict>
+  void finish(uint64_t id, Verdict&& v) {
+    auto i = ops_.find(id);
+    if (i == ops_.end()) return;
+    auto& op = i->second;
+    abandon(id, op);
+    plane_.reply(id, op, std::forward<Verdict>(v));
+    deadlines_.remove({id, deadline_slot::end}, op.end_at);
+    if (op.hedge_at)
+      deadlines_.remove({id, deadline_slot::hedge}, *op.hedge_at);
+    ops_.erase(i);
+  }
+
+  /// The actor is told to exit: every waiting caller gets `err`.
+  void stop(const caf::error& err) {
+    for (auto& entry : ops_)
+      entry.second.data.rp.deliver(err);
+    ops_.clear();
+    late_.clear();
+    deadlines_.clear();
+    table_waiters_.clear();
+  }
+
+  // -- collaborators
+
+  /// A newer location table: what waited for a first one goes on.
+  void on_new_table() {
+    auto waiting = std::move(table_waiters_);
+    table_waiters_.clear();
+    for (auto id : waiting)
+      if (auto* op = find(id); op != nullptr && op->phase == op_phase::table)
+        attempt(id, *op);
+    plane_.on_new_table();
+  }
+
+  /// An endpoint manager went down: the operations waiting for a refresh
+  /// it was asked for go on without it, after their decision's pause (as
+  /// after a refresh that answered). Returns how many.
+  size_t on_endpoints_down(const caf::actor_addr& gone) {
+    std::vector<uint64_t> go_on;
+    for (auto& [id, op] : ops_)
+      if (op.phase == op_phase::refresh && op.waiting_on == gone)
+        go_on.push_back(id);
+    for (auto id : go_on) {
+      auto& op = ops_.at(id);
+      schedule(id, op, op.resume_after);
+    }
+    return go_on.size();
+  }
+
+private:
+  void arm(std::optional<time_point> at) {
+    arm_deadline_tick<typename Plane::tick_msg>(self_, at);
+  }
+
+  void end_reached(uint64_t id, op_type& op) {
+    op.end_reached = true;
+    if (on_end(Plane::end, op.phase == op_phase::response) ==
+        end_action::wait_for_attempt)
+      return;
+    plane_.on_end_reached(id, op);
+  }
+
+  // The primary answered while its operation runs.
+  void on_primary(uint64_t id, op_type& op, transport::outcome& o) {
+    auto& st = self_->state;
+    op.phase = op_phase::idle;
+    op.primary_out = false;
+    if (o.success()) {
+      plane_.on_primary_success(id, op, o);
+      return;
+    }
+    op.last_failure = o;
+    op.last_region = op.loop->region();
+    auto step = op.loop->on_result(attempt_result_of(o), *st.snap.table(),
+                                   self_->clock().now(), op.end_reached);
+    op.climbing = step.ladder_climb;
+    if (step.next == loop_next::refresh_ranges ||
+        step.next == loop_next::refresh_collection) {
+      plane_.on_metadata_step(id, op, step);
+      return;
+    }
+    auto hedge = plane_.on_primary_failure(id, op, o, step);
+    bool take_held = hedge == primary_hedge::take_held;
+    auto from = plane_.origin(op.data, &o, op.end_reached);
+    if (step.next == loop_next::after_refresh && !take_held) {
+      // The next attempt waits for the account refresh, on the table it
+      // produced (see take_current_table), bounded by the operation's end
+      // time, which can still come; if the endpoint manager goes down
+      // meanwhile, the attempt goes ahead without it (on_endpoints_down).
+      auto self = self_;
+      auto gen = ++op.gen;
+      auto resume = [self, id, gen] {
+        self->state.driver.resume_after_refresh(id, gen);
+      };
+      if (apply_effects(self_, step.effects, from, resume)) {
+        op.phase = op_phase::refresh;
+        op.waiting_on = st.with.endpoints.address();
+        op.resume_after = step.delay;
+      } else {
+        schedule(id, op, step.delay);
+      }
+      return;
+    }
+    apply_effects(self_, step.effects, from);
+    if (take_held) {
+      plane_.take_held(id, op);
+      return;
+    }
+    if (step.next == loop_next::attempt) {
+      schedule(id, op, step.delay);
+      return;
+    }
+    if (hedge == primary_hedge::wait_for_arms) return;
+    plane_.on_final_failure(id, op, o, step);
+  }
+
+public:
+  /// The refresh an operation waited for answered (or failed).
+  void resume_after_refresh(uint64_t id, uint32_t gen) {
+    auto* op = find(id);
+    if (op == nullptr || op->phase != op_phase::refresh || op->gen != gen)
+      return;
+    schedule(id, *op, op->resume_after);
+  }
+
+private:
+  // What an ended operation still has out goes to `late_`. The primary
+  // follows `abandon_primary`: an attempt in flight is settled when it
+  // answers; a ladder step pending after a timeout is sent now (a hung
+  // region is still found out), unless a budget was spent.
+  void abandon(uint64_t id, op_type& op) {
+    if (op.loop) {
+      bool spent = Plane::end == end_kind::budget && op.end_reached;
+      bool climbing = op.phase == op_phase::backoff && op.climbing;
+      switch (abandon_primary(op.primary_out, climbing, spent)) {
+      case primary_fate::settle_in_flight:
+        late_.file(id, 0, {std::move(*op.loop), plane_.late_wire_of(op)});
+        break;
+      case primary_fate::climb_now:
+        climb_late(id, 0, {std::move(*op.loop), plane_.late_wire_of(op)});
+        break;
+      case primary_fate::nothing:
+        break;
+      }
+    }
+    plane_.abandon_arms(id, op);
+  }
+
+  // Sends the next ladder step of an abandoned attempt, unless its endpoint
+  // is marked meanwhile (the region is known bad) or there is none.
+  void climb_late(uint64_t id, uint32_t arm, late_attempt<late_wire> late) {
+    auto& st = self_->state;
+    if (!st.snap.table()) return;
+    auto plan = continue_abandoned_climb(late.loop, *st.snap.table(),
+                                         self_->clock().now());
+    if (!plan) return;
+    resend_late(id, arm, std::move(late), *plan);
+  }
+
+  void resend_late(uint64_t id, uint32_t arm, late_attempt<late_wire> late,
+                   const attempt_plan& plan) {
+    auto req = plane_.wire(late.what, plan);
+    late_.file(id, arm, std::move(late));
+    send(id, arm, std::move(req));
+  }
+
+  // An attempt of an ended operation answered: dropped, but a failure still
+  // marks its region, or a timeout climbs its ladder (`settle_late_attempt`).
+  void on_late(uint64_t id, uint32_t arm, const transport::outcome& o) {
+    auto& st = self_->state;
+    ++st.counts.late_answers;
+    auto s = late_.settle(id, arm, attempt_result_of(o), st.snap.table().get(),
+                          self_->clock().now());
+    if (!s.tracked) return;
+    if (s.resend) {
+      resend_late(id, arm, std::move(*s.entry), *s.resend);
+      return;
+    }
+    apply_effects(self_, s.effects, plane_.origin(s.entry->what, &o, true));
+  }
+
+  self_ptr self_ = nullptr;
+  Plane plane_;
+  std::map<uint64_t, op_type> ops_;
+  deadline_queue deadlines_;
+  late_attempts<late_wire> late_;
+  std::vector<uint64_t> table_waiters_;
+  uint64_t next_id_ = 1;
+};
 
 } // namespace georoute

@@ -26,10 +26,11 @@ namespace georoute {
 
 namespace {
 
-// Messages only this file can name: the next attempt of an operation, its
-// hard deadline, and an HTTP completion.
+// Messages only this file can name: the next attempt of an operation, the
+// deadline queue's timer, and an HTTP completion.
 struct retry_attempt {
   uint64_t op = 0;
+  uint32_t gen = 0;
 };
 struct retry_deadline {
   caf::actor_clock::time_point due;
@@ -59,26 +60,74 @@ using retry_impl_actor = retry_actor::extend<
     caf::reacts_to<engine_wiring>, caf::reacts_to<retry_attempt>,
     caf::reacts_to<retry_deadline>, caf::reacts_to<retry_http_done>>;
 
-// One loop-mode operation.
-struct operation {
+struct retry_state;
+using self_ptr = retry_impl_actor::stateful_pointer<retry_state>;
+
+// The metadata plane's part of a loop-mode operation.
+struct metadata_payload {
   metadata_request req;
   caf::typed_response_promise<transport::outcome> rp;
-  // The attempt loop: endpoint choice, ladder, retry policy (built with the
-  // operation; its policy takes the first snapshot it resolves on).
-  std::optional<attempt_loop> loop;
-  bool in_flight = false;
-  std::optional<transport::outcome> last_failure;
-  std::string last_region;
-  caf::actor_clock::time_point deadline; // the hard deadline
   // Metadata hedging: the decisions are the pure metadata_hedge's
   // (metadata_hedge.hpp); the actor keeps what the wire needs.
   std::optional<metadata_hedge> hedge;
-  // When the hedge is due (held in the deadline queue).
-  std::optional<caf::actor_clock::time_point> hedge_due;
   // A definitive error of the hedge, kept until the primary decides.
   std::optional<transport::outcome> hedge_held;
-  // The primary's last attempt timed out and its next ladder step waits.
-  bool climbing = false;
+};
+
+using operation = driven_op<metadata_payload>;
+
+// What the metadata plane supplies to the operation driver (see
+// operation_driver.hpp): the wire of a metadata request, its one hedge arm,
+// what its answers and its hard deadline mean.
+struct metadata_plane {
+  using self_ptr = georoute::self_ptr;
+  using payload = metadata_payload;
+  using late_wire = metadata_request;
+  using attempt_msg = retry_attempt;
+  using tick_msg = retry_deadline;
+  using http_msg = retry_http_done;
+  static constexpr end_kind end = end_kind::hard;
+
+  self_ptr self = nullptr;
+
+  static transport::request wire(const metadata_request& r,
+                                 const attempt_plan& plan);
+  static transport::request wire(const operation& op,
+                                 const attempt_plan& plan) {
+    return wire(op.data.req, plan);
+  }
+  static metadata_request late_wire_of(const operation& op) {
+    return op.data.req;
+  }
+  effect_origin origin(const metadata_payload& p, const transport::outcome* why,
+                       bool after_end) const {
+    return origin(p.req, why, after_end);
+  }
+  effect_origin origin(const metadata_request& req,
+                       const transport::outcome* why, bool after_end) const;
+  bool defer_primary(operation& op) {
+    // The primary left its region while the hedge is out: the hedge's
+    // answer will be taken whatever it is, unless its region fails too;
+    // only then does the primary go on.
+    return op.data.hedge && op.data.hedge->defer_primary();
+  }
+  void on_sent(uint64_t id, operation& op, const attempt_plan& plan);
+  void on_hedge_due(uint64_t id, operation& op);
+  void on_arm_answer(uint64_t id, operation& op, uint32_t arm,
+                     transport::outcome& o);
+  void on_primary_success(uint64_t id, operation& op, transport::outcome& o);
+  primary_hedge on_primary_failure(uint64_t id, operation& op,
+                                   const transport::outcome& o,
+                                   const loop_step& step);
+  void take_held(uint64_t id, operation& op);
+  void on_metadata_step(uint64_t id, operation& op, const loop_step& step);
+  void on_final_failure(uint64_t id, operation& op, const transport::outcome& o,
+                        const loop_step& step);
+  void on_refused(uint64_t id, operation& op, const std::string& why);
+  void on_end_reached(uint64_t id, operation& op);
+  void abandon_arms(uint64_t id, operation& op);
+  void reply(uint64_t id, operation& op, caf::expected<transport::outcome> r);
+  void on_new_table() {}
 };
 
 // A detach-only operation: the router works, we wait.
@@ -92,40 +141,18 @@ struct retry_state {
   retry_config cfg;
   retry_collaborators with;
   snapshot_holder snap; // the table, never older than what we marked
-  std::map<uint64_t, operation> ops;
-  // Attempts of ended operations still out, by (operation, arm): the answer
-  // is dropped, but a failure still carries out its loop's effects, and a
-  // timeout goes on up the ladder until the endpoint is marked (as the
-  // router's abandoned arms do).
-  late_attempts<metadata_request> late;
-  // Operations waiting for an account refresh, with the endpoint manager
-  // asked (its down message may come after the supervisor re-wired us to a
-  // successor, so it is matched against this, not the current handle) and
-  // the decision's pause before the next attempt.
-  struct refresh_wait {
-    caf::actor_addr via;
-    std::chrono::milliseconds delay{0};
-  };
-  std::map<uint64_t, refresh_wait> awaiting_refresh;
+  // Loop-mode operations: their table, hard deadlines, hedge times, waits
+  // and the attempts they left behind.
+  operation_driver<metadata_plane> driver;
   std::map<uint64_t, detached_op> detached;
-  std::vector<uint64_t> waiting_for_snapshot;
-  // The hard deadlines and hedge times of the live operations, served by
-  // one timer message (no timer per operation that outlives it).
-  deadline_queue deadlines;
+  uint64_t next_detached = 1;
   // Metadata hedges in flight, for every operation of this actor.
   metadata_hedge_budget hedge_slots;
-  uint64_t next_id = 1;
   retry_stats stats;
   // What applying decisions counted (folded into `stats` when asked).
   driver_counters counts;
   static inline const char* name = "georoute.retry";
 };
-
-using self_ptr = retry_impl_actor::stateful_pointer<retry_state>;
-
-void update_live(retry_state& st) {
-  st.stats.live = st.ops.size() + st.detached.size();
-}
 
 retry_stats current_stats(const retry_state& st) {
   auto s = st.stats;
@@ -138,13 +165,16 @@ retry_stats current_stats(const retry_state& st) {
   s.session_clears = c.session_clears;
   s.late_completions = c.late_answers;
   s.stale_snapshots = st.snap.stale();
+  s.live = st.driver.live() + st.detached.size();
   return s;
 }
 
 // Who decided, for `apply_effects`: the metadata plane clears the session
 // of a name-based collection.
-effect_origin origin_of(const retry_state& st, const metadata_request& req,
-                        const transport::outcome* why, bool after_end) {
+effect_origin metadata_plane::origin(const metadata_request& req,
+                                     const transport::outcome* why,
+                                     bool after_end) const {
+  const auto& st = self->state;
   effect_origin from;
   from.why = why;
   from.plane = " (metadata)";
@@ -157,79 +187,10 @@ effect_origin origin_of(const retry_state& st, const metadata_request& req,
 
 // The last underlying failure, said so that people can act on it.
 caf::error failure_error(const operation& op, const std::string& why) {
-  return make_error(classify_outcome(*op.last_failure),
-                    failure_text(*op.last_failure, op.last_region,
-                                 op.loop->attempts(),
-                                 op.req.method + " " + op.req.path, why));
-}
-
-// Keeps the hedge's place in the deadline queue equal to its due time.
-void sync_hedge_due(self_ptr self, uint64_t op_id, operation& op);
-
-void send_request(self_ptr self, uint64_t op_id, uint32_t arm,
-                  const metadata_request& r, const attempt_plan& plan);
-
-// Sends the next ladder step of an abandoned attempt, unless its endpoint
-// is marked meanwhile (the region is known bad) or there is none.
-void climb_late(self_ptr self, uint64_t op_id, uint32_t arm,
-                late_attempt<metadata_request> late) {
-  auto& st = self->state;
-  if (!st.snap.table()) return;
-  auto plan = continue_abandoned_climb(late.loop, *st.snap.table(),
-                                       self->clock().now());
-  if (!plan) return;
-  send_request(self, op_id, arm, late.what, *plan);
-  st.late.file(op_id, arm, std::move(late));
-}
-
-void finish(self_ptr self, uint64_t op_id,
-            caf::expected<transport::outcome> r) {
-  auto& st = self->state;
-  auto i = st.ops.find(op_id);
-  if (i == st.ops.end()) return;
-  auto& op = i->second;
-  if (r)
-    op.rp.deliver(std::move(*r));
-  else
-    op.rp.deliver(r.error());
-  st.deadlines.remove({op_id, deadline_slot::end}, op.deadline);
-  if (op.hedge_due)
-    st.deadlines.remove({op_id, deadline_slot::hedge}, *op.hedge_due);
-  // Attempts still out are abandoned, not forgotten, whatever ended the
-  // operation (a hedge's answer, the hard deadline): a failure still marks.
-  // A primary between two steps of its ladder sends the next one all the
-  // same, so that a hung region is found out. (A hard deadline is not a
-  // budget: the metadata loop never stops climbing for it.)
-  if (op.loop) {
-    switch (abandon_primary(op.in_flight, op.climbing, false)) {
-    case primary_fate::settle_in_flight:
-      st.late.file(op_id, 0, {std::move(*op.loop), op.req});
-      break;
-    case primary_fate::climb_now:
-      climb_late(self, op_id, 0, {std::move(*op.loop), op.req});
-      break;
-    case primary_fate::nothing:
-      break;
-    }
-  }
-  if (op.hedge) {
-    if (auto loop = op.hedge->abandon(st.hedge_slots))
-      st.late.file(op_id, 1, {std::move(*loop), op.req});
-    st.stats.metadata_hedge_slots = st.hedge_slots.in_use();
-  }
-  st.ops.erase(i);
-  st.awaiting_refresh.erase(op_id);
-  update_live(st);
-}
-
-void schedule_attempt(self_ptr self, uint64_t op_id,
-                      std::chrono::milliseconds delay) {
-  // Even a zero back-off goes through the mailbox: other messages
-  // interleave, and the attempt cap bounds the loop.
-  if (delay.count() > 0)
-    self->delayed_send(self, delay, retry_attempt{op_id});
-  else
-    self->send(self, retry_attempt{op_id});
+  return make_error(
+      classify_outcome(*op.last_failure),
+      failure_text(*op.last_failure, op.last_region, op.loop->attempts(),
+                   op.data.req.method + " " + op.data.req.path, why));
 }
 
 std::vector<std::string> excluded_for(const retry_state& st,
@@ -247,14 +208,8 @@ attempt_loop make_loop(const retry_state& st, const metadata_request& req) {
                       st.cfg.ladders};
 }
 
-void arm_deadline_timer(self_ptr self,
-                        std::optional<caf::actor_clock::time_point> at);
-
-// Sends one attempt of an operation: its primary (arm 0), its hedge (arm
-// 1), or an abandoned attempt's next ladder step (under its arm).
-void send_request(self_ptr self, uint64_t op_id, uint32_t arm,
-                  const metadata_request& r, const attempt_plan& plan) {
-  auto& st = self->state;
+transport::request metadata_plane::wire(const metadata_request& r,
+                                        const attempt_plan& plan) {
   transport::request req;
   req.method = r.method;
   req.endpoint = plan.endpoint;
@@ -262,7 +217,7 @@ void send_request(self_ptr self, uint64_t op_id, uint32_t arm,
   // path cannot carry as it is: encoded here, decoded again for signing.
   // Ids cannot hold '?': a query string, if any, goes as it is.
   auto query = std::min(r.path.find('?'), r.path.size());
-  req.target.clear();
+  req.target.clear(); // a request's target starts as "/"
   req.target.reserve(r.path.size());
   transport::append_encoded_path(
       req.target, std::string_view{r.path}.substr(0, query), true);
@@ -271,253 +226,185 @@ void send_request(self_ptr self, uint64_t op_id, uint32_t arm,
   req.body = r.body;
   req.rid_based = r.rid_based;
   req.timeout = plan.timeout;
-  ++st.stats.attempts;
-  auto hdl = caf::actor_cast<caf::actor>(self);
-  st.with.http->send(std::move(req), [hdl, op_id, arm](transport::outcome o) {
-    caf::anon_send(hdl, retry_http_done{op_id, arm, std::move(o)});
-  });
+  return req;
+}
+
+// Keeps the hedge's place in the deadline queue equal to its due time.
+void sync_hedge_due(self_ptr self, uint64_t id, operation& op) {
+  auto due = op.data.hedge ? op.data.hedge->due() : std::nullopt;
+  self->state.driver.set_hedge_wake(id, op, due);
 }
 
 // At the first attempt: whether the operation is hedged, and where to. The
 // hedge's time goes into the deadline queue, not a timer of its own.
-void plan_hedge(self_ptr self, uint64_t op_id, operation& op) {
+void plan_hedge(self_ptr self, uint64_t id, operation& op) {
   auto& st = self->state;
+  const auto& req = op.data.req;
   // The cheap check first: most kinds are never hedged.
-  if (!metadata_hedge_applies(st.cfg.metadata_hedge, op.req.kind,
-                              op.req.first_page, 2))
+  if (!metadata_hedge_applies(st.cfg.metadata_hedge, req.kind, req.first_page,
+                              2))
     return;
   metadata_hedge_ask ask;
-  ask.kind = op.req.kind;
-  ask.op = op.req.op;
-  ask.first_page = op.req.first_page;
-  ask.excluded = excluded_for(st, op.req);
-  op.hedge =
+  ask.kind = req.kind;
+  ask.op = req.op;
+  ask.first_page = req.first_page;
+  ask.excluded = excluded_for(st, req);
+  op.data.hedge =
       metadata_hedge::plan(st.cfg.metadata_hedge, std::move(ask), *op.loop,
                            *st.snap.table(), self->clock().now());
-  sync_hedge_due(self, op_id, op);
+  sync_hedge_due(self, id, op);
 }
 
-void sync_hedge_due(self_ptr self, uint64_t op_id, operation& op) {
-  auto due = op.hedge ? op.hedge->due() : std::nullopt;
-  arm_deadline_timer(
-      self, move_wake(self->state.deadlines, op_id, op.hedge_due, due));
+void metadata_plane::on_sent(uint64_t id, operation& op,
+                             const attempt_plan& plan) {
+  if (plan.number > 1) ++self->state.stats.retries;
+  if (plan.number == 1) plan_hedge(self, id, op);
 }
 
 // The hedge's time came: one attempt in the hedge region, if the hedge
 // still applies and a budget slot is free (`metadata_hedge::start`).
-void start_hedge(self_ptr self, uint64_t op_id) {
+void metadata_plane::on_hedge_due(uint64_t id, operation& op) {
   auto& st = self->state;
-  auto i = st.ops.find(op_id);
-  if (i == st.ops.end()) return;
-  auto& op = i->second;
-  op.hedge_due.reset(); // the queue already dropped it
-  if (!op.hedge || !st.snap.table()) return;
-  auto s =
-      op.hedge->start(*op.loop, op.in_flight, st.hedge_slots, st.cfg.ladders,
-                      *st.snap.table(), self->clock().now());
+  if (!op.data.hedge || !st.snap.table()) return;
+  auto s = op.data.hedge->start(*op.loop, op.primary_out, st.hedge_slots,
+                                st.cfg.ladders, *st.snap.table(),
+                                self->clock().now());
   if (s.refused) ++st.stats.metadata_hedges_refused;
   st.stats.metadata_hedge_slots = st.hedge_slots.in_use();
   if (!s.send) return;
-  send_request(self, op_id, 1, op.req, *s.send);
+  st.driver.send(id, 1, wire(op, *s.send));
   ++st.stats.metadata_hedges_started;
 }
 
-void attempt(self_ptr self, uint64_t op_id) {
-  auto& st = self->state;
-  auto i = st.ops.find(op_id);
-  if (i == st.ops.end() || i->second.in_flight) return;
-  auto& op = i->second;
-  if (!st.snap.table()) {
-    st.waiting_for_snapshot.push_back(op_id);
-    return;
-  }
-  // The primary left its region while the hedge is out: the hedge's answer
-  // will be taken whatever it is, unless its region fails too; only then
-  // does the primary go on.
-  if (op.hedge && op.hedge->defer_primary()) return;
-  auto plan = op.loop->next_attempt(*st.snap.table(), self->clock().now());
-  if (!plan) {
-    if (op.last_failure)
-      finish(self, op_id, failure_error(op, plan.error().what));
-    else
-      finish(self, op_id,
-             make_error(errc::attempts_exhausted, plan.error().what));
-    return;
-  }
-  op.in_flight = true;
-  op.climbing = false;
-  send_request(self, op_id, 0, op.req, *plan);
-  if (plan->number > 1) ++st.stats.retries;
-  if (plan->number == 1) plan_hedge(self, op_id, op);
-}
-
-// A newer table: what waited for a first table goes.
-void on_new_table(self_ptr self) {
-  auto waiting = std::move(self->state.waiting_for_snapshot);
-  for (auto id : waiting)
-    attempt(self, id);
-}
-
-void subscribe(self_ptr self) {
-  subscribe_to_tables(self, [self] { on_new_table(self); });
-}
-
 // Ends the operation with the hedge's answer.
-void take_hedge(self_ptr self, uint64_t op_id, transport::outcome o) {
+void take_hedge(self_ptr self, uint64_t id, operation& op,
+                transport::outcome o) {
   auto& st = self->state;
-  auto& op = st.ops.at(op_id);
   ++st.stats.metadata_hedges_won;
   if (o.success()) {
-    finish(self, op_id, std::move(o));
+    st.driver.finish(id, caf::expected<transport::outcome>{std::move(o)});
     return;
   }
   op.last_failure = std::move(o);
-  op.last_region = op.hedge->hedge_region();
-  finish(self, op_id,
-         failure_error(op, "the definitive answer of the hedge to " +
-                               op.hedge->hedge_region()));
-}
-
-// An attempt of an ended operation answered: dropped, but a failure still
-// marks its region, or a timeout climbs its ladder (`settle_late_attempt`,
-// the rule the router's abandoned arms follow too).
-void on_late(self_ptr self, uint64_t op_id, uint32_t arm,
-             const transport::outcome& o) {
-  auto& st = self->state;
-  ++st.counts.late_answers;
-  auto s = st.late.settle(op_id, arm, attempt_result_of(o),
-                          st.snap.table().get(), self->clock().now());
-  if (!s.tracked) return;
-  if (s.resend) {
-    send_request(self, op_id, arm, s.entry->what, *s.resend);
-    st.late.file(op_id, arm, std::move(*s.entry));
-    return;
-  }
-  apply_effects(self, s.effects, origin_of(st, s.entry->what, &o, true));
+  op.last_region = op.data.hedge->hedge_region();
+  st.driver.finish(id, failure_error(op, "the definitive answer of the hedge "
+                                         "to " +
+                                             op.data.hedge->hedge_region()));
 }
 
 // The hedge answered while its operation runs. Its failure's effects run;
 // `metadata_hedge_wins` decides whether its answer is the operation's.
-void on_hedge_outcome(self_ptr self, uint64_t op_id, transport::outcome& o) {
+void metadata_plane::on_arm_answer(uint64_t id, operation& op, uint32_t,
+                                   transport::outcome& o) {
   auto& st = self->state;
-  auto& op = st.ops.at(op_id);
   if (!st.snap.table()) return;
   auto answer =
-      op.hedge->on_hedge_result(attempt_result_of(o), st.hedge_slots,
-                                *st.snap.table(), self->clock().now());
+      op.data.hedge->on_hedge_result(attempt_result_of(o), st.hedge_slots,
+                                     *st.snap.table(), self->clock().now());
   st.stats.metadata_hedge_slots = st.hedge_slots.in_use();
-  apply_effects(self, answer.effects, origin_of(st, op.req, &o, false));
-  if (answer.hold) op.hedge_held = o;
+  apply_effects(self, answer.effects, origin(op.data, &o, false));
+  if (answer.hold) op.data.hedge_held = o;
   using next = metadata_hedge_answer::next;
   switch (answer.then) {
   case next::take:
-    take_hedge(self, op_id, std::move(o));
+    take_hedge(self, id, op, std::move(o));
     return;
   case next::end_primary:
-    finish(self, op_id, failure_error(op, *op.hedge->primary_gave_up()));
+    st.driver.finish(id, failure_error(op, *op.data.hedge->primary_gave_up()));
     return;
   case next::resume_primary:
-    schedule_attempt(self, op_id, std::chrono::milliseconds{0});
+    st.driver.schedule(id, op, std::chrono::milliseconds{0});
     return;
   case next::nothing:
     return;
   }
 }
 
-void on_outcome(self_ptr self, uint64_t op_id, uint32_t arm,
-                transport::outcome& o) {
-  auto& st = self->state;
-  auto i = st.ops.find(op_id);
-  if (i == st.ops.end()) {
-    // The deadline tripped first, or the other arm of a hedge won.
-    on_late(self, op_id, arm, o);
-    return;
-  }
-  if (arm != 0) {
-    on_hedge_outcome(self, op_id, o);
-    return;
-  }
-  auto& op = i->second;
-  op.in_flight = false;
-  if (o.success()) {
-    finish(self, op_id, std::move(o));
-    return;
-  }
-  op.last_failure = o;
-  op.last_region = op.loop->region();
-  auto step = op.loop->on_result(attempt_result_of(o), *st.snap.table(),
-                                 self->clock().now(), false);
-  op.climbing = step.ladder_climb;
-  metadata_primary_step hs;
-  if (op.hedge) {
-    hs = op.hedge->on_primary_failure(attempt_result_of(o), step);
-    sync_hedge_due(self, op_id, op); // a hedge not yet due may be ruled out
-  }
-  bool take_held = hs.take_held && op.hedge_held;
-  auto from = origin_of(st, op.req, &o, false);
-  if (step.next == loop_next::after_refresh && !take_held) {
-    // The next attempt waits for the account refresh, bounded by the hard
-    // deadline, which can still fire; if the endpoint manager goes down
-    // meanwhile, the attempt goes ahead without it.
-    auto delay = step.delay;
-    auto retry = [=] {
-      if (self->state.awaiting_refresh.erase(op_id) > 0)
-        schedule_attempt(self, op_id, delay);
-    };
-    if (apply_effects(self, step.effects, from, retry))
-      st.awaiting_refresh.emplace(
-          op_id, retry_state::refresh_wait{st.with.endpoints.address(), delay});
-    else
-      schedule_attempt(self, op_id, delay);
-    return;
-  }
-  apply_effects(self, step.effects, from);
-  if (take_held) {
-    take_hedge(self, op_id, std::move(*op.hedge_held));
-    return;
-  }
-  switch (step.next) {
-  case loop_next::attempt:
-    schedule_attempt(self, op_id, step.delay);
-    return;
-  default: // the loop never asks the metadata path for a metadata refresh
-    if (step.policy_refused) ++st.stats.policy_refusals;
-    if (hs.wait_for_hedge) return; // the hedge may still answer
-    finish(self, op_id, failure_error(op, step.reason));
-    return;
-  }
+void metadata_plane::on_primary_success(uint64_t id, operation&,
+                                        transport::outcome& o) {
+  self->state.driver.finish(id,
+                            caf::expected<transport::outcome>{std::move(o)});
 }
 
-void on_deadline(self_ptr self, uint64_t op_id) {
+primary_hedge metadata_plane::on_primary_failure(uint64_t id, operation& op,
+                                                 const transport::outcome& o,
+                                                 const loop_step& step) {
+  metadata_primary_step hs;
+  if (op.data.hedge) {
+    hs = op.data.hedge->on_primary_failure(attempt_result_of(o), step);
+    sync_hedge_due(self, id, op); // a hedge not yet due may be ruled out
+  }
+  if (hs.take_held && op.data.hedge_held) return primary_hedge::take_held;
+  if (step.policy_refused) ++self->state.stats.policy_refusals;
+  return hs.wait_for_hedge ? primary_hedge::wait_for_arms
+                           : primary_hedge::as_loop_says;
+}
+
+void metadata_plane::take_held(uint64_t id, operation& op) {
+  auto held = std::move(*op.data.hedge_held);
+  op.data.hedge_held.reset();
+  take_hedge(self, id, op, std::move(held));
+}
+
+// The loop never asks the metadata plane for a metadata refresh: its
+// reason ends the operation.
+void metadata_plane::on_metadata_step(uint64_t id, operation& op,
+                                      const loop_step& step) {
+  self->state.driver.finish(id, failure_error(op, step.reason));
+}
+
+void metadata_plane::on_final_failure(uint64_t id, operation& op,
+                                      const transport::outcome&,
+                                      const loop_step& step) {
+  self->state.driver.finish(id, failure_error(op, step.reason));
+}
+
+void metadata_plane::on_refused(uint64_t id, operation& op,
+                                const std::string& why) {
+  if (op.last_failure)
+    self->state.driver.finish(id, failure_error(op, why));
+  else
+    self->state.driver.finish(id, make_error(errc::attempts_exhausted, why));
+}
+
+// The hard deadline: the operation ends at once with its last underlying
+// failure (its attempt in flight is abandoned, and settled when it answers).
+void metadata_plane::on_end_reached(uint64_t id, operation& op) {
   auto& st = self->state;
-  auto i = st.ops.find(op_id);
-  if (i == st.ops.end()) return;
   ++st.stats.deadline_trips;
-  auto& op = i->second;
   auto limit = format_duration(st.cfg.hard_deadline);
   if (op.last_failure)
-    finish(self, op_id,
-           failure_error(op, "hard deadline of " + limit + " reached"));
+    st.driver.finish(
+        id, failure_error(op, "hard deadline of " + limit + " reached"));
   else
-    finish(self, op_id,
-           make_error(errc::deadline_exceeded,
-                      "no attempt of " + op.req.method + " " + op.req.path +
-                          " finished within the hard deadline of " + limit));
+    st.driver.finish(id, make_error(errc::deadline_exceeded,
+                                    "no attempt of " + op.data.req.method +
+                                        " " + op.data.req.path +
+                                        " finished within the hard deadline "
+                                        "of " +
+                                        limit));
 }
 
-void arm_deadline_timer(self_ptr self,
-                        std::optional<caf::actor_clock::time_point> at) {
-  arm_deadline_tick<retry_deadline>(self, at);
+// The hedge's arm still out is abandoned like the primary: its answer
+// still marks.
+void metadata_plane::abandon_arms(uint64_t id, operation& op) {
+  auto& st = self->state;
+  if (!op.data.hedge) return;
+  if (auto loop = op.data.hedge->abandon(st.hedge_slots))
+    st.driver.late().file(id, 1, {std::move(*loop), op.data.req});
+  st.stats.metadata_hedge_slots = st.hedge_slots.in_use();
 }
 
-void on_deadline_timer(self_ptr self, caf::actor_clock::time_point due) {
-  auto fired = self->state.deadlines.on_timer(due, self->clock().now());
-  for (auto key : fired.expired)
-    if (key.slot == deadline_slot::end)
-      on_deadline(self, key.op);
-    else
-      start_hedge(self, key.op);
-  arm_deadline_timer(self, fired.arm);
+void metadata_plane::reply(uint64_t, operation& op,
+                           caf::expected<transport::outcome> r) {
+  if (r)
+    op.data.rp.deliver(std::move(*r));
+  else
+    op.data.rp.deliver(r.error());
+}
+
+void on_new_table(self_ptr self) {
+  self->state.driver.on_new_table();
 }
 
 void end_detached(self_ptr self, uint64_t id,
@@ -530,7 +417,6 @@ void end_detached(self_ptr self, uint64_t id,
   else
     i->second.rp.deliver(r.error());
   st.detached.erase(i);
-  update_live(st);
 }
 
 caf::result<transport::outcome> detach(self_ptr self, document_request& req) {
@@ -538,12 +424,11 @@ caf::result<transport::outcome> detach(self_ptr self, document_request& req) {
   if (!st.with.router)
     return make_error(errc::validation_error,
                       "detach-only mode needs a request router");
-  auto id = st.next_id++;
+  auto id = st.next_detached++;
   auto rp = self->make_response_promise<transport::outcome>();
   st.detached.emplace(id, detached_op{rp, req.method + " " + req.path,
                                       st.with.router.address()});
   ++st.stats.operations;
-  update_live(st);
   // The router's pipeline runs under the same hard deadline and answers the
   // last underlying failure when it trips; our own timeout only catches a
   // router that never answers.
@@ -575,25 +460,12 @@ void on_down(self_ptr self, const caf::down_msg& dm) {
   auto& st = self->state;
   if (!dm.source) return;
   // Refreshes asked of an endpoint manager that is gone will never be
-  // answered: go on without them, after the pause the decision asked for
-  // (as after a refresh that answered).
-  std::vector<std::pair<uint64_t, std::chrono::milliseconds>> go_on;
-  for (auto i = st.awaiting_refresh.begin(); i != st.awaiting_refresh.end();) {
-    if (i->second.via == dm.source) {
-      go_on.emplace_back(i->first, i->second.delay);
-      i = st.awaiting_refresh.erase(i);
-    } else {
-      ++i;
-    }
-  }
-  for (auto [id, delay] : go_on)
-    schedule_attempt(self, id, delay);
+  // answered: their operations go on without them.
+  st.driver.on_endpoints_down(dm.source);
   // Detached operations the gone router ran fail now, not at their timeout.
   std::vector<detached_op> failed;
   take_entries_of(st.detached, dm.source,
                   [&](detached_op& d) { failed.push_back(std::move(d)); });
-  if (failed.empty()) return;
-  update_live(st);
   for (auto& d : failed)
     d.rp.deliver(collaborator_down("the request router (georoute.router)",
                                    dm.reason, d.what));
@@ -611,11 +483,8 @@ void rewire(self_ptr self, const engine_wiring& w) {
 void stop(self_ptr self, const caf::exit_msg& msg) {
   auto& st = self->state;
   auto err = stopped_error(who, msg.reason);
-  fail_all(st.ops, err);
+  st.driver.stop(err);
   fail_all(st.detached, err);
-  st.late.clear();
-  st.deadlines.clear();
-  update_live(st);
   self->quit(msg.reason);
 }
 
@@ -624,6 +493,7 @@ retry_impl_actor::behavior_type retry_impl(self_ptr self, retry_config cfg,
   auto& st = self->state;
   st.cfg = std::move(cfg);
   st.with = std::move(with);
+  st.driver.bind(self);
   st.hedge_slots = metadata_hedge_budget{st.cfg.metadata_hedge.max_concurrent};
   self->set_down_handler([=](caf::down_msg& dm) { on_down(self, dm); });
   self->set_exit_handler([=](caf::exit_msg& msg) {
@@ -631,24 +501,21 @@ retry_impl_actor::behavior_type retry_impl(self_ptr self, retry_config cfg,
   });
   if (st.with.endpoints) self->monitor(st.with.endpoints);
   if (st.with.router) self->monitor(st.with.router);
-  subscribe(self);
+  subscribe_to_tables(self, [self] { on_new_table(self); });
   return {
       [=](execute_atom,
           metadata_request& req) -> caf::result<transport::outcome> {
         auto& st = self->state;
-        auto id = st.next_id++;
         auto rp = self->make_response_promise<transport::outcome>();
-        operation op;
-        op.req = std::move(req);
-        op.rp = rp;
-        op.loop.emplace(make_loop(st, op.req));
-        op.deadline = self->clock().now() + st.cfg.hard_deadline;
-        auto arm = st.deadlines.add({id, deadline_slot::end}, op.deadline);
-        st.ops.emplace(id, std::move(op));
+        auto loop = make_loop(st, req);
+        metadata_payload data;
+        data.req = std::move(req);
+        data.rp = rp;
+        auto id = st.driver.admit(std::move(data), std::move(loop),
+                                  st.cfg.hard_deadline);
         ++st.stats.operations;
-        update_live(st);
-        arm_deadline_timer(self, arm);
-        schedule_attempt(self, id, std::chrono::milliseconds{0});
+        st.driver.schedule(id, *st.driver.find(id),
+                           std::chrono::milliseconds{0});
         return rp;
       },
       [=](detach_atom, document_request& req)
@@ -658,9 +525,11 @@ retry_impl_actor::behavior_type retry_impl(self_ptr self, retry_config cfg,
         on_pushed_table(self, snap, [self] { on_new_table(self); });
       },
       [=](const engine_wiring& w) { rewire(self, w); },
-      [=](retry_attempt m) { attempt(self, m.op); },
-      [=](retry_deadline m) { on_deadline_timer(self, m.due); },
-      [=](retry_http_done& m) { on_outcome(self, m.op, m.arm, m.outcome); },
+      [=](retry_attempt m) { self->state.driver.on_attempt(m.op, m.gen); },
+      [=](retry_deadline m) { self->state.driver.on_tick(m.due); },
+      [=](retry_http_done& m) {
+        self->state.driver.on_http(m.op, m.arm, m.outcome);
+      },
   };
 }
 

@@ -13,11 +13,14 @@ namespace router_detail {
 void on_new_table(self_ptr self) {
   auto& st = self->state;
   forget_departed_regions(st);
-  std::vector<uint64_t> waiting;
-  for (auto& [id, op] : st.ops)
-    if (op.waiting == waiting_for::snapshot) waiting.push_back(id);
+  // Only the operations that waited: a table comes with every mark, while
+  // thousands of operations may be live.
+  auto waiting = std::move(st.table_waiters);
+  st.table_waiters.clear();
   for (auto id : waiting)
-    attempt(self, id);
+    if (auto i = st.ops.find(id);
+        i != st.ops.end() && i->second.waiting == waiting_for::snapshot)
+      attempt(self, id);
 }
 
 void subscribe(self_ptr self) {

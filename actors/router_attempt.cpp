@@ -35,6 +35,7 @@ void attempt(self_ptr self, uint64_t id) {
   }
   if (!st.snap.table()) {
     op.waiting = waiting_for::snapshot;
+    st.table_waiters.push_back(id);
     return;
   }
   // The one place where endpoint choice happens: the attempt loop resolves

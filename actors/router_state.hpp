@@ -186,6 +186,8 @@ struct router_state {
   hedge_budget hedge_allowance;
   region_latencies latencies;
   late_attempts<late_wire> late;
+  // The operations waiting for a first location table.
+  std::vector<uint64_t> table_waiters;
   // The per-partition circuit breaker; none when switched off. The attempt
   // loops hold a pointer to it: it lives as long as the state.
   std::optional<partition_breaker> breaker;
