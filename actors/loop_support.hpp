@@ -55,6 +55,9 @@ struct driver_counters {
   /// Answers that came after their operation ended, whether or not an
   /// abandoned attempt of it was waiting for them.
   uint64_t late_answers = 0;
+  /// Timer messages armed: a paused next attempt, the deadline queue's
+  /// timer.
+  uint64_t timers_armed = 0;
 };
 
 /// Who decided, for the side effects' logs and counters.

@@ -3,16 +3,16 @@
 // `operation_driver<Plane>`: the operation table, the next attempt, the
 // primary's answer, waits (a first table, an account refresh), end times,
 // the end of an operation and what it left behind, for any plane. The
-// retry actor (the metadata plane) runs on it; the request router (the data
-// plane) still carries out its loop by hand with the pieces of
-// loop_support.hpp, which the driver uses too. No message from a caller
-// reaches anything here: what was decided runs to completion whether the
-// caller still waits or not.
+// retry actor (the metadata plane) and the request router (the data plane)
+// run on it. No message from a caller reaches anything here: what was
+// decided runs to completion whether the caller still waits or not.
 
 #include "georoute/actors/loop_support.hpp"
+#include "georoute/actors/policy/node_pool.hpp"
 
 #include <chrono>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -34,8 +34,9 @@ namespace georoute {
 //   using self_ptr;     the actor; its state has `driver` (this), `counts`,
 //                       `snap`, `with.locations`, `with.endpoints`,
 //                       `with.http` and `stats.attempts`
-//   using payload;      the plane's part of an operation; has `rp`, the
-//                       caller's response promise
+//   using payload;      the plane's part of an operation (an operation is a
+//                       `driven_op<payload>`, which derives from it); has
+//                       `rp`, the caller's response promise
 //   using late_wire;    what an abandoned attempt keeps to send its next
 //                       ladder step
 //   using attempt_msg;  {uint64_t op; uint32_t gen;}: the next attempt
@@ -50,20 +51,28 @@ namespace georoute {
 //   effect_origin origin(const payload& | const late_wire&,
 //                        const transport::outcome* why, bool after_end);
 //   bool defer_primary(op&);              the hedge holds the primary back
+//   void before_attempt(uint64_t, op&);   just before the loop plans one
 //   void on_sent(uint64_t, op&, const attempt_plan&);   the primary went
+//   bool on_answer(uint64_t, op&, uint32_t arm, transport::outcome&);
+//                                         every answer of a live operation,
+//                                         first: true if the plane took it
 //   void on_hedge_due(uint64_t, op&);
 //   void on_arm_answer(uint64_t, op&, uint32_t arm, transport::outcome&);
 //   void on_primary_success(uint64_t, op&, transport::outcome&);
 //   primary_hedge on_primary_failure(uint64_t, op&, const transport::outcome&,
 //                                    const loop_step&);
-//   void take_held(uint64_t, op&);        the hedge's held answer ends it
+//   void hedge_takes_over(uint64_t, op&); after the failure's effects: the
+//                                         hedge's answer or arms decide
 //   void on_metadata_step(uint64_t, op&, const loop_step&);
 //   void on_final_failure(uint64_t, op&, const transport::outcome&,
 //                         const loop_step&);
 //   void on_refused(uint64_t, op&, const std::string& why);  no attempt may
 //                                         start (the loop's cap)
 //   void on_end_reached(uint64_t, op&);   its time ended
-//   void abandon_arms(uint64_t, op&);     file the hedge's arms still out
+//   void abandon_arms(uint64_t, op&, bool primary_abandoned);
+//                                         file the hedge's arms still out
+//   void on_late_answer(uint32_t arm, const transport::outcome&);
+//                                         an abandoned attempt answered
 //   void reply(uint64_t, op&, verdict&&); the caller's answer
 //   void on_new_table();
 //
@@ -85,14 +94,15 @@ enum class op_phase : uint8_t {
 /// run.
 enum class primary_hedge : uint8_t {
   as_loop_says,  ///< the loop's step goes ahead
-  take_held,     ///< the hedge's held answer is the operation's
+  takes_over,    ///< the hedge decides (`hedge_takes_over`), after the
+                 ///< failure's side effects
   wait_for_arms, ///< if the loop gives up, a hedge arm may still answer
 };
 
-/// One operation the driver carries out.
+/// One operation the driver carries out: the plane's part (the base) and
+/// the driver's.
 template <class Payload>
-struct driven_op {
-  Payload data;
+struct driven_op : Payload {
   /// Endpoint choice, ladder, retry policy, attempt count: the one record
   /// of where the primary went and how often.
   std::optional<attempt_loop> loop;
@@ -130,7 +140,9 @@ public:
   using op_type = driven_op<payload>;
   using time_point = deadline_queue::time_point;
 
-  operation_driver() = default;
+  operation_driver()
+      : pool_(std::make_unique<node_pool>(256)),
+        ops_(std::less<uint64_t>{}, pool_allocator<entry>{pool_.get()}) {}
   operation_driver(const operation_driver&) = delete;
   operation_driver& operator=(const operation_driver&) = delete;
 
@@ -142,16 +154,16 @@ public:
 
   // -- the operation table
 
-  /// A new operation, ending `end_after` from now; its first attempt is
-  /// the plane's to start (`schedule`, `attempt`).
-  uint64_t admit(payload data, attempt_loop loop,
-                 std::chrono::milliseconds end_after) {
+  /// A new operation, ending `end_after` from now, its attempt loop built
+  /// from `loop_args`; its first attempt is the plane's to start
+  /// (`schedule`, `attempt`).
+  template <class... LoopArgs>
+  uint64_t admit(payload data, std::chrono::milliseconds end_after,
+                 LoopArgs&&... loop_args) {
     auto id = next_id_++;
-    auto [i, fresh] = ops_.try_emplace(id);
-    (void)fresh;
-    auto& op = i->second;
-    op.data = std::move(data);
-    op.loop.emplace(std::move(loop));
+    auto& op = ops_.try_emplace(id).first->second;
+    static_cast<payload&>(op) = std::move(data);
+    op.loop.emplace(std::forward<LoopArgs>(loop_args)...);
     op.end_at = self_->clock().now() + end_after;
     arm(deadlines_.add({id, deadline_slot::end}, op.end_at));
     return id;
@@ -161,9 +173,18 @@ public:
     auto i = ops_.find(id);
     return i == ops_.end() ? nullptr : &i->second;
   }
+  /// A live operation (it must be one).
+  op_type& at(uint64_t id) { return ops_.at(id); }
+  /// Calls `f(id, op)` for every live operation (`f` must not end any).
+  template <class F>
+  void for_each(F&& f) {
+    for (auto& [id, op] : ops_)
+      f(id, op);
+  }
   size_t live() const { return ops_.size(); }
   size_t late_out() const { return late_.size(); }
   size_t deadlines_tracked() const { return deadlines_.size(); }
+  size_t deadline_timers_pending() const { return deadlines_.timers_pending(); }
 
   /// The abandoned attempts of ended operations (for a plane's arms).
   late_attempts<late_wire>& late() { return late_; }
@@ -175,9 +196,10 @@ public:
   void schedule(uint64_t id, op_type& op, std::chrono::milliseconds delay) {
     op.phase = op_phase::backoff;
     auto msg = typename Plane::attempt_msg{id, ++op.gen};
-    if (delay.count() > 0)
+    if (delay.count() > 0) {
+      ++self_->state.counts.timers_armed;
       self_->delayed_send(self_, delay, std::move(msg));
-    else
+    } else
       self_->send(self_, std::move(msg));
   }
 
@@ -205,6 +227,7 @@ public:
       op.phase = op_phase::idle;
       return;
     }
+    plane_.before_attempt(id, op);
     auto plan = op.loop->next_attempt(*st.snap.table(), self_->clock().now());
     if (!plan) {
       op.phase = op_phase::idle;
@@ -237,6 +260,7 @@ public:
       on_late(id, arm, o);
       return;
     }
+    if (plane_.on_answer(id, *op, arm, o)) return;
     if (arm != 0) {
       plane_.on_arm_answer(id, *op, arm, o);
       return;
@@ -287,7 +311,7 @@ public:
   /// The actor is told to exit: every waiting caller gets `err`.
   void stop(const caf::error& err) {
     for (auto& entry : ops_)
-      entry.second.data.rp.deliver(err);
+      entry.second.rp.deliver(err);
     ops_.clear();
     late_.clear();
     deadlines_.clear();
@@ -323,7 +347,8 @@ public:
 
 private:
   void arm(std::optional<time_point> at) {
-    arm_deadline_tick<typename Plane::tick_msg>(self_, at);
+    arm_deadline_tick<typename Plane::tick_msg>(
+        self_, at, &self_->state.counts.timers_armed);
   }
 
   void end_reached(uint64_t id, op_type& op) {
@@ -354,9 +379,9 @@ private:
       return;
     }
     auto hedge = plane_.on_primary_failure(id, op, o, step);
-    bool take_held = hedge == primary_hedge::take_held;
-    auto from = plane_.origin(op.data, &o, op.end_reached);
-    if (step.next == loop_next::after_refresh && !take_held) {
+    bool takes_over = hedge == primary_hedge::takes_over;
+    auto from = plane_.origin(op, &o, op.end_reached);
+    if (step.next == loop_next::after_refresh && !takes_over) {
       // The next attempt waits for the account refresh, on the table it
       // produced (see take_current_table), bounded by the operation's end
       // time, which can still come; if the endpoint manager goes down
@@ -376,8 +401,8 @@ private:
       return;
     }
     apply_effects(self_, step.effects, from);
-    if (take_held) {
-      plane_.take_held(id, op);
+    if (takes_over) {
+      plane_.hedge_takes_over(id, op);
       return;
     }
     if (step.next == loop_next::attempt) {
@@ -403,32 +428,36 @@ private:
   // answers; a ladder step pending after a timeout is sent now (a hung
   // region is still found out), unless a budget was spent.
   void abandon(uint64_t id, op_type& op) {
+    bool filed = false;
     if (op.loop) {
       bool spent = Plane::end == end_kind::budget && op.end_reached;
       bool climbing = op.phase == op_phase::backoff && op.climbing;
       switch (abandon_primary(op.primary_out, climbing, spent)) {
       case primary_fate::settle_in_flight:
         late_.file(id, 0, {std::move(*op.loop), plane_.late_wire_of(op)});
+        filed = true;
         break;
       case primary_fate::climb_now:
-        climb_late(id, 0, {std::move(*op.loop), plane_.late_wire_of(op)});
+        filed = climb_late(id, 0, op);
         break;
       case primary_fate::nothing:
         break;
       }
     }
-    plane_.abandon_arms(id, op);
+    plane_.abandon_arms(id, op, filed);
   }
 
-  // Sends the next ladder step of an abandoned attempt, unless its endpoint
-  // is marked meanwhile (the region is known bad) or there is none.
-  void climb_late(uint64_t id, uint32_t arm, late_attempt<late_wire> late) {
+  // Sends the next ladder step of the ended operation's primary, unless its
+  // endpoint is marked meanwhile (the region is known bad) or there is
+  // none. True if it went.
+  bool climb_late(uint64_t id, uint32_t arm, op_type& op) {
     auto& st = self_->state;
-    if (!st.snap.table()) return;
-    auto plan = continue_abandoned_climb(late.loop, *st.snap.table(),
+    if (!st.snap.table()) return false;
+    auto plan = continue_abandoned_climb(*op.loop, *st.snap.table(),
                                          self_->clock().now());
-    if (!plan) return;
-    resend_late(id, arm, std::move(late), *plan);
+    if (!plan) return false;
+    resend_late(id, arm, {std::move(*op.loop), plane_.late_wire_of(op)}, *plan);
+    return true;
   }
 
   void resend_late(uint64_t id, uint32_t arm, late_attempt<late_wire> late,
@@ -446,6 +475,7 @@ private:
     auto s = late_.settle(id, arm, attempt_result_of(o), st.snap.table().get(),
                           self_->clock().now());
     if (!s.tracked) return;
+    plane_.on_late_answer(arm, o);
     if (s.resend) {
       resend_late(id, arm, std::move(*s.entry), *s.resend);
       return;
@@ -453,9 +483,13 @@ private:
     apply_effects(self_, s.effects, plane_.origin(s.entry->what, &o, true));
   }
 
+  using entry = std::pair<const uint64_t, op_type>;
+
   self_ptr self_ = nullptr;
   Plane plane_;
-  std::map<uint64_t, op_type> ops_;
+  // An operation is large; its node is reused (a few hundred kept).
+  std::unique_ptr<node_pool> pool_;
+  std::map<uint64_t, op_type, std::less<uint64_t>, pool_allocator<entry>> ops_;
   deadline_queue deadlines_;
   late_attempts<late_wire> late_;
   std::vector<uint64_t> table_waiters_;

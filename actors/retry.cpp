@@ -94,11 +94,9 @@ struct metadata_plane {
                                  const attempt_plan& plan);
   static transport::request wire(const operation& op,
                                  const attempt_plan& plan) {
-    return wire(op.data.req, plan);
+    return wire(op.req, plan);
   }
-  static metadata_request late_wire_of(const operation& op) {
-    return op.data.req;
-  }
+  static metadata_request late_wire_of(const operation& op) { return op.req; }
   effect_origin origin(const metadata_payload& p, const transport::outcome* why,
                        bool after_end) const {
     return origin(p.req, why, after_end);
@@ -109,7 +107,7 @@ struct metadata_plane {
     // The primary left its region while the hedge is out: the hedge's
     // answer will be taken whatever it is, unless its region fails too;
     // only then does the primary go on.
-    return op.data.hedge && op.data.hedge->defer_primary();
+    return op.hedge && op.hedge->defer_primary();
   }
   void on_sent(uint64_t id, operation& op, const attempt_plan& plan);
   void on_hedge_due(uint64_t id, operation& op);
@@ -119,15 +117,21 @@ struct metadata_plane {
   primary_hedge on_primary_failure(uint64_t id, operation& op,
                                    const transport::outcome& o,
                                    const loop_step& step);
-  void take_held(uint64_t id, operation& op);
+  void hedge_takes_over(uint64_t id, operation& op);
   void on_metadata_step(uint64_t id, operation& op, const loop_step& step);
   void on_final_failure(uint64_t id, operation& op, const transport::outcome& o,
                         const loop_step& step);
   void on_refused(uint64_t id, operation& op, const std::string& why);
   void on_end_reached(uint64_t id, operation& op);
-  void abandon_arms(uint64_t id, operation& op);
+  void abandon_arms(uint64_t id, operation& op, bool primary_abandoned);
+  void on_late_answer(uint32_t, const transport::outcome&) {}
   void reply(uint64_t id, operation& op, caf::expected<transport::outcome> r);
   void on_new_table() {}
+  // Nothing of its own before an attempt or ahead of the driver's answers.
+  void before_attempt(uint64_t, operation&) {}
+  bool on_answer(uint64_t, operation&, uint32_t, transport::outcome&) {
+    return false;
+  }
 };
 
 // A detach-only operation: the router works, we wait.
@@ -187,10 +191,10 @@ effect_origin metadata_plane::origin(const metadata_request& req,
 
 // The last underlying failure, said so that people can act on it.
 caf::error failure_error(const operation& op, const std::string& why) {
-  return make_error(
-      classify_outcome(*op.last_failure),
-      failure_text(*op.last_failure, op.last_region, op.loop->attempts(),
-                   op.data.req.method + " " + op.data.req.path, why));
+  return make_error(classify_outcome(*op.last_failure),
+                    failure_text(*op.last_failure, op.last_region,
+                                 op.loop->attempts(),
+                                 op.req.method + " " + op.req.path, why));
 }
 
 std::vector<std::string> excluded_for(const retry_state& st,
@@ -231,7 +235,7 @@ transport::request metadata_plane::wire(const metadata_request& r,
 
 // Keeps the hedge's place in the deadline queue equal to its due time.
 void sync_hedge_due(self_ptr self, uint64_t id, operation& op) {
-  auto due = op.data.hedge ? op.data.hedge->due() : std::nullopt;
+  auto due = op.hedge ? op.hedge->due() : std::nullopt;
   self->state.driver.set_hedge_wake(id, op, due);
 }
 
@@ -239,7 +243,7 @@ void sync_hedge_due(self_ptr self, uint64_t id, operation& op) {
 // hedge's time goes into the deadline queue, not a timer of its own.
 void plan_hedge(self_ptr self, uint64_t id, operation& op) {
   auto& st = self->state;
-  const auto& req = op.data.req;
+  const auto& req = op.req;
   // The cheap check first: most kinds are never hedged.
   if (!metadata_hedge_applies(st.cfg.metadata_hedge, req.kind, req.first_page,
                               2))
@@ -249,7 +253,7 @@ void plan_hedge(self_ptr self, uint64_t id, operation& op) {
   ask.op = req.op;
   ask.first_page = req.first_page;
   ask.excluded = excluded_for(st, req);
-  op.data.hedge =
+  op.hedge =
       metadata_hedge::plan(st.cfg.metadata_hedge, std::move(ask), *op.loop,
                            *st.snap.table(), self->clock().now());
   sync_hedge_due(self, id, op);
@@ -265,10 +269,10 @@ void metadata_plane::on_sent(uint64_t id, operation& op,
 // still applies and a budget slot is free (`metadata_hedge::start`).
 void metadata_plane::on_hedge_due(uint64_t id, operation& op) {
   auto& st = self->state;
-  if (!op.data.hedge || !st.snap.table()) return;
-  auto s = op.data.hedge->start(*op.loop, op.primary_out, st.hedge_slots,
-                                st.cfg.ladders, *st.snap.table(),
-                                self->clock().now());
+  if (!op.hedge || !st.snap.table()) return;
+  auto s =
+      op.hedge->start(*op.loop, op.primary_out, st.hedge_slots, st.cfg.ladders,
+                      *st.snap.table(), self->clock().now());
   if (s.refused) ++st.stats.metadata_hedges_refused;
   st.stats.metadata_hedge_slots = st.hedge_slots.in_use();
   if (!s.send) return;
@@ -286,10 +290,10 @@ void take_hedge(self_ptr self, uint64_t id, operation& op,
     return;
   }
   op.last_failure = std::move(o);
-  op.last_region = op.data.hedge->hedge_region();
+  op.last_region = op.hedge->hedge_region();
   st.driver.finish(id, failure_error(op, "the definitive answer of the hedge "
                                          "to " +
-                                             op.data.hedge->hedge_region()));
+                                             op.hedge->hedge_region()));
 }
 
 // The hedge answered while its operation runs. Its failure's effects run;
@@ -299,18 +303,18 @@ void metadata_plane::on_arm_answer(uint64_t id, operation& op, uint32_t,
   auto& st = self->state;
   if (!st.snap.table()) return;
   auto answer =
-      op.data.hedge->on_hedge_result(attempt_result_of(o), st.hedge_slots,
-                                     *st.snap.table(), self->clock().now());
+      op.hedge->on_hedge_result(attempt_result_of(o), st.hedge_slots,
+                                *st.snap.table(), self->clock().now());
   st.stats.metadata_hedge_slots = st.hedge_slots.in_use();
-  apply_effects(self, answer.effects, origin(op.data, &o, false));
-  if (answer.hold) op.data.hedge_held = o;
+  apply_effects(self, answer.effects, origin(op, &o, false));
+  if (answer.hold) op.hedge_held = o;
   using next = metadata_hedge_answer::next;
   switch (answer.then) {
   case next::take:
     take_hedge(self, id, op, std::move(o));
     return;
   case next::end_primary:
-    st.driver.finish(id, failure_error(op, *op.data.hedge->primary_gave_up()));
+    st.driver.finish(id, failure_error(op, *op.hedge->primary_gave_up()));
     return;
   case next::resume_primary:
     st.driver.schedule(id, op, std::chrono::milliseconds{0});
@@ -330,19 +334,20 @@ primary_hedge metadata_plane::on_primary_failure(uint64_t id, operation& op,
                                                  const transport::outcome& o,
                                                  const loop_step& step) {
   metadata_primary_step hs;
-  if (op.data.hedge) {
-    hs = op.data.hedge->on_primary_failure(attempt_result_of(o), step);
+  if (op.hedge) {
+    hs = op.hedge->on_primary_failure(attempt_result_of(o), step);
     sync_hedge_due(self, id, op); // a hedge not yet due may be ruled out
   }
-  if (hs.take_held && op.data.hedge_held) return primary_hedge::take_held;
+  if (hs.take_held && op.hedge_held) return primary_hedge::takes_over;
   if (step.policy_refused) ++self->state.stats.policy_refusals;
   return hs.wait_for_hedge ? primary_hedge::wait_for_arms
                            : primary_hedge::as_loop_says;
 }
 
-void metadata_plane::take_held(uint64_t id, operation& op) {
-  auto held = std::move(*op.data.hedge_held);
-  op.data.hedge_held.reset();
+// The hedge's held answer is the operation's.
+void metadata_plane::hedge_takes_over(uint64_t id, operation& op) {
+  auto held = std::move(*op.hedge_held);
+  op.hedge_held.reset();
   take_hedge(self, id, op, std::move(held));
 }
 
@@ -378,8 +383,8 @@ void metadata_plane::on_end_reached(uint64_t id, operation& op) {
         id, failure_error(op, "hard deadline of " + limit + " reached"));
   else
     st.driver.finish(id, make_error(errc::deadline_exceeded,
-                                    "no attempt of " + op.data.req.method +
-                                        " " + op.data.req.path +
+                                    "no attempt of " + op.req.method + " " +
+                                        op.req.path +
                                         " finished within the hard deadline "
                                         "of " +
                                         limit));
@@ -387,20 +392,20 @@ void metadata_plane::on_end_reached(uint64_t id, operation& op) {
 
 // The hedge's arm still out is abandoned like the primary: its answer
 // still marks.
-void metadata_plane::abandon_arms(uint64_t id, operation& op) {
+void metadata_plane::abandon_arms(uint64_t id, operation& op, bool) {
   auto& st = self->state;
-  if (!op.data.hedge) return;
-  if (auto loop = op.data.hedge->abandon(st.hedge_slots))
-    st.driver.late().file(id, 1, {std::move(*loop), op.data.req});
+  if (!op.hedge) return;
+  if (auto loop = op.hedge->abandon(st.hedge_slots))
+    st.driver.late().file(id, 1, {std::move(*loop), op.req});
   st.stats.metadata_hedge_slots = st.hedge_slots.in_use();
 }
 
 void metadata_plane::reply(uint64_t, operation& op,
                            caf::expected<transport::outcome> r) {
   if (r)
-    op.data.rp.deliver(std::move(*r));
+    op.rp.deliver(std::move(*r));
   else
-    op.data.rp.deliver(r.error());
+    op.rp.deliver(r.error());
 }
 
 void on_new_table(self_ptr self) {
@@ -511,8 +516,8 @@ retry_impl_actor::behavior_type retry_impl(self_ptr self, retry_config cfg,
         metadata_payload data;
         data.req = std::move(req);
         data.rp = rp;
-        auto id = st.driver.admit(std::move(data), std::move(loop),
-                                  st.cfg.hard_deadline);
+        auto id = st.driver.admit(std::move(data), st.cfg.hard_deadline,
+                                  std::move(loop));
         ++st.stats.operations;
         st.driver.schedule(id, *st.driver.find(id),
                            std::chrono::milliseconds{0});

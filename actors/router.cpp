@@ -11,36 +11,27 @@ namespace router_detail {
 // A newer table: the regions it no longer has are forgotten, and what
 // waited for a first table goes.
 void on_new_table(self_ptr self) {
-  auto& st = self->state;
-  forget_departed_regions(st);
-  // Only the operations that waited: a table comes with every mark, while
-  // thousands of operations may be live.
-  auto waiting = std::move(st.table_waiters);
-  st.table_waiters.clear();
-  for (auto id : waiting)
-    if (auto i = st.ops.find(id);
-        i != st.ops.end() && i->second.waiting == waiting_for::snapshot)
-      attempt(self, id);
+  forget_departed_regions(self->state);
+  self->state.driver.on_new_table();
 }
 
 void subscribe(self_ptr self) {
   subscribe_to_tables(self, [self] { on_new_table(self); });
 }
 
-// The operations waiting for `what` from the collaborator `gone`.
-std::vector<uint64_t> ops_waiting_on(router_state& st, waiting_for what,
-                                     const caf::actor_addr& gone) {
-  std::vector<uint64_t> ids;
-  for (auto& [id, op] : st.ops)
-    if (op.waiting == what && op.waiting_on == gone) ids.push_back(id);
-  return ids;
-}
-
-void fail_waiting(self_ptr self, waiting_for what, const caf::down_msg& dm,
+// The operations whose resolution waits for `what` from the collaborator
+// `gone` fail at once.
+void fail_waiting(self_ptr self, resolving what, const caf::down_msg& dm,
                   const std::string& whom) {
-  for (auto id : ops_waiting_on(self->state, what, dm.source)) {
+  std::vector<uint64_t> ids;
+  self->state.driver.for_each([&](uint64_t id, data_operation& op) {
+    if (op.phase == op_phase::idle && op.resolves == what &&
+        op.waiting_on == dm.source)
+      ids.push_back(id);
+  });
+  for (auto id : ids) {
     auto err =
-        collaborator_down(whom, dm.reason, describe(self->state.ops.at(id)));
+        collaborator_down(whom, dm.reason, describe(self->state.driver.at(id)));
     finish_error(self, id, code_of(err), context_of(err));
   }
 }
@@ -50,15 +41,14 @@ void fail_waiting(self_ptr self, waiting_for what, const caf::down_msg& dm,
 // successor may arrive first.
 void on_down(self_ptr self, const caf::down_msg& dm) {
   if (!dm.source) return;
-  fail_waiting(self, waiting_for::collection, dm,
+  fail_waiting(self, resolving::collection, dm,
                "the collection cache (georoute.collection_cache)");
-  fail_waiting(self, waiting_for::ranges, dm,
+  fail_waiting(self, resolving::ranges, dm,
                "the partition-range cache (georoute.pkrange_cache)");
   // Refreshes asked of an endpoint manager that is gone will never be
   // answered: go on without them, after the pause the decision asked for
   // (as after a refresh that answered).
-  for (auto id : ops_waiting_on(self->state, waiting_for::refresh, dm.source))
-    schedule_attempt(self, id, self->state.ops.at(id).resume_after);
+  self->state.driver.on_endpoints_down(dm.source);
 }
 
 void rewire(self_ptr self, const engine_wiring& w) {
@@ -75,6 +65,7 @@ void rewire(self_ptr self, const engine_wiring& w) {
 router_impl_actor::behavior_type router_impl(self_ptr self, router_config cfg,
                                              router_collaborators with) {
   auto& st = self->state;
+  st.driver.bind(self);
   st.cfg = std::move(cfg);
   st.with = std::move(with);
   st.collections =
@@ -99,10 +90,7 @@ router_impl_actor::behavior_type router_impl(self_ptr self, router_config cfg,
   self->set_down_handler([=](caf::down_msg& dm) { on_down(self, dm); });
   self->set_exit_handler([=](caf::exit_msg& msg) {
     if (!msg.reason) return;
-    auto& st = self->state;
-    fail_all(st.ops, stopped_error(who, msg.reason));
-    st.deadlines.clear();
-    st.late.clear();
+    self->state.driver.stop(stopped_error(who, msg.reason));
     self->quit(msg.reason);
   });
   subscribe(self);
@@ -119,14 +107,8 @@ router_impl_actor::behavior_type router_impl(self_ptr self, router_config cfg,
         on_pushed_table(self, snap, [self] { on_new_table(self); });
       },
       [=](const engine_wiring& w) { rewire(self, w); },
-      [=](rt_attempt m) {
-        auto i = self->state.ops.find(m.op);
-        if (i == self->state.ops.end() ||
-            i->second.waiting != waiting_for::backoff)
-          return;
-        attempt(self, m.op);
-      },
-      [=](rt_budget_tick m) { on_budget_tick(self, m.due); },
+      [=](rt_attempt m) { self->state.driver.on_attempt(m.op, m.gen); },
+      [=](rt_budget_tick m) { self->state.driver.on_tick(m.due); },
       [=](stats_atom) { return current_stats(self->state); },
       [=](metrics_atom) {
         const auto& st = self->state;
@@ -137,7 +119,9 @@ router_impl_actor::behavior_type router_impl(self_ptr self, router_config cfg,
           m.operations.push_back(to_series(h));
         return m;
       },
-      [=](rt_http_done& m) { on_outcome(self, m.op, m.arm, m.outcome); },
+      [=](rt_http_done& m) {
+        self->state.driver.on_http(m.op, m.arm, m.outcome);
+      },
   };
 }
 

@@ -10,42 +10,18 @@
 
 namespace georoute::router_detail {
 
-// What an ended operation still had out goes to `late`: its answers still
-// mark regions. The primary follows `abandon_primary` (the retry actor's
-// rule too): an attempt in flight is settled when it answers; a ladder step
-// pending after a timeout is sent now (a hung region is still found out),
-// unless the budget was spent (then the loop climbs no further anyway).
-// Counts the hedges into the diagnostics.
-void settle_arms(self_ptr self, uint64_t id, data_operation& op) {
-  auto& st = self->state;
-  if (!op.loop) return;
-  // A read-back in flight is not the primary: its answer is dropped.
-  bool primary_out = op.primary_out;
-  bool climbing = op.waiting == waiting_for::backoff && op.climbing;
-  auto fate = abandon_primary(primary_out, climbing, op.budget_spent);
-  if (fate == primary_fate::nothing && !op.hedge) return;
-  auto token = session_token_for(st, op);
-  switch (fate) {
-  case primary_fate::settle_in_flight:
-    st.late.file(id, 0, {std::move(*op.loop), {op.req, op.link, token}});
-    ++op.diag.abandoned_arms;
-    break;
-  case primary_fate::climb_now:
-    if (!st.snap.table()) break;
-    if (auto plan = continue_abandoned_climb(*op.loop, *st.snap.table(),
-                                             self->clock().now())) {
-      send_late(self, id, 0, {std::move(*op.loop), {op.req, op.link, token}},
-                *plan);
-      ++op.diag.abandoned_arms;
-    }
-    break;
-  case primary_fate::nothing:
-    break;
-  }
+// What an ended operation's hedge still had out goes to the driver's late
+// attempts: their answers still mark regions. Counts the hedges and every
+// abandoned arm (the primary too) into the diagnostics.
+void data_plane::abandon_arms(uint64_t id, data_operation& op,
+                              bool primary_abandoned) {
+  if (primary_abandoned) ++op.diag.abandoned_arms;
   if (!op.hedge) return;
+  auto& st = self->state;
+  auto token = session_token_for(st, op);
   for (auto& [arm, loop] : op.hedge->abandon()) {
-    st.late.file(id, static_cast<uint32_t>(arm),
-                 {std::move(loop), {op.req, op.link, token}});
+    st.driver.late().file(id, static_cast<uint32_t>(arm),
+                          {std::move(loop), {op.req, op.link, token}});
     ++op.diag.abandoned_arms;
   }
   op.diag.hedges = static_cast<uint32_t>(op.hedge->hedges_sent());
@@ -62,11 +38,10 @@ hedge_env env_of(router_state& st) {
   return env;
 }
 
-// Puts the hedge's next wake-up into the deadline queue.
+// Puts the hedge's next wake-up into the driver's deadline queue.
 void arm_hedge_timer(self_ptr self, uint64_t id, data_operation& op,
                      std::optional<policy_time> at) {
-  arm_budget_tick(self,
-                  move_wake(self->state.deadlines, id, op.hedge_due, at));
+  self->state.driver.set_hedge_wake(id, op, at);
 }
 
 // Sends one arm (>= 1) the hedge started.
@@ -92,18 +67,12 @@ void send_arm(self_ptr self, uint64_t id, data_operation& op,
   w.record = op.diag.attempts.size();
   op.diag.attempts.push_back(std::move(rec));
   ++st.stats.hedges_started;
-  ++st.stats.attempts;
-  auto hdl = caf::actor_cast<caf::actor>(self);
-  auto arm32 = static_cast<uint32_t>(s.arm);
-  st.with.http->send(
-      to_wire(op.req, t), [hdl, id, arm32](transport::outcome o) {
-        caf::anon_send(hdl, rt_http_done{id, arm32, std::move(o)});
-      });
+  st.driver.send(id, static_cast<uint32_t>(s.arm), to_wire(op.req, t));
 }
 
 // Every arm answered and none was final: the last answer is the result.
 void end_all_answered(self_ptr self, uint64_t id) {
-  auto& op = self->state.ops.at(id);
+  auto& op = self->state.driver.at(id);
   // A success is always final, so the last answer is a failure.
   finish_failure(self, id,
                  "no region gave a final answer (" +
@@ -116,7 +85,7 @@ void end_all_answered(self_ptr self, uint64_t id) {
 // false when the operation ended.
 bool carry_out_hedge(self_ptr self, uint64_t id, const hedge_step& step) {
   auto& st = self->state;
-  auto& op = st.ops.at(id);
+  auto& op = st.driver.at(id);
   note_transitions(st, &op); // an arm's admission may start a probe
   st.stats.hedges_on_evidence += step.on_evidence;
   st.stats.hedges_refused += step.refused;
@@ -144,13 +113,13 @@ hedge_ask ask_of(const router_state& st, const data_operation& op) {
 
 // Decides at the first attempt whether the operation may be hedged, and
 // when; its regions wait for that time (materialize_hedge).
-void plan_hedge(self_ptr self, uint64_t id) {
+void plan_hedge(self_ptr self, uint64_t id, data_operation& op) {
   auto& st = self->state;
-  auto& op = st.ops.at(id);
   if (!st.snap.table()) return;
   // The cheap check first: an operation that is not hedged pays nothing
   // more (no exclusion list).
-  if (!hedge_wanted(st.cfg.hedging, access_of(op.req.op), op.req.options.hedge)) return;
+  if (!hedge_wanted(st.cfg.hedging, access_of(op.req.op), op.req.options.hedge))
+    return;
   op.hedge_pending =
       hedged_operation::intend(env_of(st), ask_of(st, op), *op.loop,
                                *st.snap.table(), op.attempt_started);
@@ -172,19 +141,25 @@ bool materialize_hedge(self_ptr self, data_operation& op) {
 }
 
 // The hedge's time came (or an event may have made an arm due).
-void advance_hedge(self_ptr self, uint64_t id) {
+void data_plane::on_hedge_due(uint64_t id, data_operation& op) {
   auto& st = self->state;
-  auto i = st.ops.find(id);
-  if (i == st.ops.end() || !st.snap.table()) return;
-  auto& op = i->second;
+  if (!st.snap.table()) return;
   if (!materialize_hedge(self, op)) return;
   auto step = op.hedge->advance(env_of(st), *op.loop, *st.snap.table(),
-                                self->clock().now(), op.budget_spent);
+                                self->clock().now(), op.end_reached);
+  carry_out_hedge(self, id, step);
+}
+
+// The primary gave up and the hedge took over (`on_primary_failure`): its
+// step, now that the failure's side effects ran.
+void data_plane::hedge_takes_over(uint64_t id, data_operation& op) {
+  auto step = std::move(*op.handover);
+  op.handover.reset();
   carry_out_hedge(self, id, step);
 }
 
 // Takes the outcome's activity id (nothing after this reads it).
-void record_answer(self_ptr self, data_operation& op, attempt_record& rec,
+void record_answer(self_ptr self, data_payload& op, attempt_record& rec,
                    transport::outcome& o, clock_type::time_point sent) {
   auto now = self->clock().now();
   rec.activity_id = std::move(o.activity_id);
@@ -207,10 +182,9 @@ void record_answer(self_ptr self, data_operation& op, attempt_record& rec,
 }
 
 // A hedge arm answered (its operation still runs).
-void on_hedge_outcome(self_ptr self, uint64_t id, uint32_t arm,
-                      transport::outcome& o) {
+void data_plane::on_arm_answer(uint64_t id, data_operation& op, uint32_t arm,
+                               transport::outcome& o) {
   auto& st = self->state;
-  auto& op = st.ops.at(id);
   auto& rec = op.diag.attempts[op.arms[arm - 1].record];
   record_answer(self, op, rec, o, op.arms[arm - 1].started);
   op.diag.hedge_charge += o.request_charge;
@@ -218,10 +192,9 @@ void on_hedge_outcome(self_ptr self, uint64_t id, uint32_t arm,
   capture_session(st, op, o);
   auto now = self->clock().now();
   const auto& region = op.hedge->arm_region(arm);
-  auto answer = op.hedge->on_arm_result(arm, attempt_result_of(o),
-                                        o.request_charge, env_of(st), *op.loop,
-                                        op.waiting == waiting_for::response,
-                                        *st.snap.table(), now, op.budget_spent);
+  auto answer = op.hedge->on_arm_result(
+      arm, attempt_result_of(o), o.request_charge, env_of(st), *op.loop,
+      op.primary_out, *st.snap.table(), now, op.end_reached);
   note_transitions(st, &op);
   op.last_answer = o;
   op.last_answer_region = region;
@@ -238,7 +211,7 @@ void on_hedge_outcome(self_ptr self, uint64_t id, uint32_t arm,
                               describe(op), "a final answer of a hedge"));
     return;
   }
-  apply_effects(self, answer.effects, origin_of(st, &o, op.budget_spent));
+  apply_effects(self, answer.effects, origin_of(st, &o, op.end_reached));
   if (replaces_reported_failure(op.last_failure.has_value(),
                                 op.hedge->primary_done())) {
     op.last_failure = o;
@@ -251,43 +224,12 @@ void on_hedge_outcome(self_ptr self, uint64_t id, uint32_t arm,
   carry_out_hedge(self, id, answer.next);
 }
 
-// An attempt of an ended operation answered: dropped, but what it saw still
-// reaches the breaker and marks, and a timeout may climb its ladder
-// (`settle_late_attempt`).
-void on_late_answer(self_ptr self, uint64_t id, uint32_t arm,
-                    transport::outcome& o) {
+// An abandoned attempt of an ended operation answered (the driver settles
+// it): a hedge arm's charge counts, and the breaker may have moved.
+void data_plane::on_late_answer(uint32_t arm, const transport::outcome& o) {
   auto& st = self->state;
-  ++st.counts.late_answers;
-  auto s = st.late.settle(id, arm, attempt_result_of(o), st.snap.table().get(),
-                          self->clock().now());
-  if (!s.tracked) return;
   if (arm > 0) st.stats.hedge_charge += o.request_charge;
-  note_transitions(st, nullptr); // a report or a ladder step may transition
-  if (s.resend) {
-    send_late(self, id, arm, std::move(*s.entry), *s.resend);
-    return;
-  }
-  apply_effects(self, s.effects, origin_of(st, &o, true));
-}
-
-// Sends the next ladder step of an abandoned attempt; its answer comes back
-// to `on_late_answer` under the same (operation, arm).
-void send_late(self_ptr self, uint64_t id, uint32_t arm,
-               late_attempt<late_wire> late, const attempt_plan& plan) {
-  auto& st = self->state;
-  wire_target t;
-  t.collection_link = late.what.link;
-  t.endpoint = plan.endpoint;
-  t.session_token = late.what.session_token;
-  t.hub_header = plan.hub_header;
-  t.timeout = plan.timeout;
-  auto req = to_wire(late.what.req, t);
-  st.late.file(id, arm, std::move(late));
-  ++st.stats.attempts;
-  auto hdl = caf::actor_cast<caf::actor>(self);
-  st.with.http->send(std::move(req), [hdl, id, arm](transport::outcome o) {
-    caf::anon_send(hdl, rt_http_done{id, arm, std::move(o)});
-  });
+  note_transitions(st, nullptr);
 }
 
 } // namespace georoute::router_detail

@@ -9,18 +9,12 @@ int64_t micros(clock_type::duration d) {
   return std::chrono::duration_cast<std::chrono::microseconds>(d).count();
 }
 
-std::string describe(const data_operation& op) {
+std::string describe(const data_payload& op) {
   auto what = std::string{to_string(op.req.op)} + " of ";
   if (op.req.op == data_op::query || op.req.op == data_op::create ||
       op.req.op == data_op::upsert)
     return what + op.link;
   return what + op.link + "/docs/" + op.req.id;
-}
-
-void forget_deadlines(router_state& st, uint64_t id, const data_operation& op) {
-  st.deadlines.remove({id, deadline_slot::end}, op.deadline);
-  if (op.hedge_due)
-    st.deadlines.remove({id, deadline_slot::hedge}, *op.hedge_due);
 }
 
 // -- counters and histograms --------------------------------------------------
@@ -34,10 +28,11 @@ router_stats current_stats(const router_state& st) {
   s.marks = c.marks;
   s.refreshes = c.refreshes;
   s.late_answers = c.late_answers;
+  s.timers_armed = c.timers_armed;
   s.stale_snapshots = st.snap.stale();
-  s.live = st.ops.size();
-  s.deadlines_tracked = st.deadlines.size();
-  s.deadline_timers_pending = st.deadlines.timers_pending();
+  s.live = st.driver.live();
+  s.deadlines_tracked = st.driver.deadlines_tracked();
+  s.deadline_timers_pending = st.driver.deadline_timers_pending();
   if (st.breaker) {
     const auto& c = st.breaker->counters();
     s.breaker_opened = c.opened;
@@ -65,13 +60,12 @@ operation_series to_series(const operation_histogram& h) {
 
 // One finished operation into the histograms: its whole duration, every
 // attempt's charge, under the region whose answer ended it.
-void record_operation(router_state& st, const data_operation& op,
+void record_operation(router_state& st, const data_payload& op,
                       const std::string& region, int status, errc code,
                       clock_type::time_point now) {
   auto seconds = std::chrono::duration<double>(now - op.started).count();
-  st.histograms.record(op.req.op, region, status,
-                       static_cast<uint8_t>(code), seconds,
-                       op.diag.request_charge);
+  st.histograms.record(op.req.op, region, status, static_cast<uint8_t>(code),
+                       seconds, op.diag.request_charge);
 }
 
 // Delivers an operation's answer, and the caller's request timeout goes
@@ -86,9 +80,9 @@ void answer(self_ptr self, caf::response_promise& rp, T&& x) {
 void finish_ok(self_ptr self, uint64_t id, transport::outcome& o,
                uint32_t arm) {
   auto& st = self->state;
-  auto i = st.ops.find(id);
-  if (i == st.ops.end()) return;
-  auto& op = i->second;
+  auto* found = st.driver.find(id);
+  if (found == nullptr) return;
+  auto& op = *found;
   auto r = to_response(std::move(o));
   auto rec = arm == 0 ? op.primary_record : op.arms[arm - 1].record;
   if (op.hedge && op.hedge->hedges_sent() > 0) {
@@ -104,27 +98,14 @@ void finish_ok(self_ptr self, uint64_t id, transport::outcome& o,
                                                  : op.region,
                    r.status, errc::none, now);
   op.diag.metadata_refreshes = op.loop ? op.loop->metadata_refreshes() : 0;
-  settle_arms(self, id, op);
-  r.diag = std::move(op.diag);
-  r.request_charge = r.diag.request_charge;
-  r.hedge_charge = r.diag.hedge_charge;
-  if (st.cfg.log.enabled(log_level::trace))
-    st.cfg.log.log(log_level::trace, router_state::name, "operation.done",
-                   describe(op) + ": " + std::to_string(r.status) + " after " +
-                       std::to_string(r.diag.attempts.size()) +
-                       " attempts in " + std::to_string(r.diag.total_us) +
-                       "us");
-  answer(self, op.rp, std::move(r));
-  forget_deadlines(st, id, op);
-  st.ops.erase(i);
-  ++st.stats.succeeded;
+  st.driver.finish(id, std::move(r));
 }
 
 void finish_error(self_ptr self, uint64_t id, errc code, std::string text) {
   auto& st = self->state;
-  auto i = st.ops.find(id);
-  if (i == st.ops.end()) return;
-  auto& op = i->second;
+  auto* found = st.driver.find(id);
+  if (found == nullptr) return;
+  auto& op = *found;
   auto now = self->clock().now();
   op.diag.total_us = micros(now - op.started);
   // The region and status of the last answer (none: the last attempt's
@@ -135,19 +116,38 @@ void finish_error(self_ptr self, uint64_t id, errc code, std::string text) {
   record_operation(st, op, *region,
                    op.last_failure ? op.last_failure->status : 0, code, now);
   op.diag.metadata_refreshes = op.loop ? op.loop->metadata_refreshes() : 0;
-  settle_arms(self, id, op);
   if (st.cfg.log.enabled(log_level::debug))
     st.cfg.log.log(log_level::debug, router_state::name, "operation.failed",
                    std::string{to_string(code)} + ": " + text);
-  answer(self, op.rp, make_error(code, std::move(text), op.diag));
-  forget_deadlines(st, id, op);
-  st.ops.erase(i);
+  st.driver.finish(id, op_failed{code, std::move(text)});
+}
+
+// The caller's answer, once what the operation left behind is abandoned
+// (the diagnostics count it).
+void data_plane::reply(uint64_t, data_operation& op, data_response&& r) {
+  auto& st = self->state;
+  r.diag = std::move(op.diag);
+  r.request_charge = r.diag.request_charge;
+  r.hedge_charge = r.diag.hedge_charge;
+  if (st.cfg.log.enabled(log_level::trace))
+    st.cfg.log.log(log_level::trace, router_state::name, "operation.done",
+                   describe(op) + ": " + std::to_string(r.status) + " after " +
+                       std::to_string(r.diag.attempts.size()) +
+                       " attempts in " + std::to_string(r.diag.total_us) +
+                       "us");
+  answer(self, op.rp, std::move(r));
+  ++st.stats.succeeded;
+}
+
+void data_plane::reply(uint64_t, data_operation& op, op_failed&& f) {
+  auto& st = self->state;
+  answer(self, op.rp, make_error(f.code, std::move(f.text), op.diag));
   ++st.stats.failed;
 }
 
 // The last underlying failure, said so that people can act on it.
 void finish_failure(self_ptr self, uint64_t id, const std::string& why) {
-  auto& op = self->state.ops.at(id);
+  auto& op = self->state.driver.at(id);
   if (!op.last_failure) {
     finish_error(self, id, errc::deadline_exceeded,
                  describe(op) + ": no attempt finished; " + why);

@@ -31,7 +31,7 @@ void forget_departed_regions(router_state& st) {
 
 void resolve_collection(self_ptr self, uint64_t id, bool force) {
   auto& st = self->state;
-  auto& op = st.ops.at(id);
+  auto& op = st.driver.at(id);
   if (!force) {
     if (const auto* hit = st.collections.get(op.link)) {
       op.coll = *hit;
@@ -45,16 +45,17 @@ void resolve_collection(self_ptr self, uint64_t id, bool force) {
     return;
   }
   auto obsolete = force && op.coll ? op.coll->rid : std::string{};
-  op.waiting = waiting_for::collection;
+  op.resolves = resolving::collection;
   op.waiting_on = st.with.collections.address();
   self->request(st.with.collections, caf::infinite, by_name_atom_v, op.link,
                 force, obsolete)
       .then(
           [=](collection_info& c) {
             auto& st = self->state;
-            auto i = st.ops.find(id);
-            if (i == st.ops.end()) return;
-            auto& op = i->second;
+            auto* found = st.driver.find(id);
+            if (found == nullptr) return;
+            auto& op = *found;
+            op.resolves = resolving::nothing;
             if (op.coll && op.coll->rid != c.rid) {
               // Recreated under the same name: its session tokens are dead.
               st.sessions.clear_by_rid(op.coll->rid);
@@ -67,26 +68,26 @@ void resolve_collection(self_ptr self, uint64_t id, bool force) {
             resolve_range(self, id, false);
           },
           [=](caf::error& e) {
-            auto& st = self->state;
-            auto i = st.ops.find(id);
-            if (i == st.ops.end()) return;
+            auto* op = self->state.driver.find(id);
+            if (op == nullptr) return;
+            op->resolves = resolving::nothing;
             finish_error(self, id,
                          code_of(e) == errc::none ? errc::collaborator_down
                                                   : code_of(e),
-                         "resolving the collection of " + describe(i->second) +
-                             ": " + context_of(e));
+                         "resolving the collection of " + describe(*op) + ": " +
+                             context_of(e));
           });
 }
 
 void locate(self_ptr self, uint64_t id) {
-  auto& op = self->state.ops.at(id);
+  auto& op = self->state.driver.at(id);
   auto found =
       locate_range(*op.map, op.req.range_id, op.epk, op.range_refreshed);
   switch (found.verdict) {
   case range_verdict::found:
     op.range = found.range;
     op.diag.range_id = op.range->id;
-    attempt(self, id);
+    self->state.driver.attempt(id, op);
     return;
   case range_verdict::refresh_map:
     op.range_refreshed = true;
@@ -108,7 +109,7 @@ void locate(self_ptr self, uint64_t id) {
 
 void resolve_range(self_ptr self, uint64_t id, bool refresh) {
   auto& st = self->state;
-  auto& op = st.ops.at(id);
+  auto& op = st.driver.at(id);
   if (op.epk.empty() && op.req.range_id.empty()) {
     auto epk =
         epk_for(op.coll->partition_key, op.req.options.partition_key_json);
@@ -135,30 +136,31 @@ void resolve_range(self_ptr self, uint64_t id, bool refresh) {
   // A refresh names the map we hold: the cache refetches only if nobody
   // refreshed since.
   auto known = refresh && op.map ? op.map->etag() : std::string{};
-  op.waiting = waiting_for::ranges;
+  op.resolves = resolving::ranges;
   op.waiting_on = st.with.pkranges.address();
   self->request(st.with.pkranges, caf::infinite, pkranges_atom_v, rid, known)
       .then(
           [=](routing_snapshot& snap) {
             auto& st = self->state;
-            auto i = st.ops.find(id);
-            if (i == st.ops.end()) return;
+            auto* op = st.driver.find(id);
+            if (op == nullptr) return;
+            op->resolves = resolving::nothing;
             if (const auto* old = st.maps.get(snap.collection_rid))
               forget_dropped_ranges(st, snap.collection_rid, *old, snap.map,
                                     self->clock().now());
             st.maps.put(snap.collection_rid, snap.map);
-            i->second.map = snap.map;
+            op->map = snap.map;
             locate(self, id);
           },
           [=](caf::error& e) {
-            auto& st = self->state;
-            auto i = st.ops.find(id);
-            if (i == st.ops.end()) return;
+            auto* op = self->state.driver.find(id);
+            if (op == nullptr) return;
+            op->resolves = resolving::nothing;
             finish_error(self, id,
                          code_of(e) == errc::none ? errc::collaborator_down
                                                   : code_of(e),
-                         "resolving the partition range of " +
-                             describe(i->second) + ": " + context_of(e));
+                         "resolving the partition range of " + describe(*op) +
+                             ": " + context_of(e));
           });
 }
 
@@ -166,8 +168,7 @@ void resolve_range(self_ptr self, uint64_t id, bool refresh) {
 
 // The session token a read of `op`'s range sends: the caller's own, or the
 // merged token of the range (after a split, the parent's serves a child).
-std::string session_token_for(const router_state& st,
-                              const data_operation& op) {
+std::string session_token_for(const router_state& st, const data_payload& op) {
   switch (session_token_source(is_write(op.req.op),
                                op.req.options.consistency_level,
                                !op.req.options.session_token.empty())) {
@@ -182,7 +183,7 @@ std::string session_token_for(const router_state& st,
   return st.sessions.header_for(op.coll->rid, op.range->id, op.range->parents);
 }
 
-void capture_session(router_state& st, const data_operation& op,
+void capture_session(router_state& st, const data_payload& op,
                      const transport::outcome& o) {
   // A malformed header is counted by the container, never fails a request.
   if (!o.session_token.empty() && op.coll)

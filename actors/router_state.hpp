@@ -46,6 +46,7 @@ namespace georoute::router_detail {
 // sweep, an HTTP completion.
 struct rt_attempt {
   uint64_t op = 0;
+  uint32_t gen = 0;
 };
 struct rt_budget_tick {
   caf::actor_clock::time_point due;
@@ -73,59 +74,33 @@ using router_impl_actor = router_actor::extend<
 
 using map_ptr = std::shared_ptr<const routing_map>;
 
-// What an operation waits for between attempts.
-enum class waiting_for {
-  nothing,
-  snapshot,
-  collection,
-  ranges,
-  refresh,
-  backoff,
-  response
-};
+// What an operation's resolution waits for (the driver's phase is `idle`
+// meanwhile; `waiting_on` names the cache asked).
+enum class resolving : uint8_t { nothing, collection, ranges };
 
-// One data-plane operation.
-struct data_operation {
+// The data plane's part of an operation (the driver's part is in
+// `driven_op`: the loop, its phase, end time, refresh wait, last failure).
+struct data_payload {
   data_request req;
   std::string link; // normalized collection link
   caf::typed_response_promise<data_response> rp;
   clock_type::time_point started;
   std::chrono::milliseconds budget{0};
-  clock_type::time_point
-      deadline; // started + budget; in router_state::deadlines
-  bool budget_spent = false;
-  waiting_for waiting = waiting_for::nothing;
-  // The collaborator asked while waiting for a collection, ranges or a
-  // refresh: its down message may come after the supervisor re-wired us to a
-  // successor, so it is matched against this, not the current handle.
-  caf::actor_addr waiting_on;
+  resolving resolves = resolving::nothing;
   // Shared with the router's collection LRU: a hit copies a pointer, not
   // the collection's strings and key definition.
   std::shared_ptr<const collection_info> coll;
   std::string epk;
   const partition_key_range* range = nullptr; // in `map`
   map_ptr map;
-  // The attempt loop (built when the operation starts): endpoint choice,
-  // ladder, retry policy, attempt count.
-  std::optional<attempt_loop> loop;
-  // The primary's last attempt timed out and its next ladder step waits
-  // out the step's pause (`waiting == backoff`).
-  bool climbing = false;
-  // Arm 0's attempt is in flight (also while a read-back, started by a
-  // hedge arm's answer, is out).
-  bool primary_out = false;
-  // The decision's pause before the attempt that waits for a refresh
-  // (`waiting == refresh`): kept for an endpoint manager that goes down.
-  std::chrono::milliseconds resume_after{0};
+  // Where the primary's last attempt went.
   std::string endpoint;
   std::string region;
   bool range_refreshed = false; // a range-targeted query refreshed its map
-  std::optional<transport::outcome> last_failure;
-  std::string last_region;
   diagnostics diag;
   clock_type::time_point attempt_started;
   size_t primary_record = 0; // diag.attempts index of arm 0's attempt
-  // Hedging. Arm 0 is the loop above, with its retries; the hedge (pure,
+  // Hedging. Arm 0 is the loop, with its retries; the hedge (pure,
   // hedged_operation.hpp) owns arms i >= 1 and decides when each goes and
   // what its answer means. The router keeps what the wire needs of them.
   struct arm_wire {
@@ -136,10 +111,12 @@ struct data_operation {
   // chosen then (most reads have answered by that time).
   std::optional<hedge_intent> hedge_pending;
   std::optional<hedged_operation> hedge;
-  std::vector<arm_wire> arms;                      // arms[i - 1] is arm i
-  std::optional<clock_type::time_point> hedge_due; // in `deadlines`
-  std::optional<transport::outcome> last_answer;   // of any arm, for the end
+  std::vector<arm_wire> arms;                    // arms[i - 1] is arm i
+  std::optional<transport::outcome> last_answer; // of any arm, for the end
   std::string last_answer_region;
+  // The hedge's step when the primary gave up and the hedge takes over
+  // (carried out after the failure's side effects).
+  std::optional<hedge_step> handover;
   // Writes that survive a hang: retried where another region takes them;
   // creates, replaces and upserts carry `tracking_id` in their body.
   bool write_retries = false;
@@ -150,6 +127,9 @@ struct data_operation {
   size_t echo_record = 0; // diag.attempts index of the read-back
   clock_type::time_point echo_started;
 };
+
+// One data-plane operation.
+using data_operation = driven_op<data_payload>;
 
 // What the router needs to send the next ladder step of an attempt its
 // operation left behind (`late_attempts`): an abandoned arm's answer is
@@ -162,6 +142,65 @@ struct late_wire {
   std::string session_token;
 };
 
+// How an operation failed, for its caller (with its diagnostics).
+struct op_failed {
+  errc code = errc::none;
+  std::string text;
+};
+
+struct router_state;
+using self_ptr = router_impl_actor::stateful_pointer<router_state>;
+
+// What the data plane supplies to the operation driver (see
+// operation_driver.hpp); the hooks live in the router's files.
+struct data_plane {
+  using self_ptr = router_detail::self_ptr;
+  using payload = data_payload;
+  using late_wire = router_detail::late_wire;
+  using attempt_msg = rt_attempt;
+  using tick_msg = rt_budget_tick;
+  using http_msg = rt_http_done;
+  static constexpr end_kind end = end_kind::budget;
+
+  self_ptr self = nullptr;
+
+  // router_attempt.cpp
+  transport::request wire(const data_operation& op,
+                          const attempt_plan& plan) const;
+  transport::request wire(const late_wire& w, const attempt_plan& plan) const;
+  late_wire late_wire_of(const data_operation& op) const;
+  effect_origin origin(const data_payload&, const transport::outcome* why,
+                       bool after_end) const;
+  effect_origin origin(const late_wire&, const transport::outcome* why,
+                       bool after_end) const;
+  bool defer_primary(data_operation&) { return false; }
+  void before_attempt(uint64_t id, data_operation& op);
+  void on_sent(uint64_t id, data_operation& op, const attempt_plan& plan);
+  bool on_answer(uint64_t id, data_operation& op, uint32_t arm,
+                 transport::outcome& o);
+  void on_primary_success(uint64_t id, data_operation& op,
+                          transport::outcome& o);
+  primary_hedge on_primary_failure(uint64_t id, data_operation& op,
+                                   const transport::outcome& o,
+                                   const loop_step& step);
+  void on_metadata_step(uint64_t id, data_operation& op, const loop_step& step);
+  void on_final_failure(uint64_t id, data_operation& op,
+                        const transport::outcome& o, const loop_step& step);
+  void on_refused(uint64_t id, data_operation& op, const std::string& why);
+  void on_end_reached(uint64_t id, data_operation& op);
+  void on_new_table() {}
+  // router_hedge.cpp
+  void on_hedge_due(uint64_t id, data_operation& op);
+  void on_arm_answer(uint64_t id, data_operation& op, uint32_t arm,
+                     transport::outcome& o);
+  void hedge_takes_over(uint64_t id, data_operation& op);
+  void abandon_arms(uint64_t id, data_operation& op, bool primary_abandoned);
+  void on_late_answer(uint32_t arm, const transport::outcome& o);
+  // router_reply.cpp
+  void reply(uint64_t id, data_operation& op, data_response&& r);
+  void reply(uint64_t id, data_operation& op, op_failed&& f);
+};
+
 struct router_state {
   router_config cfg;
   router_collaborators with;
@@ -171,23 +210,13 @@ struct router_state {
       1};                                  // by link
   lru_cache<std::string, map_ptr> maps{1}; // by rid
   session_container sessions{10000};       // by collection rid and range
-  // The live operations; their nodes (an operation is large) are reused,
-  // up to a few hundred kept.
-  std::unique_ptr<node_pool> ops_pool = std::make_unique<node_pool>(256);
-  using op_entry = std::pair<const uint64_t, data_operation>;
-  std::map<uint64_t, data_operation, std::less<uint64_t>,
-           pool_allocator<op_entry>>
-      ops{std::less<uint64_t>{}, pool_allocator<op_entry>{ops_pool.get()}};
-  // The budgets and hedge times of the live operations, served by one
-  // timer message: each operation's budget, and its hedge's next wake-up.
-  deadline_queue deadlines;
-  // Hedging: the budget (a share of hedged reads), answer times per region
-  // (adaptive thresholds), and the arms of ended operations still out.
+  // The live operations: their table, budgets and hedge wake-ups, waits,
+  // and the attempts they left behind.
+  operation_driver<data_plane> driver;
+  // Hedging: the budget (a share of hedged reads) and answer times per
+  // region (adaptive thresholds).
   hedge_budget hedge_allowance;
   region_latencies latencies;
-  late_attempts<late_wire> late;
-  // The operations waiting for a first location table.
-  std::vector<uint64_t> table_waiters;
   // The per-partition circuit breaker; none when switched off. The attempt
   // loops hold a pointer to it: it lives as long as the state.
   std::optional<partition_breaker> breaker;
@@ -196,7 +225,6 @@ struct router_state {
   partition_failover ppaf;
   // Tracking ids of writes that survive a hang.
   std::mt19937_64 rng{std::random_device{}()};
-  uint64_t next_id = 1;
   // A caller's request timeout goes when its answer is delivered (see
   // `answer`).
   timeout_cancels cancels;
@@ -209,8 +237,6 @@ struct router_state {
   static inline const char* name = "georoute.router";
 };
 
-using self_ptr = router_impl_actor::stateful_pointer<router_state>;
-
 inline constexpr const char* who = "the request router (georoute.router)";
 
 // The read-back of a possible echo travels as this arm.
@@ -220,11 +246,10 @@ inline constexpr uint32_t read_back_arm = 0xFFFFFFFFu;
 
 // router_reply.cpp
 int64_t micros(clock_type::duration d);
-std::string describe(const data_operation& op);
-void forget_deadlines(router_state& st, uint64_t id, const data_operation& op);
+std::string describe(const data_payload& op);
 router_stats current_stats(const router_state& st);
 operation_series to_series(const operation_histogram& h);
-void record_operation(router_state& st, const data_operation& op,
+void record_operation(router_state& st, const data_payload& op,
                       const std::string& region, int status, errc code,
                       clock_type::time_point now);
 void finish_ok(self_ptr self, uint64_t id, transport::outcome& o,
@@ -252,27 +277,17 @@ void forget_departed_regions(router_state& st);
 void resolve_collection(self_ptr self, uint64_t id, bool force);
 void locate(self_ptr self, uint64_t id);
 void resolve_range(self_ptr self, uint64_t id, bool refresh);
-std::string session_token_for(const router_state& st, const data_operation& op);
-void capture_session(router_state& st, const data_operation& op,
+std::string session_token_for(const router_state& st, const data_payload& op);
+void capture_session(router_state& st, const data_payload& op,
                      const transport::outcome& o);
 
 // router_attempt.cpp
 std::vector<std::string> excluded_for(const router_state& st,
-                                      const data_operation& op);
-void schedule_attempt(self_ptr self, uint64_t id,
-                      std::chrono::milliseconds delay);
-void attempt(self_ptr self, uint64_t id);
-void carry_out(self_ptr self, uint64_t id, const loop_step& s);
-void on_outcome(self_ptr self, uint64_t id, uint32_t arm,
-                transport::outcome& o);
-void arm_budget_tick(self_ptr self, std::optional<clock_type::time_point> at);
-void on_budget_tick(self_ptr self, clock_type::time_point due);
-void on_budget(self_ptr self, uint64_t id);
+                                      const data_payload& op);
 std::optional<caf::error> refuse_if_overloaded(self_ptr self);
 caf::result<data_response> start(self_ptr self, data_request& req);
 
 // router_hedge.cpp
-void settle_arms(self_ptr self, uint64_t id, data_operation& op);
 hedge_env env_of(router_state& st);
 void arm_hedge_timer(self_ptr self, uint64_t id, data_operation& op,
                      std::optional<policy_time> at);
@@ -281,30 +296,23 @@ void send_arm(self_ptr self, uint64_t id, data_operation& op,
 void end_all_answered(self_ptr self, uint64_t id);
 bool carry_out_hedge(self_ptr self, uint64_t id, const hedge_step& step);
 hedge_ask ask_of(const router_state& st, const data_operation& op);
-void plan_hedge(self_ptr self, uint64_t id);
+void plan_hedge(self_ptr self, uint64_t id, data_operation& op);
 bool materialize_hedge(self_ptr self, data_operation& op);
-void advance_hedge(self_ptr self, uint64_t id);
-void record_answer(self_ptr self, data_operation& op, attempt_record& rec,
+void record_answer(self_ptr self, data_payload& op, attempt_record& rec,
                    transport::outcome& o, clock_type::time_point sent);
-void on_hedge_outcome(self_ptr self, uint64_t id, uint32_t arm,
-                      transport::outcome& o);
-void on_late_answer(self_ptr self, uint64_t id, uint32_t arm,
-                    transport::outcome& o);
-void send_late(self_ptr self, uint64_t id, uint32_t arm,
-               late_attempt<late_wire> late, const attempt_plan& plan);
 
 // router_writes.cpp
-bool write_copy_safe(const data_operation& op);
+bool write_copy_safe(const data_payload& op);
 bool take_echo(self_ptr self, uint64_t id, const transport::outcome& o,
                const std::string& region);
 void on_read_back(self_ptr self, uint64_t id, transport::outcome& o);
+void on_answer_during_read_back(self_ptr self, uint64_t id, data_operation& op,
+                                uint32_t arm, transport::outcome& o);
 
 // router.cpp
 void on_new_table(self_ptr self);
 void subscribe(self_ptr self);
-std::vector<uint64_t> ops_waiting_on(router_state& st, waiting_for what,
-                                     const caf::actor_addr& gone);
-void fail_waiting(self_ptr self, waiting_for what, const caf::down_msg& dm,
+void fail_waiting(self_ptr self, resolving what, const caf::down_msg& dm,
                   const std::string& whom);
 void on_down(self_ptr self, const caf::down_msg& dm);
 void rewire(self_ptr self, const engine_wiring& w);

@@ -6,7 +6,7 @@ namespace georoute::router_detail {
 
 // The pure rule (`write_copy_safe`, write_copy.hpp) on a request; reads
 // and queries are not writes and are never asked.
-bool write_copy_safe(const data_operation& op) {
+bool write_copy_safe(const data_payload& op) {
   const auto& o = op.req.options;
   return write_copy_safe(op.req.op, !o.if_match.empty(),
                          !o.if_none_match.empty(), !op.tracking_id.empty());
@@ -19,12 +19,11 @@ bool write_copy_safe(const data_operation& op) {
 bool take_echo(self_ptr self, uint64_t id, const transport::outcome& o,
                const std::string& region) {
   auto& st = self->state;
-  auto& op = st.ops.at(id);
+  auto& op = st.driver.at(id);
   if (!op.write_retries || o.error != transport::failure::none) return false;
   bool maybe_applied =
       op.loop->maybe_applied() || (op.hedge && op.hedge->hedges_sent() > 0);
-  auto echo = classify_write_echo(op.req.op,
-                                  !op.req.options.if_match.empty(),
+  auto echo = classify_write_echo(op.req.op, !op.req.options.if_match.empty(),
                                   maybe_applied, o.status);
   switch (echo) {
   case write_echo::none:
@@ -63,13 +62,10 @@ bool take_echo(self_ptr self, uint64_t id, const transport::outcome& o,
                      " may be this write's own first copy";
   op.echo_record = op.diag.attempts.size();
   op.diag.attempts.push_back(std::move(rec));
-  op.waiting = waiting_for::response;
+  // The operation's end waits for the read-back as for an attempt.
+  op.phase = op_phase::response;
   op.echo_started = self->clock().now();
-  ++st.stats.attempts;
-  auto hdl = caf::actor_cast<caf::actor>(self);
-  st.with.http->send(to_wire(rr, t), [hdl, id](transport::outcome r) {
-    caf::anon_send(hdl, rt_http_done{id, read_back_arm, std::move(r)});
-  });
+  st.driver.send(id, read_back_arm, to_wire(rr, t));
   return true;
 }
 
@@ -77,9 +73,8 @@ bool take_echo(self_ptr self, uint64_t id, const transport::outcome& o,
 // (its first copy was applied: the write succeeded) or not (the echo is
 // somebody else's document: the 409/412 stands).
 void on_read_back(self_ptr self, uint64_t id, transport::outcome& o) {
-  auto& st = self->state;
-  auto& op = st.ops.at(id);
-  op.waiting = waiting_for::nothing;
+  auto& op = self->state.driver.at(id);
+  op.phase = op_phase::idle;
   auto& rec = op.diag.attempts[op.echo_record];
   record_answer(self, op, rec, o, op.echo_started);
   auto echo = *op.echo;
@@ -98,6 +93,44 @@ void on_read_back(self_ptr self, uint64_t id, transport::outcome& o) {
   finish_error(self, id, classify_outcome(echo),
                failure_text(echo, op.echo_region, op.loop->attempts(),
                             describe(op), verdict.why));
+}
+
+// An answer while a read-back decides this write: another arm's success
+// ends it, its failure cannot (it would end the operation before the
+// read-back tells whether the echo was its own first copy). What an answer
+// saw still counts: a hedge arm's reaches the hedge (the arm is no longer
+// out; the breaker hears of it), the primary's reaches its loop and the
+// breaker, and their failures mark; no further attempt starts.
+void on_answer_during_read_back(self_ptr self, uint64_t id, data_operation& op,
+                                uint32_t arm, transport::outcome& o) {
+  auto& st = self->state;
+  auto& rec =
+      op.diag.attempts[arm == 0 ? op.primary_record : op.arms[arm - 1].record];
+  record_answer(self, op, rec, o,
+                arm == 0 ? op.attempt_started : op.arms[arm - 1].started);
+  capture_session(st, op, o);
+  if (arm > 0 && op.hedge) {
+    op.diag.hedge_charge += o.request_charge;
+    st.stats.hedge_charge += o.request_charge;
+    auto answer = op.hedge->on_arm_result(
+        arm, attempt_result_of(o), o.request_charge, env_of(st), *op.loop,
+        false, *st.snap.table(), self->clock().now(), op.end_reached);
+    note_transitions(st, &op);
+    apply_effects(self, answer.effects, origin_of(st, &o, op.end_reached));
+  }
+  if (arm == 0) {
+    op.primary_out = false;
+    report_to_breaker(st, &op, *op.loop, o, self->clock().now());
+    if (!o.success()) {
+      auto step = op.loop->on_result(attempt_result_of(o), *st.snap.table(),
+                                     self->clock().now(), op.end_reached);
+      apply_effects(self, step.effects, origin_of(st, &o, op.end_reached));
+    }
+  }
+  if (o.success() && !success_body_problem(op.req.op, o)) {
+    if (arm == 0) op.phase = op_phase::idle; // it answered
+    finish_ok(self, id, o, arm);
+  }
 }
 
 } // namespace georoute::router_detail

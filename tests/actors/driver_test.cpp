@@ -90,7 +90,9 @@ struct toy_plane {
     return from;
   }
   bool defer_primary(op&) { return false; }
+  void before_attempt(uint64_t, op&) {}
   void on_sent(uint64_t, op&, const attempt_plan&) {}
+  bool on_answer(uint64_t, op&, uint32_t, transport::outcome&) { return false; }
   void on_hedge_due(uint64_t, op&) {}
   void on_arm_answer(uint64_t, op&, uint32_t, transport::outcome&) {}
   void on_primary_success(uint64_t id, op&, transport::outcome&) {
@@ -100,7 +102,7 @@ struct toy_plane {
                                    const loop_step&) {
     return primary_hedge::as_loop_says;
   }
-  void take_held(uint64_t, op&) {}
+  void hedge_takes_over(uint64_t, op&) {}
   void on_metadata_step(uint64_t id, op&, const loop_step& s) {
     self->state.driver.finish(id, "failed: " + s.reason);
   }
@@ -114,8 +116,9 @@ struct toy_plane {
   void on_end_reached(uint64_t id, op&) {
     self->state.driver.finish(id, std::string{"ended"});
   }
-  void abandon_arms(uint64_t, op&) {}
-  void reply(uint64_t, op& o, std::string v) { o.data.rp.deliver(v); }
+  void abandon_arms(uint64_t, op&, bool) {}
+  void on_late_answer(uint32_t, const transport::outcome&) {}
+  void reply(uint64_t, op& o, std::string v) { o.rp.deliver(v); }
   void on_new_table() {}
 };
 
@@ -158,7 +161,7 @@ caf::behavior toy_actor(toy_self<End> self, toy_with with) {
                                  self->state.ladders};
         auto& d = self->state.driver;
         auto id =
-            d.admit({rp}, std::move(loop), std::chrono::milliseconds{end_ms});
+            d.admit({rp}, std::chrono::milliseconds{end_ms}, std::move(loop));
         d.schedule(id, *d.find(id), 0ms);
         return rp;
       },
