@@ -29,6 +29,13 @@ void forget_departed_regions(router_state& st) {
 
 // -- metadata ---------------------------------------------------------------
 
+// The operation routes on `map` from now on. Its range pointed into the map
+// it held, which may go with it: it is found again (`locate`).
+void use_map(data_payload& op, map_ptr map) {
+  op.range = nullptr;
+  op.map = std::move(map);
+}
+
 void resolve_collection(self_ptr self, uint64_t id, bool force) {
   auto& st = self->state;
   auto& op = st.driver.at(id);
@@ -123,7 +130,7 @@ void resolve_range(self_ptr self, uint64_t id, bool refresh) {
   const auto& rid = op.coll->rid;
   if (!refresh) {
     if (const auto* hit = st.maps.get(rid)) {
-      op.map = *hit;
+      use_map(op, *hit);
       locate(self, id);
       return;
     }
@@ -149,7 +156,7 @@ void resolve_range(self_ptr self, uint64_t id, bool refresh) {
               forget_dropped_ranges(st, snap.collection_rid, *old, snap.map,
                                     self->clock().now());
             st.maps.put(snap.collection_rid, snap.map);
-            op->map = snap.map;
+            use_map(*op, snap.map);
             locate(self, id);
           },
           [=](caf::error& e) {

@@ -91,7 +91,8 @@ struct data_payload {
   // the collection's strings and key definition.
   std::shared_ptr<const collection_info> coll;
   std::string epk;
-  const partition_key_range* range = nullptr; // in `map`
+  // Points into `map`: whoever replaces the map drops it (`use_map`).
+  const partition_key_range* range = nullptr;
   map_ptr map;
   // Where the primary's last attempt went.
   std::string endpoint;
@@ -274,6 +275,7 @@ void forget_dropped_ranges(router_state& st, const std::string& rid,
                            const map_ptr& old, const map_ptr& fresh,
                            policy_time now);
 void forget_departed_regions(router_state& st);
+void use_map(data_payload& op, map_ptr map);
 void resolve_collection(self_ptr self, uint64_t id, bool force);
 void locate(self_ptr self, uint64_t id);
 void resolve_range(self_ptr self, uint64_t id, bool refresh);

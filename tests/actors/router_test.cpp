@@ -66,6 +66,43 @@ pkrange_cache_actor::behavior_type fake_pkranges(pkrange_cache_actor::pointer,
   };
 }
 
+// A partition-range cache whose one range, "0", has split into "1" and "2"
+// from its second answer on; each answer is a new map.
+pkrange_cache_actor::behavior_type
+splitting_pkranges(pkrange_cache_actor::pointer, std::shared_ptr<int> calls) {
+  return {
+      [calls](pkranges_atom, const std::string& rid, const std::string&) {
+        std::vector<partition_key_range> ranges;
+        if ((*calls)++ == 0) {
+          partition_key_range whole;
+          whole.id = "0";
+          whole.max_exclusive = "FF";
+          ranges.push_back(whole);
+        } else {
+          partition_key_range low;
+          low.id = "1";
+          low.max_exclusive = "80";
+          low.parents = {"0"};
+          auto high = low;
+          high.id = "2";
+          high.min_inclusive = "80";
+          high.max_exclusive = "FF";
+          ranges = {low, high};
+        }
+        auto map = routing_map::create_complete(
+            std::move(ranges), "etag-" + std::to_string(*calls));
+        routing_snapshot s;
+        s.collection_rid = rid;
+        s.map = std::make_shared<const routing_map>(std::move(map.value()));
+        return s;
+      },
+      [](overlap_atom, const std::string&, const epk_range&, bool) {
+        return std::vector<partition_key_range>{};
+      },
+      [](stats_atom) { return pkrange_cache_stats{}; },
+  };
+}
+
 // West US and East US both take writes.
 database_account multi_write_account() {
   auto a = three_region_account();
@@ -133,19 +170,20 @@ protected:
 
   // Reads prefer West US, then East US, then North Europe.
   // `with_endpoints` false: an engine without an endpoint manager.
+  // `ranges`: a partition-range cache of the test's (default: one range).
   void start(router_config cfg = {},
              database_account account = three_region_account(),
-             bool with_endpoints = true) {
+             bool with_endpoints = true, pkrange_cache_actor ranges = {}) {
     location_table_options lo;
     lo.default_endpoint = global_ep;
     lo.preferred_regions = {"West US", "East US", "North Europe"};
     locations = spawn_location_cache(sys, lo);
     refreshes->serves = account;
     self->send(locations, account_atom_v, account);
-    if (with_endpoints)
-      endpoints = sys.spawn(fake_endpoint_manager, refreshes);
+    if (with_endpoints) endpoints = sys.spawn(fake_endpoint_manager, refreshes);
     collections = sys.spawn(fake_collections, the_collection());
-    pkranges = sys.spawn(fake_pkranges, std::string{"etag-1"});
+    pkranges =
+        ranges ? ranges : sys.spawn(fake_pkranges, std::string{"etag-1"});
     router = spawn_router(
         sys, std::move(cfg),
         {locations, endpoints, collections, pkranges, http, {}, {}});
@@ -718,6 +756,45 @@ TEST_F(Router, FirstTableArrivesAsAPush_TheWaitingReadGoes) {
   receive_now(
       self, h, [](data_response& r) { EXPECT_EQ(r.status, 200); },
       [](caf::error& e) { ADD_FAILURE() << caf::to_string(e); });
+}
+
+// A query of range "0", hedged, whose primary finds the range gone: the
+// router refreshes the map, which no longer has the range (it split), and
+// the query fails as `partition_range_gone`. The hedge's arm still out is
+// abandoned with the session token of the range the query now has: none
+// (the range it held was in the map the refresh replaced; under ASan a
+// stale pointer to it is a heap-use-after-free here).
+TEST_F(Router, RangeSplitWhileHedged_QueryFailsAsGone_ArmAbandoned) {
+  router_config cfg;
+  cfg.hedging.threshold = 1s;
+  auto calls = std::make_shared<int>(0);
+  start(cfg, three_region_account(), true,
+        sys.spawn(splitting_pkranges, calls));
+  data_request q;
+  q.op = data_op::query;
+  q.collection_link = "dbs/d/colls/c";
+  q.body = R"({"query":"SELECT * FROM c"})";
+  q.range_id = "0";
+  q.options.hedge = 1;
+  auto h = route(q);
+  ASSERT_EQ(http->count(), 1u);
+  advance(1s);
+  ASSERT_EQ(http->count(), 2u) << "no hedge at the threshold";
+  // The answer carries a session token: the router now keeps tokens for
+  // the collection, so the abandoned arm's token is looked up by range.
+  auto gone = status_response(410, 1002);
+  gone.session_token = "0:1#100";
+  answer(0, gone);
+  EXPECT_EQ(*calls, 2) << "the map was not refreshed";
+  receive_now(
+      self, h, [](data_response&) { ADD_FAILURE() << "the query succeeded"; },
+      [](caf::error& e) {
+        EXPECT_EQ(code_of(e), errc::partition_range_gone) << context_of(e);
+      });
+  EXPECT_EQ(stats().live, 0u);
+  // The abandoned arm still settles when it answers.
+  answer(1, ok_response(R"({"Documents":[],"_count":0})"));
+  EXPECT_EQ(stats().late_answers, 1u);
 }
 
 // A hedged read whose caller gives up while both arms are out: nothing
