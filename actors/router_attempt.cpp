@@ -13,26 +13,28 @@ std::vector<std::string> excluded_for(const router_state& st,
 
 // -- the data plane's hooks of the operation driver ---------------------------
 
-transport::request data_plane::wire(const data_operation& op,
-                                    const attempt_plan& plan) const {
+// One attempt of `req` as the plan says, with `token` as its session token.
+transport::request attempt_wire(const data_request& req,
+                                const std::string& link, std::string token,
+                                const attempt_plan& plan) {
   wire_target t;
-  t.collection_link = op.link;
+  t.collection_link = link;
   t.endpoint = plan.endpoint;
-  t.session_token = session_token_for(self->state, op);
+  t.session_token = std::move(token);
   t.hub_header = plan.hub_header;
   t.timeout = plan.timeout;
-  return to_wire(op.req, t);
+  return to_wire(req, t);
+}
+
+transport::request data_plane::wire(const data_operation& op,
+                                    const attempt_plan& plan) const {
+  return attempt_wire(op.req, op.link, session_token_for(self->state, op),
+                      plan);
 }
 
 transport::request data_plane::wire(const late_wire& w,
                                     const attempt_plan& plan) const {
-  wire_target t;
-  t.collection_link = w.link;
-  t.endpoint = plan.endpoint;
-  t.session_token = w.session_token;
-  t.hub_header = plan.hub_header;
-  t.timeout = plan.timeout;
-  return to_wire(w.req, t);
+  return attempt_wire(w.req, w.link, w.session_token, plan);
 }
 
 late_wire data_plane::late_wire_of(const data_operation& op) const {
@@ -113,8 +115,8 @@ bool data_plane::on_answer(uint64_t id, data_operation& op, uint32_t arm,
 void data_plane::on_primary_success(uint64_t id, data_operation& op,
                                     transport::outcome& o) {
   // The loop hears of it too: a success confirms where per-partition
-  // failover sent the range (without it an override was never confirmed and
-  // its failback walked on instead of going home; the drill's S8).
+  // failover sent the range, so that its failback goes home instead of
+  // walking on.
   op.loop->on_result(attempt_result_of(o), *self->state.snap.table(),
                      self->clock().now(), op.end_reached);
   // A broken body is the gateway breaking the protocol: an error, never a

@@ -52,12 +52,6 @@ void send_arm(self_ptr self, uint64_t id, data_operation& op,
   if (op.arms.size() < s.arm) op.arms.resize(s.arm);
   auto& w = op.arms[s.arm - 1];
   w.started = now;
-  wire_target t;
-  t.collection_link = op.link;
-  t.endpoint = s.plan.endpoint;
-  t.session_token = session_token_for(st, op);
-  t.hub_header = s.plan.hub_header;
-  t.timeout = s.plan.timeout;
   attempt_record rec;
   rec.region = s.plan.region;
   rec.endpoint = s.plan.endpoint;
@@ -67,7 +61,9 @@ void send_arm(self_ptr self, uint64_t id, data_operation& op,
   w.record = op.diag.attempts.size();
   op.diag.attempts.push_back(std::move(rec));
   ++st.stats.hedges_started;
-  st.driver.send(id, static_cast<uint32_t>(s.arm), to_wire(op.req, t));
+  st.driver.send(
+      id, static_cast<uint32_t>(s.arm),
+      attempt_wire(op.req, op.link, session_token_for(st, op), s.plan));
 }
 
 // Every arm answered and none was final: the last answer is the result.

@@ -286,6 +286,9 @@ void capture_session(router_state& st, const data_payload& op,
 // router_attempt.cpp
 std::vector<std::string> excluded_for(const router_state& st,
                                       const data_payload& op);
+transport::request attempt_wire(const data_request& req,
+                                const std::string& link, std::string token,
+                                const attempt_plan& plan);
 std::optional<caf::error> refuse_if_overloaded(self_ptr self);
 caf::result<data_response> start(self_ptr self, data_request& req);
 
