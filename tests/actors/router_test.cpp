@@ -797,6 +797,36 @@ TEST_F(Router, RangeSplitWhileHedged_QueryFailsAsGone_ArmAbandoned) {
   EXPECT_EQ(stats().late_answers, 1u);
 }
 
+// A hedged read whose primary gives up (a 408, final for its loop) before
+// the hedge's threshold: the hedge takes over at once, after the failure's
+// side effects, and its arm's answer is the read's.
+TEST_F(Router, PrimaryGivesUpBeforeTheThreshold_TheHedgeGoesAtOnce) {
+  router_config cfg;
+  cfg.hedging.threshold = 1s;
+  start(cfg);
+  auto req = read_doc();
+  req.options.hedge = 1;
+  auto h = route(req);
+  ASSERT_EQ(http->count(), 1u);
+  advance(100ms);
+  answer(0, status_response(408));
+  ASSERT_EQ(http->count(), 2u) << "the hedge did not take over at once";
+  EXPECT_EQ(endpoint_of(1), east_ep);
+  EXPECT_EQ(stats().live, 1u) << "the read ended with the primary's 408";
+  answer(1, ok_response(R"({"id":"doc1","pk":"p0"})"));
+  receive_now(
+      self, h,
+      [](data_response& r) {
+        EXPECT_EQ(r.status, 200);
+        EXPECT_EQ(r.diag.hedges, 1u);
+        ASSERT_EQ(r.diag.attempts.size(), 2u);
+        EXPECT_EQ(r.diag.attempts[0].status, 408);
+        EXPECT_TRUE(r.diag.attempts[1].winner);
+      },
+      [](caf::error& e) { ADD_FAILURE() << caf::to_string(e); });
+  EXPECT_EQ(stats().hedges_won, 1u);
+}
+
 // A hedged read whose caller gives up while both arms are out: nothing
 // reaches the router. East's refusal (the hedge arm) still marks East; West
 // (the primary) then answers, the operation ends, and the caller, already
