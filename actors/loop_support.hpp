@@ -1,8 +1,7 @@
 #pragma once
 
-// What both planes use in carrying out operations' attempt loops, whether
-// through `operation_driver` (operation_driver.hpp: the retry actor) or by
-// hand (the request router):
+// What both planes use in carrying out operations' attempt loops, through
+// `operation_driver` (operation_driver.hpp) and in their own hooks:
 //
 //   - `apply_effects`: the one place where a decision's side effects are
 //     applied (mark a region, refresh the account, clear a session), with

@@ -226,6 +226,16 @@ protected:
 
   std::string endpoint_of(size_t i) { return http->at(i).request.endpoint; }
 
+  // A read that may hedge, its hedge due 1 s after it went (`cfg` may set
+  // more): West, the primary, is request 0.
+  auto route_hedged_read(router_config cfg = {}) {
+    cfg.hedging.threshold = 1s;
+    start(std::move(cfg));
+    auto req = read_doc();
+    req.options.hedge = 1;
+    return route(req);
+  }
+
   // A tracked create on a multi-write account, hedged after 1 s: West (the
   // primary) is out as request 0, the hedge to East as request 1.
   auto hedged_create() {
@@ -324,12 +334,7 @@ TEST_F(Router, BudgetSpentDuringTheFailoverPause_EndsAtOnce_NoNewAttempt) {
 // A hedged read: West is silent past the threshold, East answers for it.
 // West's answer comes after the operation ended and still marks West.
 TEST_F(Router, HedgeWins_TheAbandonedPrimaryStillMarksItsRegion) {
-  router_config cfg;
-  cfg.hedging.threshold = 1s;
-  start(cfg);
-  auto req = read_doc();
-  req.options.hedge = 1;
-  auto h = route(req);
+  auto h = route_hedged_read();
   ASSERT_EQ(http->count(), 1u);
   advance(999ms);
   EXPECT_EQ(http->count(), 1u) << "hedged before the threshold";
@@ -361,12 +366,8 @@ TEST_F(Router, HedgeWins_TheAbandonedPrimaryStillMarksItsRegion) {
 // (Retry.DeadlineTripsBetweenLadderSteps_TheNextStepStillGoesAndMarks).
 TEST_F(Router, HedgeWinsDuringTheLadderPause_ThePendingStepStillGoesAndMarks) {
   router_config cfg;
-  cfg.hedging.threshold = 1s;
   cfg.ladders.partition_failover = {{6s, 2s}, {6s, 0s}, {10s, 0s}};
-  start(cfg);
-  auto req = read_doc();
-  req.options.hedge = 1;
-  auto h = route(req);
+  auto h = route_hedged_read(cfg);
   answer(0, transport_failure(transport::failure::timeout)); // step 1
   EXPECT_EQ(http->count(), 1u) << "step 2 waits out a 2 s pause";
   advance(1s);
@@ -679,12 +680,7 @@ TEST_F(Router, NoEndpointManager_NoRefreshCounted_TheDecisionCompletes) {
 // the primary's: East refuses the hedge, is marked, and the decision is
 // counted and completes.
 TEST_F(Router, HedgeArmRefused_ItsMarkIsACountedDecision) {
-  router_config cfg;
-  cfg.hedging.threshold = 1s;
-  start(cfg);
-  auto req = read_doc();
-  req.options.hedge = 1;
-  auto h = route(req);
+  auto h = route_hedged_read();
   advance(1s);
   ASSERT_EQ(http->count(), 2u) << "no hedge at the threshold";
   EXPECT_EQ(endpoint_of(1), east_ep);
@@ -705,12 +701,8 @@ TEST_F(Router, HedgeArmRefused_ItsMarkIsACountedDecision) {
 // after its operation ended.
 TEST_F(Router, AbandonedPrimaryClimbs_ItsStepsAndDecisionAreCounted) {
   router_config cfg;
-  cfg.hedging.threshold = 1s;
   cfg.ladders.partition_failover = {{6s, 2s}, {6s, 0s}, {10s, 0s}};
-  start(cfg);
-  auto req = read_doc();
-  req.options.hedge = 1;
-  auto h = route(req);
+  auto h = route_hedged_read(cfg);
   answer(0, transport_failure(transport::failure::timeout)); // step 1
   advance(1s);
   ASSERT_EQ(http->count(), 2u) << "no hedge at the threshold";
@@ -801,12 +793,7 @@ TEST_F(Router, RangeSplitWhileHedged_QueryFailsAsGone_ArmAbandoned) {
 // the hedge's threshold: the hedge takes over at once, after the failure's
 // side effects, and its arm's answer is the read's.
 TEST_F(Router, PrimaryGivesUpBeforeTheThreshold_TheHedgeGoesAtOnce) {
-  router_config cfg;
-  cfg.hedging.threshold = 1s;
-  start(cfg);
-  auto req = read_doc();
-  req.options.hedge = 1;
-  auto h = route(req);
+  auto h = route_hedged_read();
   ASSERT_EQ(http->count(), 1u);
   advance(100ms);
   answer(0, status_response(408));
@@ -953,12 +940,7 @@ TEST_F(Router, EndpointManagerDownDuringTheRefresh_GoesOnAfterThePause) {
 // hedge's does: the region is marked and the account refreshed (the retry
 // actor's twin: RetryHedge.HedgeRegionalFailure_MarksAndRefreshes).
 TEST_F(Router, HedgeArmRefused_MarksAndRefreshes) {
-  router_config cfg;
-  cfg.hedging.threshold = 1s;
-  start(cfg);
-  auto req = read_doc();
-  req.options.hedge = 1;
-  auto h = route(req);
+  auto h = route_hedged_read();
   advance(1s);
   ASSERT_EQ(http->count(), 2u) << "no hedge at the threshold";
   EXPECT_EQ(refreshes->total(), 0);
