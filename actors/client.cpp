@@ -16,19 +16,44 @@ request_options pk(const std::string& value) {
 client::client(caf::actor_system& sys, const engine& eng, caf::timespan timeout)
     : sys_(&sys), engine_(&eng), timeout_(timeout) {}
 
-caf::expected<data_response> client::execute(data_request req) {
-  if (!engine_->running())
+namespace {
+
+/// Sends `msg...` to the engine's current router and waits for the answer
+/// of type `T`, at most `timeout`.
+template <class T, class... Ts>
+caf::expected<T> ask_router(caf::actor_system& sys, const engine& eng,
+                            caf::timespan timeout, Ts&&... msg) {
+  if (!eng.running())
     return make_error(errc::shutting_down, "engine stopped: no request runs");
-  auto router = engine_->router();
+  auto router = eng.router();
   if (!router)
     return make_error(errc::collaborator_down,
                       "the request router is down and was not restarted");
-  caf::expected<data_response> result{caf::error{}};
-  caf::scoped_actor self{*sys_};
-  self->request(router, timeout_, route_atom_v, std::move(req))
-      .receive([&](data_response& r) { result = std::move(r); },
+  caf::expected<T> result{caf::error{}};
+  caf::scoped_actor self{sys};
+  self->request(router, timeout, std::forward<Ts>(msg)...)
+      .receive([&](T& r) { result = std::move(r); },
                [&](caf::error& e) { result = std::move(e); });
   return result;
+}
+
+} // namespace
+
+caf::expected<data_response> client::execute(data_request req) {
+  return ask_router<data_response>(*sys_, *engine_, timeout_, route_atom_v,
+                                   std::move(req));
+}
+
+caf::expected<change_feed_page>
+client::read_change_feed(change_feed_request req) {
+  return ask_router<change_feed_page>(*sys_, *engine_, timeout_, route_atom_v,
+                                      std::move(req));
+}
+
+caf::expected<std::vector<partition_key_range>>
+client::feed_ranges(const std::string& collection_link) {
+  return ask_router<std::vector<partition_key_range>>(
+      *sys_, *engine_, timeout_, feed_ranges_atom_v, collection_link);
 }
 
 namespace {

@@ -57,6 +57,28 @@ public:
   /// Any request.
   caf::expected<data_response> execute(data_request req);
 
+  /// One page of a change feed (see `change_feed_request`): the first call
+  /// names the scope and the start, every later one passes the page's
+  /// continuation. A page with `caught_up` has no documents: ask again
+  /// later with its continuation. On an error, keep the continuation you
+  /// sent and try again: nothing is lost.
+  ///
+  ///   change_feed_request req{"dbs/shop/colls/orders"};
+  ///   for (;;) {
+  ///     auto page = db.read_change_feed(req);
+  ///     if (!page) { /* back off, retry the same req */ continue; }
+  ///     apply(page->documents);          // then remember the position:
+  ///     req.continuation = page->continuation;
+  ///     if (page->caught_up) sleep_a_while();
+  ///   }
+  caf::expected<change_feed_page> read_change_feed(change_feed_request req);
+
+  /// The collection's ranges now, in EPK order: each one's bounds
+  /// (`min_inclusive`, `max_exclusive`) are a feed range that one consumer
+  /// can read (`change_feed_request::range_min`/`range_max`).
+  caf::expected<std::vector<partition_key_range>>
+  feed_ranges(const std::string& collection_link);
+
 private:
   caf::actor_system* sys_;
   const engine* engine_;

@@ -99,6 +99,14 @@ router_impl_actor::behavior_type router_impl(self_ptr self, router_config cfg,
         return start(self, req);
       },
       [=](route_atom,
+          change_feed_request& req) -> caf::result<change_feed_page> {
+        return start_feed(self, req);
+      },
+      [=](feed_ranges_atom, const std::string& link)
+          -> caf::result<std::vector<partition_key_range>> {
+        return feed_ranges(self, link);
+      },
+      [=](route_atom,
           const document_request& req) -> caf::delegated<transport::outcome> {
         return self->delegate(self->state.pipeline, execute_atom_v,
                               to_pipeline_request(req));

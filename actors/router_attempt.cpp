@@ -226,6 +226,66 @@ std::optional<caf::error> refuse_if_overloaded(self_ptr self) {
                         "or raise the limit");
 }
 
+caf::result<change_feed_page> start_feed(self_ptr self,
+                                         change_feed_request& req) {
+  auto& st = self->state;
+  auto now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                    std::chrono::system_clock::now().time_since_epoch())
+                    .count();
+  if (auto problem = check_change_feed_request(req, now_ms))
+    return make_error(errc::validation_error, *problem);
+  if (!st.with.collections || !st.with.pkranges)
+    return make_error(errc::validation_error,
+                      "a change feed needs the engine's metadata caches");
+  if (auto refused = refuse_if_overloaded(self)) return std::move(*refused);
+  auto executor = spawn_change_feed_executor(
+      self->system(), {caf::actor_cast<router_actor>(self), st.with.collections,
+                       st.with.pkranges});
+  self->delegate(executor, route_atom_v, std::move(req));
+  return caf::delegated<change_feed_page>{}; // the executor answers
+}
+
+caf::result<std::vector<partition_key_range>>
+feed_ranges(self_ptr self, const std::string& link) {
+  auto& st = self->state;
+  auto normal = normalize_collection_link(link);
+  if (!normal)
+    return make_error(errc::validation_error,
+                      "feed ranges: '" + link +
+                          "' is not a collection link (dbs/{db}/colls/{coll})");
+  if (!st.with.collections || !st.with.pkranges)
+    return make_error(errc::validation_error,
+                      "feed ranges need the engine's metadata caches");
+  auto rp = self->make_response_promise<std::vector<partition_key_range>>();
+  auto pkranges = st.with.pkranges;
+  auto what = "feed ranges of " + *normal;
+  self->request(st.with.collections, caf::infinite, by_name_atom_v, *normal,
+                false, std::string{})
+      .then(
+          [=](collection_info& c) mutable {
+            self->request(pkranges, caf::infinite, overlap_atom_v, c.rid,
+                          epk_range{"", "FF", true, false}, false)
+                .then(
+                    [=](std::vector<partition_key_range>& rs) mutable {
+                      rp.deliver(std::move(rs));
+                    },
+                    [=](caf::error& e) mutable {
+                      rp.deliver(make_error(
+                          code_of(e) == errc::none ? errc::collaborator_down
+                                                   : code_of(e),
+                          what + ": the partition-key ranges: " +
+                              context_of(e)));
+                    });
+          },
+          [=](caf::error& e) mutable {
+            rp.deliver(make_error(code_of(e) == errc::none
+                                      ? errc::collaborator_down
+                                      : code_of(e),
+                                  what + ": the collection: " + context_of(e)));
+          });
+  return rp;
+}
+
 caf::result<data_response> start(self_ptr self, data_request& req) {
   auto& st = self->state;
   if (auto problem = validate(req))

@@ -11,6 +11,10 @@ int64_t micros(clock_type::duration d) {
 
 std::string describe(const data_payload& op) {
   auto what = std::string{to_string(op.req.op)} + " of ";
+  if (op.req.op == data_op::change_feed)
+    return what + op.link +
+           (op.req.range_id.empty() ? std::string{}
+                                    : " range " + op.req.range_id);
   if (op.req.op == data_op::query || op.req.op == data_op::create ||
       op.req.op == data_op::upsert)
     return what + op.link;

@@ -27,6 +27,7 @@
 #include "georoute/actors/policy/snapshot_holder.hpp"
 #include "georoute/actors/policy/write_copy.hpp"
 #include "georoute/actors/policy/write_tracking.hpp"
+#include "georoute/actors/change_feed_executor.hpp"
 #include "georoute/actors/query_executor.hpp"
 #include "georoute/actors/router.hpp"
 #include "georoute/actors/router_wire.hpp"
@@ -291,6 +292,12 @@ transport::request attempt_wire(const data_request& req,
                                 const attempt_plan& plan);
 std::optional<caf::error> refuse_if_overloaded(self_ptr self);
 caf::result<data_response> start(self_ptr self, data_request& req);
+/// One page of a change feed: checked here, read by a feed executor.
+caf::result<change_feed_page> start_feed(self_ptr self,
+                                         change_feed_request& req);
+/// The collection's ranges now (the feed ranges).
+caf::result<std::vector<partition_key_range>>
+feed_ranges(self_ptr self, const std::string& link);
 
 // router_hedge.cpp
 hedge_env env_of(router_state& st);

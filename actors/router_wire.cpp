@@ -22,6 +22,8 @@ const char* to_string(data_op op) {
     return "remove";
   case data_op::query:
     return "query";
+  case data_op::change_feed:
+    return "change feed read";
   }
   return "?";
 }
@@ -69,11 +71,33 @@ std::optional<std::string> validate(const data_request& req) {
       return what() + "options." + name +
              " contains a CR, LF or NUL character; it is sent as an HTTP "
              "header value, which must be one line";
-  if (!req.range_id.empty() && req.op != data_op::query)
-    return what() + "only a query can target a partition-key range";
+  const bool feed = req.op == data_op::change_feed;
+  for (const auto* h : {&req.start_epk, &req.end_epk, &req.if_modified_since})
+    if (h->find_first_of(std::string_view{"\r\n\0", 3}) != std::string::npos)
+      return what() + "a change-feed header contains a CR, LF or NUL "
+                      "character";
+  if (!feed && (!req.start_epk.empty() || !req.end_epk.empty() ||
+                !req.if_modified_since.empty()))
+    return what() + "start_epk, end_epk and if_modified_since belong to "
+                    "change-feed reads";
+  if (feed && req.range_id.empty() && (!req.start_epk.empty() ||
+                                       !req.end_epk.empty()))
+    return what() + "an EPK part (start_epk, end_epk) needs the range_id it "
+                    "is part of";
+  if (req.start_epk.empty() != req.end_epk.empty())
+    return what() + "start_epk and end_epk go together";
+  if (!req.range_id.empty() && req.op != data_op::query && !feed)
+    return what() +
+           "only a query or a change-feed read can target a partition-key "
+           "range";
   if (!req.range_id.empty() && !req.options.partition_key_json.empty())
     return what() + "a query targets a partition key or a range, not both";
-  if (req.op != data_op::query || !req.options.partition_key_json.empty()) {
+  if (feed && req.range_id.empty() && req.options.partition_key_json.empty())
+    return what() + "a change-feed read targets a range (range_id) or a "
+                    "partition key; read a whole collection's feed with "
+                    "change_feed_request";
+  if ((req.op != data_op::query && !feed) ||
+      !req.options.partition_key_json.empty()) {
     if (req.options.partition_key_json.empty())
       return what() +
              "a partition key is required (options.partition_key_json, "
@@ -167,6 +191,23 @@ transport::request to_wire(const data_request& req, const wire_target& t) {
       r.headers.emplace_back("x-ms-documentdb-query-enablecrosspartition",
                              "True");
     }
+    break;
+  case data_op::change_feed:
+    r.method = "GET";
+    r.headers.emplace_back("a-im", "Incremental Feed");
+    if (req.options.max_item_count != -1)
+      r.headers.emplace_back("x-ms-max-item-count",
+                             std::to_string(req.options.max_item_count));
+    if (!req.range_id.empty())
+      r.headers.emplace_back("x-ms-documentdb-partitionkeyrangeid",
+                             req.range_id);
+    if (!req.start_epk.empty() || !req.end_epk.empty()) {
+      r.headers.emplace_back("x-ms-read-key-type", "EffectivePartitionKeyRange");
+      r.headers.emplace_back("x-ms-start-epk", req.start_epk);
+      r.headers.emplace_back("x-ms-end-epk", req.end_epk);
+    }
+    if (!req.if_modified_since.empty())
+      r.headers.emplace_back("if-modified-since", req.if_modified_since);
     break;
   }
   r.headers.emplace_back("accept", "application/json");

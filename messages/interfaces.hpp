@@ -173,6 +173,17 @@ using query_plan_actor = caf::typed_actor<
 ///   the diagnostics (`diagnostics_of`).
 /// - `(route_atom, document_request)` → `transport::outcome`: the raw path
 ///   of the query-plan actor (through the retry actor's detach-only mode).
+/// - `(route_atom, change_feed_request)` → `change_feed_page`: one page of
+///   a change feed (pull model; actors/change_feed_executor.hpp). Errors:
+///   `errc::validation_error` before any trip for a malformed request or
+///   continuation (the message names the field), or after the collection
+///   lookup for a continuation of a collection that was created again;
+///   otherwise the failure of a read, as for a data request. A caller that
+///   gets an error keeps the continuation it sent: nothing is lost.
+/// - `(feed_ranges_atom, std::string collection_link)` →
+///   `std::vector<partition_key_range>`: the collection's ranges now, in
+///   EPK order; their bounds are the feed ranges a change feed can be
+///   split into (one consumer per range).
 /// - `(stats_atom)` → `router_stats`; `(metrics_atom)` → `router_metrics`:
 ///   the same counters with the data plane's histograms per operation,
 ///   region, status and error (messages/metrics.hpp).
@@ -180,6 +191,9 @@ using query_plan_actor = caf::typed_actor<
 /// failover decisions and their side effects complete regardless.
 using router_actor = caf::typed_actor<
     caf::replies_to<route_atom, data_request>::with<data_response>,
+    caf::replies_to<route_atom, change_feed_request>::with<change_feed_page>,
+    caf::replies_to<feed_ranges_atom,
+                    std::string>::with<std::vector<partition_key_range>>,
     caf::replies_to<route_atom, document_request>::with<transport::outcome>,
     caf::replies_to<stats_atom>::with<router_stats>,
     caf::replies_to<metrics_atom>::with<router_metrics>>;

@@ -25,6 +25,8 @@ const char* operation_name(data_op op) {
     return "delete_item";
   case data_op::query:
     return "query_items";
+  case data_op::change_feed:
+    return "read_change_feed";
   }
   return "unknown";
 }

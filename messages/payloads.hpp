@@ -137,8 +137,16 @@ struct data_request {
   /// Queries only: run on this one physical partition-key range
   /// (x-ms-documentdb-partitionkeyrangeid) instead of a logical partition;
   /// how cross-partition queries read each range. A range that split
-  /// answers `errc::partition_range_gone`.
+  /// answers `errc::partition_range_gone`. Change-feed reads too.
   std::string range_id;
+  /// Change-feed reads of a range: only the EPK part [start_epk, end_epk)
+  /// of it (both set, or neither: the whole range).
+  std::string start_epk;
+  std::string end_epk;
+  /// Change-feed reads: `If-Modified-Since`, RFC 1123 ("Tue, 29 Mar 2016
+  /// 02:28:29 GMT"); the changes from then on, when no etag is sent
+  /// (`options.if_none_match`).
+  std::string if_modified_since;
 };
 
 /// One attempt of an operation, for diagnostics.
@@ -206,6 +214,64 @@ struct data_response {
   /// hedges' part alone is `hedge_charge`.
   double request_charge = 0;
   double hedge_charge = 0;
+  diagnostics diag;
+};
+
+/// Where a change feed starts when no continuation says where it is.
+enum class feed_start : uint8_t {
+  beginning = 0, ///< every change still in the feed
+  now = 1,       ///< only changes after the first read
+  time = 2,      ///< changes committed at or after `start_time_ms`
+};
+
+/// One page of a change feed (pull model: the caller asks for each page).
+/// The feed is read in latest-version mode: each document appears at its
+/// latest version (intermediate updates collapse; deletes are not shown).
+///
+/// The first request names the scope and the start; every later one passes
+/// the continuation of the page before, and only that (scope and start are
+/// in it; fields that contradict it are an error). The continuation holds a
+/// position per EPK range, not per range id, so it survives splits and
+/// merges and resumes in another engine.
+struct change_feed_request {
+  std::string collection_link; ///< "dbs/d/colls/c"
+  /// Scope: one logical partition (JSON array text, `["p0"]`), or ...
+  std::string partition_key_json;
+  /// ... an EPK range [range_min, range_max) (upper-case hex; "" is the
+  /// lowest, "FF" the end), e.g. one of `feed_ranges`; or, with
+  /// neither, the whole collection. `range_max` empty: no EPK scope.
+  std::string range_min;
+  std::string range_max;
+  feed_start start = feed_start::beginning;
+  /// With `feed_start::time`: milliseconds since the Unix epoch (UTC). The
+  /// service's precision is about a second. Not in the future.
+  int64_t start_time_ms = 0;
+  /// Resume from here: the continuation of an earlier page.
+  std::string continuation;
+  /// Documents per page at most; -1: the service's default (100).
+  int32_t max_item_count = -1;
+  /// Consistency, session token, excluded regions, budget and hedging of
+  /// each read (a page may take several: one per range until one has
+  /// changes). `partition_key_json`, `max_item_count` and `continuation`
+  /// of the options are not used: the fields above are.
+  request_options options;
+};
+
+/// The answer to a `change_feed_request`.
+struct change_feed_page {
+  /// The changed documents, a JSON array, in the order of the feed: per
+  /// range by the service's change sequence (`_lsn`).
+  std::string documents = "[]";
+  uint32_t count = 0;
+  /// Pass it to read on. Never empty: a change feed has no end.
+  std::string continuation;
+  /// No changes now: every range of the scope was read up to date during
+  /// this request. Ask again later.
+  bool caught_up = false;
+  /// EPK ranges the continuation tracks (grows as ranges split).
+  uint32_t ranges = 0;
+  double request_charge = 0;
+  /// Every read this page took, in order.
   diagnostics diag;
 };
 
@@ -418,7 +484,21 @@ typename Inspector::result_type inspect(Inspector& f, request_options& x) {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, data_request& x) {
-  return f(x.op, x.collection_link, x.id, x.body, x.options, x.range_id);
+  return f(x.op, x.collection_link, x.id, x.body, x.options, x.range_id,
+           x.start_epk, x.end_epk, x.if_modified_since);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, change_feed_request& x) {
+  return f(x.collection_link, x.partition_key_json, x.range_min, x.range_max,
+           x.start, x.start_time_ms, x.continuation, x.max_item_count,
+           x.options);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, change_feed_page& x) {
+  return f(x.documents, x.count, x.continuation, x.caught_up, x.ranges,
+           x.request_charge, x.diag);
 }
 
 template <class Inspector>

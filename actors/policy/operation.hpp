@@ -22,6 +22,11 @@ enum class data_op : uint8_t {
   replace = 3, ///< PUT .../docs/{id}
   remove = 4,  ///< DELETE .../docs/{id}
   query = 5,   ///< POST .../docs with a query (one logical partition)
+  /// GET .../docs with `A-IM: Incremental Feed`: one page of the change feed
+  /// of one partition-key range (or an EPK part of it) or one logical
+  /// partition. A read. Callers read a whole feed with
+  /// `change_feed_request`; the router sends these for it.
+  change_feed = 6,
 };
 
 /// Whether a request reads or writes.
@@ -63,6 +68,7 @@ constexpr bool is_write(data_op op) {
     return true;
   case data_op::read:
   case data_op::query:
+  case data_op::change_feed:
     return false;
   }
   return true;

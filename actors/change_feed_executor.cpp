@@ -1,0 +1,302 @@
+#include "georoute/actors/change_feed_executor.hpp"
+
+#include "georoute/actors/collection_cache.hpp"
+#include "georoute/actors/policy/change_feed.hpp"
+#include "georoute/messages/error.hpp"
+
+#include <caf/event_based_actor.hpp>
+#include <caf/stateful_actor.hpp>
+#include <chrono>
+#include <nlohmann/json.hpp>
+#include <optional>
+
+namespace georoute {
+
+namespace {
+
+using clock_type = caf::actor_clock::clock_type;
+
+/// Range-gone answers in a row for one cursor before the executor gives up:
+/// each is followed by a forced refresh of the routing map, so more than a
+/// few means the map and the service disagree for good.
+constexpr int max_gone_in_a_row = 4;
+
+feed_origin origin_of(feed_start s) {
+  switch (s) {
+  case feed_start::beginning:
+    return feed_origin::beginning;
+  case feed_start::now:
+    return feed_origin::now;
+  case feed_start::time:
+    return feed_origin::time;
+  }
+  return feed_origin::beginning;
+}
+
+feed_scope scope_of(const change_feed_request& req, std::string link) {
+  feed_scope s;
+  s.collection_link = std::move(link);
+  s.partition_key_json = req.partition_key_json;
+  s.range_min = req.range_min;
+  s.range_max = req.range_max;
+  s.start = origin_of(req.start);
+  s.start_time_ms = req.start_time_ms;
+  return s;
+}
+
+/// The feed a request asks for, or a problem naming the field.
+result<change_feed_state> feed_of(const change_feed_request& req,
+                                  const std::string& link, int64_t now_ms) {
+  auto scope = scope_of(req, link);
+  if (req.continuation.empty()) return change_feed_state::fresh(scope, now_ms);
+  auto st = change_feed_state::resume(req.continuation, link);
+  if (!st) return st;
+  if (auto p = st->check_matches(scope)) return *p;
+  return st;
+}
+
+int64_t unix_ms_now() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+struct executor_state {
+  change_feed_collaborators with;
+  change_feed_request req;
+  std::string link;
+  caf::response_promise rp;
+  clock_type::time_point started;
+  std::optional<change_feed_state> feed;
+  diagnostics diag;
+  /// The next lookup of the ranges under the front cursor is forced.
+  bool refresh_ranges = false;
+  int gone_in_a_row = 0;
+  bool done = false;
+  static inline const char* name = "georoute.change_feed_executor";
+};
+
+using self_ptr = caf::stateful_actor<executor_state>*;
+
+std::string what_of(const executor_state& st) {
+  return "change feed of " + st.link;
+}
+
+int64_t elapsed_us(self_ptr self) {
+  return std::chrono::duration_cast<std::chrono::microseconds>(
+             self->clock().now() - self->state.started)
+      .count();
+}
+
+void fail(self_ptr self, errc code, const std::string& text) {
+  auto& st = self->state;
+  if (st.done) return;
+  st.done = true;
+  st.diag.total_us = elapsed_us(self);
+  st.rp.deliver(make_error(code, what_of(st) + ": " + text, st.diag));
+  self->quit();
+}
+
+void fail(self_ptr self, const caf::error& e, const std::string& where) {
+  auto code = code_of(e) == errc::none ? errc::collaborator_down : code_of(e);
+  auto text = context_of(e);
+  if (text.empty()) text = self->system().render(e);
+  fail(self, code, where + ": " + text);
+}
+
+void finish(self_ptr self, nlohmann::json documents) {
+  auto& st = self->state;
+  if (st.done) return;
+  st.done = true;
+  change_feed_page p;
+  p.count = static_cast<uint32_t>(documents.size());
+  p.caught_up = p.count == 0;
+  p.documents =
+      documents.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  p.continuation = st.feed->continuation();
+  p.ranges = static_cast<uint32_t>(st.feed->size());
+  st.diag.total_us = elapsed_us(self);
+  p.request_charge = st.diag.request_charge;
+  p.diag = std::move(st.diag);
+  st.rp.deliver(std::move(p));
+  self->quit();
+}
+
+void step(self_ptr self);
+
+void take_diagnostics(executor_state& st, diagnostics& d) {
+  for (auto& a : d.attempts)
+    st.diag.attempts.push_back(std::move(a));
+  st.diag.request_charge += d.request_charge;
+  st.diag.hedges += d.hedges;
+  st.diag.hedge_charge += d.hedge_charge;
+  st.diag.metadata_refreshes += d.metadata_refreshes;
+  if (!d.range_id.empty()) st.diag.range_id = d.range_id;
+}
+
+void on_answer(self_ptr self, data_response& r) {
+  auto& st = self->state;
+  st.gone_in_a_row = 0;
+  take_diagnostics(st, r.diag);
+  if (r.status == 304) {
+    auto e = st.feed->on_not_modified(r.etag);
+    if (!e) return fail(self, errc::protocol_violation, e.error().what);
+  } else {
+    auto body = nlohmann::json::parse(r.body, nullptr, false);
+    auto docs = body.is_object() ? body.find("Documents") : body.end();
+    if (body.is_discarded() || !body.is_object() || docs == body.end() ||
+        !docs->is_array())
+      return fail(self, errc::protocol_violation,
+                  "a change-feed page without a Documents array");
+    auto e = st.feed->on_page(r.etag, *docs);
+    if (!e) return fail(self, errc::protocol_violation, e.error().what);
+    if (e->kept > 0) return finish(self, std::move(*docs));
+  }
+  if (st.feed->caught_up()) return finish(self, nlohmann::json::array());
+  step(self);
+}
+
+void on_failure(self_ptr self, caf::error& e) {
+  auto& st = self->state;
+  if (auto* d = diagnostics_of(e)) {
+    auto copy = *d;
+    take_diagnostics(st, copy);
+  }
+  if (code_of(e) == errc::partition_range_gone && !st.feed->by_partition_key()) {
+    if (++st.gone_in_a_row > max_gone_in_a_row)
+      return fail(self, e,
+                  "the range under [" + st.feed->front().min + ", " +
+                      st.feed->front().max + ") is still gone after " +
+                      std::to_string(max_gone_in_a_row) +
+                      " refreshes of the routing map");
+    st.refresh_ranges = true;
+    ++st.diag.metadata_refreshes;
+    return step(self);
+  }
+  fail(self, e, "reading [" + st.feed->front().min + ", " +
+                    st.feed->front().max + ")");
+}
+
+void send_read(self_ptr self, const feed_target* where) {
+  auto& st = self->state;
+  data_request r;
+  r.op = data_op::change_feed;
+  r.collection_link = st.link;
+  r.options = st.req.options;
+  r.options.continuation.clear();
+  r.options.max_item_count = st.req.max_item_count;
+  r.options.if_match.clear();
+  r.options.if_none_match = st.feed->if_none_match();
+  r.if_modified_since = st.feed->if_modified_since();
+  if (where == nullptr) {
+    r.options.partition_key_json = st.feed->partition_key_json();
+  } else {
+    r.options.partition_key_json.clear();
+    r.range_id = where->range_id;
+    r.start_epk = where->start_epk;
+    r.end_epk = where->end_epk;
+  }
+  // What is left of the caller's budget bounds each read.
+  auto spent = std::chrono::duration_cast<std::chrono::milliseconds>(
+      self->clock().now() - st.started);
+  if (st.req.options.budget.count() > 0)
+    r.options.budget =
+        std::max(std::chrono::milliseconds{1}, st.req.options.budget - spent);
+  self->request(st.with.router, caf::infinite, route_atom_v, std::move(r))
+      .then([=](data_response& page) { on_answer(self, page); },
+            [=](caf::error& e) { on_failure(self, e); });
+}
+
+void step(self_ptr self) {
+  auto& st = self->state;
+  if (st.done) return;
+  if (st.feed->by_partition_key()) return send_read(self, nullptr);
+  const auto& c = st.feed->front();
+  epk_range span{c.min, c.max, true, false};
+  auto force = st.refresh_ranges;
+  st.refresh_ranges = false;
+  self->request(st.with.pkranges, caf::infinite, overlap_atom_v,
+                st.feed->collection_rid(), span, force)
+      .then(
+          [=](std::vector<partition_key_range>& ranges) {
+            auto& st = self->state;
+            auto t = st.feed->target(ranges);
+            if (!t) return fail(self, errc::protocol_violation, t.error().what);
+            send_read(self, &*t);
+          },
+          [=](caf::error& e) { fail(self, e, "the partition-key ranges"); });
+}
+
+void start(self_ptr self) {
+  auto& st = self->state;
+  auto feed = feed_of(st.req, st.link, unix_ms_now());
+  if (!feed) return fail(self, errc::validation_error, feed.error().what);
+  st.feed.emplace(std::move(*feed));
+  self->request(st.with.collections, caf::infinite, by_name_atom_v, st.link,
+                false, std::string{})
+      .then(
+          [=](collection_info& c) {
+            auto& st = self->state;
+            st.diag.collection_rid = c.rid;
+            if (auto p = st.feed->bind(c.rid))
+              return fail(self, errc::validation_error, p->what);
+            st.feed->begin_request();
+            step(self);
+          },
+          [=](caf::error& e) { fail(self, e, "the collection"); });
+}
+
+caf::behavior executor_impl(self_ptr self, change_feed_collaborators with) {
+  self->state.with = std::move(with);
+  return {
+      [=](route_atom,
+          change_feed_request& req) -> caf::result<change_feed_page> {
+        auto& st = self->state;
+        st.link = normalize_collection_link(req.collection_link)
+                      .value_or(req.collection_link);
+        st.req = std::move(req);
+        st.started = self->clock().now();
+        st.rp = self->make_response_promise();
+        if (!st.with.router || !st.with.collections || !st.with.pkranges)
+          fail(self, errc::validation_error,
+               "the router is not wired to the metadata caches yet");
+        else
+          start(self);
+        return caf::delegated<change_feed_page>{};
+      },
+  };
+}
+
+} // namespace
+
+std::optional<std::string>
+check_change_feed_request(const change_feed_request& req, int64_t now_ms) {
+  auto link = normalize_collection_link(req.collection_link);
+  auto what = "change feed of '" + req.collection_link + "': ";
+  if (!link)
+    return what + "not a collection link (dbs/{db}/colls/{coll})";
+  if (req.max_item_count == 0 || req.max_item_count < -1)
+    return what + "max_item_count " + std::to_string(req.max_item_count) +
+           " must be positive, or -1 for the service's default";
+  const std::pair<const char*, const std::string*> header_options[] = {
+      {"consistency_level", &req.options.consistency_level},
+      {"session_token", &req.options.session_token}};
+  for (const auto& [name, value] : header_options)
+    if (value->find_first_of(std::string_view{"\r\n\0", 3}) !=
+        std::string::npos)
+      return what + "options." + name +
+             " contains a CR, LF or NUL character; it is sent as an HTTP "
+             "header value, which must be one line";
+  if (req.options.budget.count() < 0)
+    return what + "the operation budget may not be negative";
+  auto feed = feed_of(req, *link, now_ms);
+  if (!feed) return what + feed.error().what;
+  return std::nullopt;
+}
+
+caf::actor spawn_change_feed_executor(caf::actor_system& sys,
+                                      change_feed_collaborators with) {
+  return sys.spawn(executor_impl, std::move(with));
+}
+
+} // namespace georoute

@@ -1,0 +1,416 @@
+#include "georoute/actors/policy/change_feed.hpp"
+
+#include "georoute/actors/policy/epk.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <ctime>
+#include <nlohmann/json.hpp>
+
+namespace georoute {
+
+namespace {
+
+/// More cursors than this is not a continuation this engine wrote: a
+/// collection has far fewer ranges.
+constexpr size_t max_cursors = 100'000;
+
+const char* origin_name(feed_origin o) {
+  switch (o) {
+  case feed_origin::beginning:
+    return "beginning";
+  case feed_origin::now:
+    return "now";
+  case feed_origin::time:
+    return "time";
+  }
+  return "beginning";
+}
+
+std::string upper(std::string text) {
+  for (auto& c : text)
+    if (c >= 'a' && c <= 'f') c = static_cast<char>(c - 'a' + 'A');
+  return text;
+}
+
+/// A problem with an EPK interval, naming `field` ("range" or
+/// "cursors[2]"), or std::nullopt.
+std::optional<std::string> interval_problem(const std::string& field,
+                                            const std::string& min,
+                                            const std::string& max) {
+  if (!is_epk_text(min))
+    return field + " min '" + min +
+           "' is not an EPK (upper-case hex digits, \"\" the lowest)";
+  if (!is_epk_text(max) || max.empty())
+    return field + " max '" + max +
+           "' is not an EPK (upper-case hex digits, \"FF\" the end)";
+  if (epk_compare(max, "FF") > 0)
+    return field + " max '" + max + "' lies past the end of the key space, FF";
+  if (epk_compare(min, max) >= 0)
+    return field + " [" + min + ", " + max +
+           ") is empty: min must be below max, so it overlaps no range";
+  return std::nullopt;
+}
+
+/// The pk JSON texts name the same key.
+bool same_key(const std::string& a, const std::string& b) {
+  auto x = nlohmann::json::parse(a, nullptr, false);
+  auto y = nlohmann::json::parse(b, nullptr, false);
+  return !x.is_discarded() && !y.is_discarded() && x == y;
+}
+
+} // namespace
+
+std::optional<int64_t> feed_lsn_of(const std::string& etag) {
+  std::string_view v{etag};
+  if (v.substr(0, 2) == "W/") v.remove_prefix(2);
+  if (v.size() >= 2 && v.front() == '"' && v.back() == '"')
+    v = v.substr(1, v.size() - 2);
+  if (v.empty()) return std::nullopt;
+  int64_t n = 0;
+  auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+  if (ec != std::errc{} || end != v.data() + v.size() || n < 0)
+    return std::nullopt;
+  return n;
+}
+
+bool is_epk_text(const std::string& text) {
+  if (text.size() > 64) return false;
+  return std::all_of(text.begin(), text.end(), [](char c) {
+    return (c >= '0' && c <= '9') || (c >= 'A' && c <= 'F');
+  });
+}
+
+std::string http_date_of(int64_t unix_ms) {
+  auto secs = static_cast<std::time_t>(unix_ms / 1000);
+  std::tm tm{};
+  gmtime_r(&secs, &tm);
+  char buf[64];
+  auto n = std::strftime(buf, sizeof buf, "%a, %d %b %Y %H:%M:%S GMT", &tm);
+  return std::string{buf, n};
+}
+
+result<change_feed_state> change_feed_state::fresh(const feed_scope& scope,
+                                                   int64_t now_ms) {
+  change_feed_state st;
+  st.link_ = scope.collection_link;
+  st.start_ = scope.start;
+  feed_cursor all{"", "FF", {}};
+  if (!scope.partition_key_json.empty() &&
+      (!scope.range_max.empty() || !scope.range_min.empty()))
+    return problem{"partition_key_json and range_min/range_max: a feed reads "
+                   "one partition key or one EPK range, not both"};
+  if (!scope.partition_key_json.empty()) {
+    auto pk = parse_partition_key_json(scope.partition_key_json);
+    if (!pk)
+      return problem{"partition_key_json: " + scope.partition_key_json +
+                     " is not a partition key: " + pk.error().what};
+    st.pk_ = scope.partition_key_json;
+  }
+  if (!scope.range_min.empty() && scope.range_max.empty())
+    return problem{"range_min is set without range_max: a feed range needs "
+                   "both bounds (\"FF\" is the end of the key space)"};
+  if (!scope.range_max.empty()) {
+    auto min = upper(scope.range_min);
+    auto max = upper(scope.range_max);
+    if (auto p = interval_problem("range", min, max)) return problem{*p};
+    all = feed_cursor{min, max, {}};
+  }
+  switch (scope.start) {
+  case feed_origin::time:
+    if (scope.start_time_ms < 0)
+      return problem{"start_time_ms: " + std::to_string(scope.start_time_ms) +
+                     " is before the Unix epoch"};
+    if (scope.start_time_ms > now_ms)
+      return problem{"start_time_ms: " + http_date_of(scope.start_time_ms) +
+                     " is in the future (now is " + http_date_of(now_ms) +
+                     "); a feed cannot start after now: start it now "
+                     "instead"};
+    st.start_time_ms_ = scope.start_time_ms;
+    break;
+  case feed_origin::beginning:
+  case feed_origin::now:
+    if (scope.start_time_ms != 0)
+      return problem{"start_time_ms is set, but the feed does not start at a "
+                     "time (start is " +
+                     std::string{origin_name(scope.start)} + ")"};
+    break;
+  }
+  st.cursors_.push_back(std::move(all));
+  return st;
+}
+
+result<change_feed_state> change_feed_state::resume(const std::string& token,
+                                                    const std::string& link) {
+  auto bad = [](const std::string& what) {
+    return problem{"continuation: " + what};
+  };
+  auto j = nlohmann::json::parse(token, nullptr, false);
+  if (j.is_discarded() || !j.is_object())
+    return bad("not a change-feed continuation (expected the JSON object an "
+               "earlier page returned)");
+  auto v = j.find("v");
+  if (v == j.end() || !v->is_number_integer())
+    return bad("no version \"v\": not a change-feed continuation of this "
+               "engine");
+  if (v->get<int64_t>() != 1)
+    return bad("version " + v->dump() +
+               " is not supported (this engine reads version 1)");
+  auto str = [&](const char* key) -> const nlohmann::json* {
+    auto it = j.find(key);
+    if (it == j.end() || !it->is_string()) return nullptr;
+    return &*it;
+  };
+  change_feed_state st;
+  const auto* coll = str("coll");
+  if (coll == nullptr) return bad("\"coll\" is missing or not a string");
+  if (coll->get<std::string>() != link)
+    return bad("it belongs to the feed of '" + coll->get<std::string>() +
+               "', not of '" + link + "'");
+  st.link_ = link;
+  const auto* rid = str("rid");
+  if (rid == nullptr || rid->get<std::string>().empty())
+    return bad("\"rid\" is missing or empty");
+  st.rid_ = rid->get<std::string>();
+  const auto* start = str("start");
+  if (start == nullptr) return bad("\"start\" is missing or not a string");
+  auto s = start->get<std::string>();
+  if (s == "beginning") {
+    st.start_ = feed_origin::beginning;
+  } else if (s == "now") {
+    st.start_ = feed_origin::now;
+  } else if (s == "time") {
+    st.start_ = feed_origin::time;
+    auto t = j.find("time");
+    if (t == j.end() || !t->is_number_integer() || t->get<int64_t>() < 0)
+      return bad("\"time\" must be milliseconds since the epoch with start "
+                 "\"time\"");
+    st.start_time_ms_ = t->get<int64_t>();
+  } else {
+    return bad("start '" + s + "' is not beginning, now or time");
+  }
+  if (auto pk = j.find("pk"); pk != j.end()) {
+    if (!pk->is_string()) return bad("\"pk\" is not a string");
+    auto key = parse_partition_key_json(pk->get<std::string>());
+    if (!key)
+      return bad("\"pk\" " + pk->get<std::string>() +
+                 " is not a partition key: " + key.error().what);
+    st.pk_ = pk->get<std::string>();
+  }
+  auto cs = j.find("cursors");
+  if (cs == j.end() || !cs->is_array() || cs->empty())
+    return bad("\"cursors\" must be a non-empty array");
+  if (cs->size() > max_cursors)
+    return bad("\"cursors\" has " + std::to_string(cs->size()) +
+               " entries; no collection has that many ranges");
+  if (!st.pk_.empty() && cs->size() != 1)
+    return bad("a partition key's feed has one cursor, not " +
+               std::to_string(cs->size()));
+  for (size_t i = 0; i < cs->size(); ++i) {
+    const auto& c = (*cs)[i];
+    auto field = "cursors[" + std::to_string(i) + "]";
+    if (!c.is_object()) return bad(field + " is not an object");
+    auto min = c.find("min");
+    auto max = c.find("max");
+    if (min == c.end() || !min->is_string() || max == c.end() ||
+        !max->is_string())
+      return bad(field + " needs string \"min\" and \"max\"");
+    feed_cursor cur{min->get<std::string>(), max->get<std::string>(), {}};
+    if (auto p = interval_problem(field, cur.min, cur.max)) return bad(*p);
+    if (auto e = c.find("etag"); e != c.end()) {
+      if (!e->is_string() || e->get<std::string>().empty())
+        return bad(field + " etag must be a non-empty string");
+      cur.etag = e->get<std::string>();
+    }
+    st.cursors_.push_back(std::move(cur));
+  }
+  // The cursors tile one interval: sorted by min, none overlaps the next.
+  std::vector<const feed_cursor*> sorted;
+  for (const auto& c : st.cursors_)
+    sorted.push_back(&c);
+  std::sort(sorted.begin(), sorted.end(), [](auto* a, auto* b) {
+    return epk_compare(a->min, b->min) < 0;
+  });
+  for (size_t i = 1; i < sorted.size(); ++i)
+    if (epk_compare(sorted[i - 1]->max, sorted[i]->min) != 0)
+      return bad("the cursors [" + sorted[i - 1]->min + ", " +
+                 sorted[i - 1]->max + ") and [" + sorted[i]->min + ", " +
+                 sorted[i]->max + ") " +
+                 (epk_compare(sorted[i - 1]->max, sorted[i]->min) > 0
+                      ? "overlap"
+                      : "leave a gap"));
+  return st;
+}
+
+std::optional<problem>
+change_feed_state::check_matches(const feed_scope& scope) const {
+  if (!scope.partition_key_json.empty() &&
+      !same_key(scope.partition_key_json, pk_))
+    return problem{"partition_key_json: " + scope.partition_key_json +
+                   " differs from the continuation's " +
+                   (pk_.empty() ? std::string{"(none)"} : pk_) +
+                   "; a continuation carries its scope"};
+  if (!scope.range_max.empty()) {
+    std::string lo = cursors_.front().min;
+    std::string hi = cursors_.front().max;
+    for (const auto& c : cursors_) {
+      if (epk_compare(c.min, lo) < 0) lo = c.min;
+      if (epk_compare(c.max, hi) > 0) hi = c.max;
+    }
+    if (!pk_.empty() || epk_compare(upper(scope.range_min), lo) != 0 ||
+        epk_compare(upper(scope.range_max), hi) != 0)
+      return problem{"range_min/range_max: [" + scope.range_min + ", " +
+                     scope.range_max +
+                     ") differs from the continuation's scope; a continuation "
+                     "carries its scope"};
+  }
+  return std::nullopt;
+}
+
+std::optional<problem> change_feed_state::bind(const std::string& rid) {
+  if (rid_.empty()) {
+    rid_ = rid;
+    return std::nullopt;
+  }
+  if (rid_ == rid) return std::nullopt;
+  return problem{"continuation: it was made for collection rid " + rid_ +
+                 ", but '" + link_ + "' is now rid " + rid +
+                 " (deleted and created again?): start a new feed"};
+}
+
+result<feed_target> change_feed_state::target(
+    const std::vector<partition_key_range>& overlapping) {
+  auto& c = cursors_.front();
+  std::vector<const partition_key_range*> hits;
+  for (const auto& r : overlapping)
+    if (epk_compare(r.min_inclusive, c.max) < 0 &&
+        epk_compare(c.min, r.max_exclusive) < 0)
+      hits.push_back(&r);
+  std::sort(hits.begin(), hits.end(), [](auto* a, auto* b) {
+    return epk_compare(a->min_inclusive, b->min_inclusive) < 0;
+  });
+  auto hole = [&] {
+    return problem{"the routing map does not cover [" + c.min + ", " + c.max +
+                   ")"};
+  };
+  if (hits.empty() || epk_compare(hits.front()->min_inclusive, c.min) > 0 ||
+      epk_compare(hits.back()->max_exclusive, c.max) < 0)
+    return hole();
+  for (size_t i = 1; i < hits.size(); ++i)
+    if (epk_compare(hits[i - 1]->max_exclusive, hits[i]->min_inclusive) != 0)
+      return hole();
+  if (hits.size() > 1) {
+    // Cut: one cursor per range, each from the parent's position.
+    auto parent = c;
+    cursors_.pop_front();
+    for (auto it = hits.rbegin(); it != hits.rend(); ++it) {
+      const auto& r = **it;
+      feed_cursor part;
+      part.min = epk_compare(r.min_inclusive, parent.min) > 0 ? r.min_inclusive
+                                                              : parent.min;
+      part.max = epk_compare(r.max_exclusive, parent.max) < 0 ? r.max_exclusive
+                                                              : parent.max;
+      part.etag = parent.etag;
+      cursors_.push_front(std::move(part));
+    }
+  }
+  const auto& front = cursors_.front();
+  const auto& r = *hits.front();
+  feed_target t;
+  t.range_id = r.id;
+  if (epk_compare(front.min, r.min_inclusive) != 0 ||
+      epk_compare(front.max, r.max_exclusive) != 0) {
+    t.start_epk = front.min;
+    t.end_epk = front.max;
+  }
+  return t;
+}
+
+std::string change_feed_state::if_none_match() const {
+  const auto& c = cursors_.front();
+  if (!c.etag.empty()) return c.etag;
+  if (start_ == feed_origin::now) return "*";
+  return {};
+}
+
+std::string change_feed_state::if_modified_since() const {
+  if (!cursors_.front().etag.empty() || start_ != feed_origin::time) return {};
+  return http_date_of(start_time_ms_);
+}
+
+bool change_feed_state::advance_front(const std::string& etag) {
+  auto& c = cursors_.front();
+  auto had = feed_lsn_of(c.etag);
+  auto got = feed_lsn_of(etag);
+  if (had && got && *got < *had) return true;
+  c.etag = etag;
+  return false;
+}
+
+result<feed_page_effect>
+change_feed_state::on_page(const std::string& etag, nlohmann::json& documents) {
+  if (etag.empty())
+    return problem{"a change-feed page came without an etag, so the feed "
+                   "could not continue after it"};
+  feed_page_effect e;
+  if (auto at = feed_lsn_of(cursors_.front().etag); at && documents.is_array()) {
+    auto& docs = documents.get_ref<nlohmann::json::array_t&>();
+    auto keep = std::remove_if(docs.begin(), docs.end(), [&](const auto& d) {
+      if (!d.is_object()) return false;
+      auto lsn = d.find("_lsn");
+      if (lsn == d.end()) return false;
+      std::optional<int64_t> n;
+      if (lsn->is_number_integer())
+        n = lsn->template get<int64_t>();
+      else if (lsn->is_string())
+        n = feed_lsn_of(lsn->template get<std::string>());
+      return n && *n <= *at;
+    });
+    e.dropped = static_cast<size_t>(docs.end() - keep);
+    docs.erase(keep, docs.end());
+  }
+  e.kept = documents.is_array() ? documents.size() : 0;
+  e.held = advance_front(etag);
+  cursors_.push_back(std::move(cursors_.front()));
+  cursors_.pop_front();
+  // A page with nothing new (all of it replayed) counts as caught up.
+  if (e.kept == 0)
+    ++not_modified_in_a_row_;
+  else
+    not_modified_in_a_row_ = 0;
+  return e;
+}
+
+result<feed_page_effect>
+change_feed_state::on_not_modified(const std::string& etag) {
+  if (etag.empty())
+    return problem{"a 304 came without an etag, so the feed would not know "
+                   "where it stands"};
+  feed_page_effect e;
+  e.held = advance_front(etag);
+  cursors_.push_back(std::move(cursors_.front()));
+  cursors_.pop_front();
+  ++not_modified_in_a_row_;
+  return e;
+}
+
+std::string change_feed_state::continuation() const {
+  nlohmann::json j;
+  j["v"] = 1;
+  j["coll"] = link_;
+  j["rid"] = rid_;
+  j["start"] = origin_name(start_);
+  if (start_ == feed_origin::time) j["time"] = start_time_ms_;
+  if (!pk_.empty()) j["pk"] = pk_;
+  auto& cs = j["cursors"] = nlohmann::json::array();
+  for (const auto& c : cursors_) {
+    nlohmann::json e;
+    e["min"] = c.min;
+    e["max"] = c.max;
+    if (!c.etag.empty()) e["etag"] = c.etag;
+    cs.push_back(std::move(e));
+  }
+  return j.dump();
+}
+
+} // namespace georoute

@@ -1,0 +1,176 @@
+#pragma once
+
+// The client side of a change feed (latest-version mode): where a feed
+// stands, range by range, and what to send next. Pure: the feed executor
+// (actors/change_feed_executor.hpp) does the I/O and asks this for every
+// decision.
+//
+// A feed reads a scope: the whole collection, an EPK range, or one logical
+// partition. Its state is a queue of cursors, each an EPK interval with the
+// service's position in it (the etag of the last page, an LSN in quotes).
+// Cursors are kept by EPK bounds, never by range id, so a continuation
+// outlives the topology it was made under:
+//
+// - Before each read the front cursor is laid on the current routing map.
+//   Spanning several ranges (a split since it was made), it is cut into one
+//   cursor per range, each starting from the parent's position: the
+//   service's positions are per collection, so a parent's position is valid
+//   in its children. Lying inside one range (a merge made it a part of a
+//   wider range, or the caller asked for a part), it is read with the EPK
+//   headers that narrow the range to it.
+// - A read answers a page (the cursor takes the page's etag and goes to the
+//   back of the queue) or 304, nothing new (the same, without documents).
+//   A request returns the first page with documents, or "caught up" after
+//   every cursor answered 304 in a row.
+// - A position never moves back. A region that lags may answer a 304 whose
+//   etag is behind the cursor, or (a misbehaving service) documents at or
+//   below it: the cursor keeps its position and such documents are dropped,
+//   so nothing is applied twice and nothing is skipped.
+//
+// The continuation is JSON: {"v":1,"coll":..,"rid":..,"start":..,["time":
+// ms,]["pk":..,]"cursors":[{"min":..,"max":..,["etag":..]}]}. It is bound to
+// the collection by name and by rid: a continuation of another collection,
+// or of one that was deleted and created again, is refused.
+
+#include "georoute/actors/policy/model.hpp"
+#include "georoute/actors/policy/result.hpp"
+
+#include <cstdint>
+#include <deque>
+#include <nlohmann/json_fwd.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace georoute {
+
+/// Where a feed without a continuation starts (mirrors `feed_start` of the
+/// messages, which the pure layer cannot see).
+enum class feed_origin : uint8_t { beginning = 0, now = 1, time = 2 };
+
+/// One EPK interval of a feed and its position.
+struct feed_cursor {
+  std::string min; ///< inclusive, upper-case hex ("" the lowest)
+  std::string max; ///< exclusive ("FF" the end)
+  /// The service's position, an etag ("\"46\""); "" before the first answer
+  /// for this interval: the feed's start applies.
+  std::string etag;
+};
+
+/// What a new feed reads and from where. Checked by `change_feed_state::
+/// fresh`.
+struct feed_scope {
+  std::string collection_link; ///< normalized "dbs/d/colls/c"
+  std::string partition_key_json; ///< one logical partition, or ""
+  std::string range_min;          ///< an EPK range, when range_max is set
+  std::string range_max;
+  feed_origin start = feed_origin::beginning;
+  int64_t start_time_ms = 0;
+};
+
+/// Where the front cursor's read goes.
+struct feed_target {
+  std::string range_id;
+  /// Set (both) when the cursor is a strict part of the range.
+  std::string start_epk;
+  std::string end_epk;
+};
+
+/// What a page did to the feed.
+struct feed_page_effect {
+  size_t kept = 0;    ///< documents past the cursor's position
+  size_t dropped = 0; ///< documents at or below it (a replay), not returned
+  bool held = false;  ///< the page's etag was behind the cursor: kept its own
+};
+
+/// The parsed position of an etag: the LSN in `"46"` (also `46`, `W/"46"`);
+/// std::nullopt for anything else.
+std::optional<int64_t> feed_lsn_of(const std::string& etag);
+
+/// True for an EPK bound: upper-case hex digits, at most 64 of them.
+bool is_epk_text(const std::string& text);
+
+/// RFC 1123 GMT text of milliseconds since the epoch ("Tue, 29 Mar 2016
+/// 02:28:29 GMT"), as `If-Modified-Since` wants it.
+std::string http_date_of(int64_t unix_ms);
+
+/// See the file comment.
+class change_feed_state {
+public:
+  /// A new feed. `now_ms`: the current time, for the start-time check.
+  /// Problems name the field ("range_max: ...", "start_time_ms: ...").
+  static result<change_feed_state> fresh(const feed_scope& scope,
+                                         int64_t now_ms);
+
+  /// A feed resumed from `token` for the collection `link` (normalized).
+  /// Problems start with "continuation: " and name what is wrong.
+  static result<change_feed_state> resume(const std::string& token,
+                                          const std::string& link);
+
+  /// Whether a request's own scope fields agree with a resumed feed's;
+  /// a problem names the field that differs.
+  std::optional<problem> check_matches(const feed_scope& scope) const;
+
+  /// Binds the feed to the collection's rid (the first read of a fresh
+  /// feed), or checks it (a resumed one): a problem when the continuation
+  /// was made for another collection of that name.
+  std::optional<problem> bind(const std::string& rid);
+
+  const std::string& partition_key_json() const { return pk_; }
+  bool by_partition_key() const { return !pk_.empty(); }
+  const std::string& collection_rid() const { return rid_; }
+  size_t size() const { return cursors_.size(); }
+  const feed_cursor& front() const { return cursors_.front(); }
+  const std::deque<feed_cursor>& cursors() const { return cursors_; }
+
+  /// Lays the front cursor on `overlapping`, the current ranges that
+  /// overlap it in EPK order: cuts it when it spans several (the front is
+  /// then the first part) and says where its read goes. A problem when the
+  /// ranges do not cover the cursor (a routing map with a hole).
+  result<feed_target> target(const std::vector<partition_key_range>& overlapping);
+
+  /// The position headers of the front cursor's read: `If-None-Match` (its
+  /// etag, or "*" for a feed that starts now and has none yet) and
+  /// `If-Modified-Since` (a feed that starts at a time, before its first
+  /// etag). Empty when not sent.
+  std::string if_none_match() const;
+  std::string if_modified_since() const;
+
+  /// Starts a request: the count of 304s in a row begins again.
+  void begin_request() { not_modified_in_a_row_ = 0; }
+
+  /// A 200 for the front cursor with `etag` and its `documents` (an array,
+  /// filtered in place): advances the cursor, moves it to the back.
+  /// A problem for a page without an etag.
+  result<feed_page_effect> on_page(const std::string& etag,
+                                   nlohmann::json& documents);
+
+  /// A 304 for the front cursor: the same without documents. A problem for
+  /// a 304 without an etag (a feed that starts now would otherwise send "*"
+  /// again and skip what changed in between).
+  result<feed_page_effect> on_not_modified(const std::string& etag);
+
+  /// Every cursor answered 304 in a row since `begin_request`.
+  bool caught_up() const {
+    return not_modified_in_a_row_ >= cursors_.size();
+  }
+
+  /// The continuation of the feed as it stands.
+  std::string continuation() const;
+
+private:
+  change_feed_state() = default;
+  /// Advances the front cursor to `etag` unless that is behind it; true
+  /// when it held its own position.
+  bool advance_front(const std::string& etag);
+
+  std::string link_;
+  std::string rid_;
+  std::string pk_;
+  feed_origin start_ = feed_origin::beginning;
+  int64_t start_time_ms_ = 0;
+  std::deque<feed_cursor> cursors_;
+  size_t not_modified_in_a_row_ = 0;
+};
+
+} // namespace georoute
