@@ -490,6 +490,57 @@ engine::split_range(const std::string& db, const std::string& coll,
   return state_->split(c->second, range_id);
 }
 
+result<std::string> engine::merge_ranges(const std::string& db,
+                                         const std::string& coll,
+                                         const std::string& left_id,
+                                         const std::string& right_id) {
+  std::lock_guard<std::mutex> guard{state_->mutex};
+  auto c = state_->named_collection(db, coll);
+  if (!c) return c.error();
+  auto id = state_->merge_pair(**c, left_id, right_id);
+  if (!id) return problem{"ranges: " + id.error().what};
+  return id;
+}
+
+result<bool> engine::set_region_lag(const std::string& region,
+                                    std::chrono::milliseconds lag) {
+  std::lock_guard<std::mutex> guard{state_->mutex};
+  int i = state_->region_index(region);
+  if (i < 0) {
+    std::string known;
+    for (const auto& r : state_->regions)
+      known += (known.empty() ? "'" : ", '") + r.name + "'";
+    return problem{"region: unknown region '" + region + "' (known: " + known +
+                   ")"};
+  }
+  if (lag.count() < 0)
+    return problem{"lag_ms: " + std::to_string(lag.count()) + " is negative"};
+  // A new vector: the writes committed so far keep the lags they had.
+  std::vector<std::chrono::milliseconds> lags(state_->regions.size());
+  if (state_->region_lag) {
+    std::copy(state_->region_lag->begin(), state_->region_lag->end(),
+              lags.begin());
+  }
+  lags[static_cast<size_t>(i)] = lag;
+  bool any = std::any_of(lags.begin(), lags.end(),
+                         [](auto x) { return x.count() > 0; });
+  state_->region_lag =
+      any ? std::make_shared<const std::vector<std::chrono::milliseconds>>(
+                std::move(lags))
+          : nullptr;
+  return true;
+}
+
+std::map<std::string, std::chrono::milliseconds> engine::region_lags() const {
+  std::lock_guard<std::mutex> guard{state_->mutex};
+  std::map<std::string, std::chrono::milliseconds> out;
+  if (state_->region_lag)
+    for (size_t i = 0; i < state_->region_lag->size(); ++i)
+      if ((*state_->region_lag)[i].count() > 0)
+        out[state_->regions[i].name] = (*state_->region_lag)[i];
+  return out;
+}
+
 uint64_t engine::add_fault(fault_rule rule) {
   std::lock_guard<std::mutex> guard{state_->mutex};
   auto id = state_->next_fault_id++;

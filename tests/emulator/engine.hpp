@@ -236,6 +236,27 @@ public:
                                                const std::string& coll,
                                                const std::string& range_id);
 
+  /// Merges two adjacent current ranges of `dbs/{db}/colls/{coll}` (either
+  /// order) into one new range: a new id, both as its parents, both gone
+  /// (410/1002 when named), listed by the pkranges feed as a split's
+  /// children are. Its session LSNs start at the larger of its parents'.
+  /// Returns the new id. Errors start with the field: "db: ...",
+  /// "coll: ...", "ranges: ..." (unknown, gone, the same twice, not
+  /// adjacent).
+  result<std::string> merge_ranges(const std::string& db,
+                                   const std::string& coll,
+                                   const std::string& left_id,
+                                   const std::string& right_id);
+  /// Extra delay, on top of the replication lag, before `region` sees the
+  /// writes of the other regions (0 = none). It applies to the writes
+  /// committed from now on, as the replication lag does: document reads,
+  /// queries, the change feed and session tokens all follow it. Unknown
+  /// region, or a negative lag: an error naming it.
+  result<bool> set_region_lag(const std::string& region,
+                              std::chrono::milliseconds lag);
+  /// The extra lag of every region that has one.
+  std::map<std::string, std::chrono::milliseconds> region_lags() const;
+
   /// Arms a split of range `range_id` of `dbs/{db}/colls/{coll}`: the next
   /// query page the range serves (a query addressed to it by range id) is
   /// answered, and then the range splits, as if the split landed while that

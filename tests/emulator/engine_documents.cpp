@@ -47,8 +47,8 @@ engine::state::gone_range(const request_ctx& ctx, detail::collection& coll) {
   if (range == nullptr || !range->gone) return std::nullopt;
   auto res = error_response(410, 1002,
                             "partition key range '" + id +
-                                "' is gone (it split); refresh the partition "
-                                "key ranges");
+                                "' is gone (it split or merged); refresh the "
+                                "partition key ranges");
   add_doc_headers(res, coll);
   return res;
 }
@@ -59,8 +59,17 @@ const detail::doc_version* engine::state::view(const detail::document& doc,
                                                size_t region,
                                                time_point now) const {
   for (auto i = doc.versions.rbegin(); i != doc.versions.rend(); ++i)
-    if (i->origin == region || i->visible_at <= now) return &*i;
+    if (i->seen_by(region, now)) return &*i;
   return nullptr;
+}
+
+int64_t engine::state::watermark(const detail::collection& coll, size_t region,
+                                 time_point now) const {
+  // The log is in change-LSN order: the first change the region has not
+  // seen bounds what it may serve.
+  for (const auto& e : coll.changes)
+    if (!e.seen_by(region, now)) return e.change_lsn - 1;
+  return coll.change_lsn;
 }
 
 vector_session_token engine::state::progress(const detail::pk_range& range,
@@ -75,7 +84,7 @@ vector_session_token engine::state::progress(const detail::pk_range& range,
   auto locals = range.local_lsn;
   locals.resize(regions.size(), 0);
   for (const auto& e : range.log) {
-    if (e.origin == region || e.visible_at <= now) continue;
+    if (e.seen_by(region, now)) continue;
     t.global_lsn = std::min(t.global_lsn, e.lsn - 1);
     if (e.origin < locals.size())
       locals[e.origin] = std::min(locals[e.origin], e.local_lsn - 1);
@@ -221,6 +230,11 @@ http_response engine::state::handle_docs(request_ctx& ctx,
     if (method == "GET") return read_feed(ctx, coll);
     if (method != "POST")
       return error_response(405, 0, "docs supports GET and POST");
+    if (!ctx.req.header("a-im").empty())
+      return error_response(400, 0,
+                            "A-IM '" + ctx.req.header("a-im") +
+                                "' applies to GET (the change feed), not to "
+                                "POST");
     if (ctx.op == "query_plan") return query_plan(ctx, coll);
     if (ctx.op == "query") return query_docs(ctx, coll);
     if (auto gone = gone_range(ctx, coll)) return std::move(*gone);
@@ -411,19 +425,27 @@ http_response engine::state::write_doc(request_ctx& ctx,
   }
   auto& doc = existing->second;
   auto origin = ctx.region_index;
+  detail::replicated seen;
+  seen.origin = origin;
+  seen.visible_at = ctx.now + opts.replication_lag;
+  seen.extra = region_lag;
   range->local_lsn.resize(regions.size(), 0);
   detail::write_entry entry;
+  static_cast<detail::replicated&>(entry) = seen;
   entry.lsn = ++range->lsn;
-  entry.origin = origin;
   entry.local_lsn = ++range->local_lsn[origin];
-  entry.visible_at = ctx.now + opts.replication_lag;
   range->log.push_back(entry);
+  detail::change_entry change;
+  static_cast<detail::replicated&>(change) = seen;
+  change.change_lsn = ++coll.change_lsn;
+  coll.changes.push_back(change);
 
   detail::doc_version v;
-  v.origin = origin;
-  v.visible_at = entry.visible_at;
+  static_cast<detail::replicated&>(v) = seen;
   v.etag = new_etag();
   v.lsn = entry.lsn;
+  v.change_lsn = change.change_lsn;
+  v.committed_at = ctx.now;
   v.deleted = method == "DELETE";
   if (!v.deleted)
     v.body = doc_json(coll, doc, std::move(body), v.etag,
@@ -433,13 +455,22 @@ http_response engine::state::write_doc(request_ctx& ctx,
   auto text =
       method == "DELETE" ? std::string{} : doc.versions.back().body.dump();
 
-  // Fold what every region has seen for a while.
+  // Fold what every region has seen for a while (a region with extra lag
+  // sees a write later, and the write is kept until it has). A version goes
+  // only once every region's change-feed watermark has passed the version
+  // that replaced it: a lagging region's feed serves the collection as of
+  // its watermark, and may still need the older one.
   auto horizon = ctx.now - detail::prune_margin;
-  while (!range->log.empty() && range->log.front().visible_at <= horizon)
+  while (!range->log.empty() && range->log.front().everywhere_at() <= horizon)
     range->log.pop_front();
+  while (!coll.changes.empty() &&
+         coll.changes.front().everywhere_at() <= horizon) {
+    coll.change_floor = coll.changes.front().change_lsn;
+    coll.changes.pop_front();
+  }
   size_t keep_from = 0;
   for (size_t i = 0; i + 1 < doc.versions.size(); ++i)
-    if (doc.versions[i + 1].visible_at <= horizon) keep_from = i + 1;
+    if (doc.versions[i + 1].change_lsn <= coll.change_floor) keep_from = i + 1;
   if (keep_from > 0)
     doc.versions.erase(doc.versions.begin(),
                        doc.versions.begin() +

@@ -142,7 +142,7 @@ result<bool> engine::state::check_rule(const fault_rule& rule) {
       if (r->gone)
         return problem{"range: range '" + rule.range_id + "' of " +
                        rule.collection +
-                       " split and is gone (current: " + current + ")"};
+                       " is gone: it split or merged (current: " + current + ")"};
     }
   }
   if (rule.status < 100 || rule.status > 999)

@@ -4,16 +4,22 @@
 // engine.cpp (dispatch, auth, faults, throttling, topology),
 // engine_resources.cpp (databases, collections, pkranges, splits),
 // engine_documents.cpp (documents, replication, sessions) and
-// engine_query.cpp (queries, plans, feeds, paging) share. Not installed.
+// engine_query.cpp (queries, plans, feeds, paging) and engine_feed.cpp (the
+// change feed) share. Not installed.
 //
 // Replication model. Every write appends a version to its document (body or
 // tombstone, origin region, `visible_at` = commit time + the lag in force at
-// commit) and an entry to its range's write log (global LSN, origin, local
-// LSN, `visible_at`). A region sees a version or a log entry when it is the
-// origin or `visible_at <= now`. A region's progress on a range is the
-// highest LSN below which it sees every entry (per origin for the local
-// LSNs). Entries and versions visible everywhere for `prune_margin` are
-// folded away, so `now` may not go back further than that.
+// commit, plus the extra lag each region had then: engine::set_region_lag),
+// an entry to its range's write log (global LSN, origin, local LSN, when each
+// region sees it) and an entry to its collection's change log (change LSN,
+// the same visibility). A region sees a version or a log entry when it is the
+// origin or its own visibility time has come. A region's progress on a range
+// is the highest LSN below which it sees every entry (per origin for the
+// local LSNs); its change-feed watermark in a collection is the highest
+// change LSN below which it sees every change. Entries visible everywhere for
+// `prune_margin` are folded away, and a document's old versions only once
+// every region's watermark has passed the version that replaced them, so
+// `now` may not go back further than that.
 
 #include "georoute/actors/policy/epk.hpp"
 #include "georoute/actors/policy/model.hpp"
@@ -21,11 +27,13 @@
 #include "tests/emulator/engine.hpp"
 #include "georoute/transport/auth.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <deque>
 #include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -51,14 +59,47 @@ constexpr std::chrono::seconds prune_margin{10};
 /// Page size when the client sends no `x-ms-max-item-count` or -1.
 constexpr int64_t default_page_size = 100;
 
-/// One version of a document.
-struct doc_version {
-  json body;             ///< the stored document, system properties included
-  bool deleted = false;  ///< a tombstone
+/// Extra replication delay per region index (engine::set_region_lag), as it
+/// was when a write committed. Shared by every write of that period; null
+/// when no region had any.
+using region_lags = std::shared_ptr<const std::vector<std::chrono::milliseconds>>;
+
+/// Where a write committed and when each region sees it: the origin at once,
+/// every other region at `visible_at` plus its extra lag at commit.
+struct replicated {
   size_t origin = 0;     ///< region index of the write
-  time_point visible_at; ///< when the other regions see it
-  std::string etag;      ///< quoted
-  int64_t lsn = 0;
+  time_point visible_at; ///< when a region without extra lag sees it
+  region_lags extra;     ///< per region index; null = none
+
+  /// When `region` (not the origin) sees the write.
+  time_point seen_at(size_t region) const {
+    if (extra && region < extra->size()) return visible_at + (*extra)[region];
+    return visible_at;
+  }
+  bool seen_by(size_t region, time_point now) const {
+    return region == origin || seen_at(region) <= now;
+  }
+  /// When the last region sees it.
+  time_point everywhere_at() const {
+    auto t = visible_at;
+    if (extra)
+      for (auto lag : *extra)
+        t = std::max(t, visible_at + lag);
+    return t;
+  }
+};
+
+/// One version of a document.
+struct doc_version : replicated {
+  json body;            ///< the stored document, system properties included
+  bool deleted = false; ///< a tombstone
+  std::string etag;     ///< quoted
+  int64_t lsn = 0;      ///< its range's global LSN (session tokens)
+  /// Its place in the collection's change sequence (the change feed's `_lsn`
+  /// and etags); one sequence per collection, so it means the same across
+  /// splits, merges and regions.
+  int64_t change_lsn = 0;
+  time_point committed_at; ///< for If-Modified-Since
 };
 
 /// One document (one id in one logical partition) and its history.
@@ -72,11 +113,14 @@ struct document {
 };
 
 /// One write in a range's log.
-struct write_entry {
+struct write_entry : replicated {
   int64_t lsn = 0;
-  size_t origin = 0;
   int64_t local_lsn = 0;
-  time_point visible_at;
+};
+
+/// One write in a collection's change log.
+struct change_entry : replicated {
+  int64_t change_lsn = 0;
 };
 
 /// One partition-key range, current or gone.
@@ -88,7 +132,8 @@ struct pk_range {
   std::vector<int64_t> local_lsn; ///< per region index
   std::deque<write_entry> log;    ///< writes not yet folded
   /// Per-partition failover: the region its writes were moved to, "" = none
-  /// (engine::move_partition_write_region). Children inherit it on a split.
+  /// (engine::move_partition_write_region). Children inherit it on a split;
+  /// a merged range keeps it when both parents had the same.
   std::string write_region;
 };
 
@@ -101,13 +146,19 @@ struct collection {
   std::string etag;
   int64_t ts = 0;
   partition_key_definition pk;
-  uint64_t pk_etag = 1; ///< advanced on every split
+  uint64_t pk_etag = 1; ///< advanced on every split and merge
   long long next_range_id = 0;
   std::vector<pk_range> ranges; ///< all ranges ever, gone ones included
   /// (hashing encoding of the partition key, id) -> document
   std::map<std::pair<std::string, std::string>, document> docs;
   std::map<std::string, std::pair<std::string, std::string>> doc_by_rid;
   uint64_t next_doc_seq = 1;
+  /// The last change LSN handed out: every committed write takes the next.
+  int64_t change_lsn = 0;
+  /// Changes some region may not have seen yet (`prune_margin` included).
+  std::deque<change_entry> changes;
+  /// Every change up to this one is seen by every region (folded away).
+  int64_t change_floor = 0;
 
   std::string name_path() const { return "dbs/" + db_id + "/colls/" + id; }
 };
@@ -330,6 +381,8 @@ struct engine::state {
   /// (collection rid, range id): split after its next query page (see
   /// engine::split_after_next_query).
   std::vector<std::pair<std::string, std::string>> armed_splits;
+  /// The extra lag of each region (engine::set_region_lag); null = none.
+  detail::region_lags region_lag;
 
   // -- engine.cpp: dispatch, topology --------------------------------------
 
@@ -397,6 +450,10 @@ struct engine::state {
   collection_info coll_info(const detail::collection& coll) const;
   result<std::vector<std::string>> split(detail::collection& coll,
                                          const std::string& range_id);
+  /// Merges two adjacent current ranges into a new one; returns its id.
+  result<std::string> merge_pair(detail::collection& coll,
+                                 const std::string& left,
+                                 const std::string& right);
 
   // -- engine_documents.cpp -------------------------------------------------
 
@@ -420,6 +477,10 @@ struct engine::state {
   /// What `region` has applied of `range` at `now`.
   vector_session_token progress(const detail::pk_range& range, size_t region,
                                 time_point now) const;
+  /// The change-feed watermark of `region` in `coll` at `now`: the highest
+  /// change LSN such that the region sees every change up to it.
+  int64_t watermark(const detail::collection& coll, size_t region,
+                    time_point now) const;
   /// `{range}:{token}` as the response header renders it.
   std::string session_entry(const detail::pk_range& range, size_t region,
                             time_point now) const;
@@ -443,6 +504,11 @@ struct engine::state {
   http_response query_docs(request_ctx& ctx, detail::collection& coll);
   http_response query_plan(request_ctx& ctx, detail::collection& coll);
   http_response read_feed(request_ctx& ctx, detail::collection& coll);
+
+  // -- engine_feed.cpp -------------------------------------------------------
+
+  /// GET .../docs with A-IM: the change feed (latest-version mode).
+  http_response change_feed(request_ctx& ctx, detail::collection& coll);
   /// The scope of a query or feed from its headers, or an error response.
   std::variant<detail::query_scope, http_response>
   scope_of(request_ctx& ctx, detail::collection& coll);

@@ -118,7 +118,7 @@ result<detail::pk_range*> engine::state::named_range(detail::collection& coll,
                    " (current: " + quoted_list(current) + ")"};
   if (r->gone)
     return problem{"range: range '" + id + "' of " + coll.name_path() +
-                   " split and is gone (current: " + quoted_list(current) +
+                   " is gone: it split or merged (current: " + quoted_list(current) +
                    ")"};
   return r;
 }

@@ -1,4 +1,4 @@
-// Queries, query plans and read feeds (their paging and continuation tokens:
+// Queries, query plans and plain read feeds (the change feed: engine_feed.cpp;
 // engine_paging.cpp), and the armed split of split_after_next_query.
 
 #include "tests/emulator/engine_impl.hpp"
@@ -371,10 +371,7 @@ http_response engine::state::query_docs(request_ctx& ctx,
 http_response engine::state::read_feed(request_ctx& ctx,
                                        detail::collection& coll) {
   ctx.charge = 1;
-  if (!ctx.req.header("a-im").empty())
-    return error_response(400, 0,
-                          "the change feed (A-IM on docs) is not supported by "
-                          "the emulator");
+  if (!ctx.req.header("a-im").empty()) return change_feed(ctx, coll);
   auto sc = scope_of(ctx, coll);
   if (auto* err = std::get_if<http_response>(&sc)) return std::move(*err);
   auto& s = std::get<detail::query_scope>(sc);

@@ -429,4 +429,81 @@ engine::state::split(detail::collection& coll, const std::string& range_id) {
   return ids;
 }
 
+// -- merges ------------------------------------------------------------------
+
+result<std::string> engine::state::merge_pair(detail::collection& coll,
+                                         const std::string& left_id,
+                                         const std::string& right_id) {
+  auto current = [&] {
+    std::string list;
+    for (auto* r : current_ranges(coll))
+      list += (list.empty() ? "'" : ", '") + r->info.id + "'";
+    return list;
+  };
+  auto find = [&](const std::string& id) -> result<detail::pk_range*> {
+    auto* r = range_by_id(coll, id);
+    if (r == nullptr || r->gone)
+      return problem{"range '" + id + "' of " + coll.name_path() +
+                     (r == nullptr ? " does not exist" : " is gone") +
+                     " (current: " + current() + ")"};
+    return r;
+  };
+  if (left_id == right_id)
+    return problem{"range '" + left_id + "' cannot be merged with itself"};
+  auto a = find(left_id);
+  if (!a) return a.error();
+  auto b = find(right_id);
+  if (!b) return b.error();
+  // Either order: the lower one is the left.
+  auto* left = *a;
+  auto* right = *b;
+  if (epk_less(right->info.min_inclusive, left->info.min_inclusive))
+    std::swap(left, right);
+  if (epk_compare(left->info.max_exclusive, right->info.min_inclusive) != 0)
+    return problem{"ranges '" + left->info.id + "' [" +
+                   left->info.min_inclusive + ", " + left->info.max_exclusive +
+                   ") and '" + right->info.id + "' [" +
+                   right->info.min_inclusive + ", " +
+                   right->info.max_exclusive + ") are not adjacent"};
+
+  // As a split's children start where their parent was, the merged range
+  // starts where the further of its parents was: session tokens of either
+  // parent are satisfied, and its writes go on above both.
+  detail::pk_range merged;
+  merged.info.id = std::to_string(coll.next_range_id++);
+  merged.info.min_inclusive = left->info.min_inclusive;
+  merged.info.max_exclusive = right->info.max_exclusive;
+  for (const auto* parent : {left, right}) {
+    for (const auto& p : parent->info.parents)
+      if (std::find(merged.info.parents.begin(), merged.info.parents.end(),
+                    p) == merged.info.parents.end())
+        merged.info.parents.push_back(p);
+  }
+  merged.info.parents.push_back(left->info.id);
+  merged.info.parents.push_back(right->info.id);
+  merged.lsn = std::max(left->lsn, right->lsn);
+  merged.local_lsn = left->local_lsn;
+  merged.local_lsn.resize(
+      std::max(left->local_lsn.size(), right->local_lsn.size()), 0);
+  for (size_t i = 0; i < right->local_lsn.size(); ++i)
+    merged.local_lsn[i] = std::max(merged.local_lsn[i], right->local_lsn[i]);
+  // Both parents' unreplicated writes, in LSN order: a region's progress on
+  // the merged range stays below the first of them it has not seen.
+  merged.log = left->log;
+  merged.log.insert(merged.log.end(), right->log.begin(), right->log.end());
+  std::stable_sort(
+      merged.log.begin(), merged.log.end(),
+      [](const auto& x, const auto& y) { return x.lsn < y.lsn; });
+  // A per-partition failover move survives only when both halves agree.
+  if (left->write_region == right->write_region)
+    merged.write_region = left->write_region;
+  left->gone = true;
+  right->gone = true;
+  ++coll.pk_etag;
+  merged.created_etag = coll.pk_etag;
+  auto id = merged.info.id;
+  coll.ranges.push_back(std::move(merged)); // invalidates left and right
+  return id;
+}
+
 } // namespace georoute::emulator
