@@ -1,5 +1,7 @@
 #include "tests/bench/bench_command.hpp"
 
+#include <nlohmann/json.hpp>
+
 #include "tests/bench/alloc_count.hpp"
 #include "tests/bench/bench_options.hpp"
 #include "tests/bench/echo_load.hpp"
@@ -430,6 +432,45 @@ int run_bench_command(std::vector<std::string> args) {
           k));
       rep.cold.push_back(peer_cold(peer.get(), peer_skip, k));
     }
+  }
+  if (!o.skipped("feed") && o.feed_documents > 0) {
+    // The collection is filled through the engine (set-up, not measured),
+    // then both clients drain it from the beginning, twice, alternating.
+    const auto feed_link = "dbs/bench/colls/" + feed_coll;
+    log("change feed: writing " + std::to_string(o.feed_documents) +
+        " documents");
+    std::vector<data_request> writes;
+    writes.reserve(o.feed_documents);
+    const std::string filler(200, 'x');
+    for (size_t i = 0; i < o.feed_documents; ++i) {
+      data_request w;
+      w.op = data_op::upsert;
+      w.collection_link = feed_link;
+      auto id = "f" + std::to_string(i);
+      w.body = nlohmann::json{{"id", id}, {"pk", id}, {"n", i}, {"v", filler}}
+                   .dump();
+      w.options.partition_key_json = nlohmann::json::array({id}).dump();
+      writes.push_back(std::move(w));
+    }
+    auto [written, failed_writes] = (*drv)->route_many(writes, 256);
+    writes.clear();
+    rep.feed_documents_written = written;
+    if (failed_writes > 0)
+      log("change feed: " + std::to_string(failed_writes) +
+          " writes failed");
+    for (int round = 0; round < 2; ++round) {
+      log("change feed drain, round " + std::to_string(round + 1) +
+          ": georoute");
+      auto g = (*drv)->drain_feed(feed_link, static_cast<int32_t>(o.feed_page));
+      g.round = round;
+      rep.feed.push_back(g);
+      log("change feed drain, round " + std::to_string(round + 1) + ": peer");
+      rep.feed.push_back(peer_feed(peer.get(), peer_skip, o, round));
+    }
+    for (const auto& f : rep.feed)
+      if (f.client == "georoute" &&
+          (!f.error.empty() || f.documents != written))
+        failed = true;
   }
   peer.reset();
   drv->reset();

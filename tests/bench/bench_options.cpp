@@ -18,8 +18,8 @@ const char* const usage =
     "caf-echo: the same callers asking an actor that answers at once (no\n"
     "I/O), the cost of CAF's default scheduler alone. Then failover (region\n"
     "hang, region refusing connections, write-region switch), cold-start\n"
-    "metadata amplification, cache memory, and resident memory under a\n"
-    "sustained load in both scheduling modes.\n"
+    "metadata amplification, cache memory, resident memory under a\n"
+    "sustained load in both scheduling modes, and a change-feed drain.\n"
     "\n"
     "options:\n"
     "  --seconds=S            measured window per round (default 3)\n"
@@ -33,8 +33,11 @@ const char* const usage =
     "  --memory-ranges=N      ranges per collection (default 100)\n"
     "  --sustain=S            sustained load per mode at the highest level,\n"
     "                         resident memory sampled (default 60; 0 = skip)\n"
+    "  --feed-docs=N          documents of the change-feed drain (default\n"
+    "                         100000; 0 = skip)\n"
+    "  --feed-page=N          documents per change-feed page (default 1000)\n"
     "  --skip=LIST            any of raw,georoute,caf-echo,peer,failover,\n"
-    "                         cold,memory,accounting,sustain\n"
+    "                         cold,memory,accounting,sustain,feed\n"
     "  --peer-dir=DIR         where npm installs @azure/cosmos (default: in "
     "the\n"
     "                         build tree)\n"
@@ -133,14 +136,20 @@ std::string parse(std::vector<std::string> args, options& o) {
     } else if (flag == "--sustain") {
       if (!parse_seconds(value, 0, 3600, o.sustain))
         return bad("seconds in 0..3600");
+    } else if (flag == "--feed-docs") {
+      if (!parse_count(value, 0, 1000000, o.feed_documents))
+        return bad("an integer in 0..1000000");
+    } else if (flag == "--feed-page") {
+      if (!parse_count(value, 1, 10000, o.feed_page))
+        return bad("an integer in 1..10000");
     } else if (flag == "--skip") {
       o.skip = split(value);
       for (const auto& s : o.skip)
         if (s != "raw" && s != "georoute" && s != "caf-echo" && s != "peer" &&
             s != "failover" && s != "cold" && s != "memory" &&
-            s != "accounting" && s != "sustain")
+            s != "accounting" && s != "sustain" && s != "feed")
           return bad("any of raw,georoute,caf-echo,peer,failover,cold,memory,"
-                     "accounting,sustain");
+                     "accounting,sustain,feed");
     } else if (flag == "--peer-dir") {
       if (value.empty()) return bad("a directory");
       o.peer_dir = value;
@@ -181,6 +190,7 @@ void log(const std::string& line) {
 const std::string db = "bench";
 const std::string coll = "c";
 const std::string link = "dbs/bench/colls/c";
+const std::string feed_coll = "feed";
 const std::string doc_id = "x";
 const std::string doc_pk = "p";
 const std::vector<std::string> regions{"West US", "East US", "North Europe"};

@@ -27,6 +27,10 @@ struct options {
   size_t memory_ranges = 100;
   /// Seconds of sustained load per scheduling mode (0: none).
   double sustain = 60;
+  /// Documents of the change-feed drain's collection (0: no drain), and
+  /// the page size both clients ask for.
+  size_t feed_documents = 100000;
+  size_t feed_page = 1000;
   std::vector<std::string> skip;
   std::string peer_dir = work_dir_default();
   std::string source_dir = source_dir_default();
@@ -57,6 +61,8 @@ void log(const std::string& line);
 extern const std::string db;
 extern const std::string coll;
 extern const std::string link; ///< "dbs/bench/colls/c"
+/// The change-feed drain's collection, "feed" ("dbs/bench/colls/feed").
+extern const std::string feed_coll;
 extern const std::string doc_id;
 extern const std::string doc_pk;
 /// In account order; also every client's preference list.

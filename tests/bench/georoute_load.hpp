@@ -107,6 +107,9 @@ public:
   /// answered; waits for them. Returns the operations that succeeded.
   uint64_t run_ops(const data_request& req, size_t total, size_t in_flight);
 
+  /// Drains the change feed of `link` from the beginning, `page_size`
+  /// documents a page, one page at a time, until a page is caught up.
+  feed_figures drain_feed(const std::string& link, int32_t page_size);
   /// Routes `req` once (blocking); true on a 2xx answer.
   bool route_once(const data_request& req, std::string* error = nullptr);
 

@@ -198,6 +198,21 @@ struct sustain_figures {
   }
 };
 
+/// A change feed drained from the beginning: every document of a
+/// collection, page after page over all its ranges, until caught up.
+struct feed_figures {
+  std::string client;
+  int round = 0;
+  uint64_t documents = 0; ///< documents the pages held
+  uint64_t pages = 0;     ///< pages asked for (the last, caught up, included)
+  double seconds = 0;     ///< from the first request to the caught-up page
+  double cpu_seconds = 0; ///< of the client's process, over `seconds`
+  double documents_per_second = 0;
+  double cpu_us_per_document = 0;
+  std::string error; ///< why the drain stopped short ("" when complete)
+  std::string skipped;
+};
+
 /// Resident memory of the caches.
 struct memory_figures {
   size_t collections = 0;

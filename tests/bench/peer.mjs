@@ -8,6 +8,7 @@
 //   {"cmd":"failover","scenario":S,"inFlight":N,"beforeMs":B,"faultMs":F,
 //    "afterMs":A}                                             -> failover figures
 //   {"cmd":"cold","coll":C,"callers":K}                       -> cold-start figures
+//   {"cmd":"feed","coll":C,"pageSize":P}                      -> change-feed drain figures
 //   {"cmd":"quit"}
 //
 // CPU is this process's own (process.cpuUsage), over the measured window.
@@ -15,7 +16,7 @@
 // (diagnostics_channel "http.client.request.start"). Everything goes to
 // 127.0.0.1 only.
 
-import { CosmosClient } from '@azure/cosmos';
+import { ChangeFeedStartFrom, CosmosClient } from '@azure/cosmos';
 import diagnostics from 'node:diagnostics_channel';
 import readline from 'node:readline';
 
@@ -233,6 +234,35 @@ async function cold({ coll, callers }) {
   }
 }
 
+// The change feed of `coll` from the beginning, every range, until the
+// iterator answers 304 (caught up), with a fresh client.
+async function feed({ coll, pageSize }) {
+  const c = makeClient();
+  try {
+    const cont = container(c, coll);
+    await cont.read(); // the collection's metadata before the clock starts
+    const it = cont.items.getChangeFeedIterator({
+      changeFeedStartFrom: ChangeFeedStartFrom.Beginning(),
+      maxItemCount: pageSize,
+    });
+    let documents = 0;
+    let pages = 0;
+    const t0 = nowUs();
+    const cpu0 = process.cpuUsage();
+    while (it.hasMoreResults) {
+      const res = await it.readNext();
+      pages++;
+      if (res.statusCode === 304) break;
+      documents += res.result?.length ?? 0;
+    }
+    const cpu = cpuSeconds(process.cpuUsage(cpu0));
+    const seconds = (nowUs() - t0) / 1e6;
+    return { documents, pages, seconds, cpu };
+  } finally {
+    c.dispose();
+  }
+}
+
 const handlers = {
   init: async (msg) => {
     cfg = { ...msg, endpoint: loopback(msg.endpoint) };
@@ -243,6 +273,7 @@ const handlers = {
   load,
   failover,
   cold,
+  feed,
 };
 
 const rl = readline.createInterface({ input: process.stdin });

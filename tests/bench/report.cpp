@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <sys/utsname.h>
@@ -391,6 +392,50 @@ std::string render_text(const report& r) {
         << opt(a.router_timers, "%.4f") << "\n";
     }
   }
+  if (!r.feed.empty()) {
+    o << "\nchange feed: " << r.feed_documents_written
+      << " documents drained from the beginning over every range, one page "
+         "at a time\n"
+      << "round | client   | documents | pages | seconds | docs/s  | CPU "
+         "us/doc\n"
+      << "------|----------|-----------|-------|---------|---------|---------"
+         "--\n";
+    std::map<std::string, std::vector<double>> rates, cpus;
+    for (const auto& f : r.feed) {
+      o << pad(std::to_string(f.round + 1), 5) << " | "
+        << pad(f.client, 8, false) << " | ";
+      if (!f.skipped.empty()) {
+        o << "skipped: " << f.skipped << "\n";
+        continue;
+      }
+      o << pad(std::to_string(f.documents), 9) << " | "
+        << pad(std::to_string(f.pages), 5) << " | "
+        << pad(fmt("%.2f", f.seconds), 7) << " | "
+        << pad(fmt("%.0f", f.documents_per_second), 7) << " | "
+        << fmt("%.2f", f.cpu_us_per_document)
+        << (f.error.empty() ? std::string{} : "  stopped: " + f.error)
+        << "\n";
+      if (f.error.empty()) {
+        rates[f.client].push_back(f.documents_per_second);
+        cpus[f.client].push_back(f.cpu_us_per_document);
+      }
+    }
+    auto median = [](std::vector<double> v) {
+      if (v.empty()) return 0.0;
+      std::sort(v.begin(), v.end());
+      auto n = v.size();
+      return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+    };
+    if (!rates["georoute"].empty() && !rates["peer"].empty()) {
+      auto gr = median(rates["georoute"]), pr = median(rates["peer"]);
+      auto gc = median(cpus["georoute"]), pc = median(cpus["peer"]);
+      o << "median: georoute " << fmt("%.0f", gr) << " docs/s, "
+        << fmt("%.2f", gc) << " CPU us/doc; peer " << fmt("%.0f", pr)
+        << " docs/s, " << fmt("%.2f", pc) << " CPU us/doc; georoute/peer "
+        << fmt("%.2f", pr > 0 ? gr / pr : 0) << "x the rate, "
+        << fmt("%.2f", pc > 0 ? gc / pc : 0) << "x the CPU per document\n";
+    }
+  }
   if (!r.cold.empty()) {
     o << "\ncold start: K callers at once, uncached collection\n"
       << "callers | client   | collection reads | pkranges reads | document "
@@ -535,6 +580,19 @@ bool write_json(const report& r, const std::string& file) {
                                {"router_timers", a.router_timers},
                                {"threads", a.threads},
                                {"skipped", a.skipped}});
+  for (const auto& f : r.feed)
+    j["change_feed"].push_back(
+        {{"client", f.client},
+         {"round", f.round},
+         {"documents", f.documents},
+         {"documents_written", r.feed_documents_written},
+         {"pages", f.pages},
+         {"seconds", f.seconds},
+         {"cpu_seconds", f.cpu_seconds},
+         {"documents_per_second", f.documents_per_second},
+         {"cpu_us_per_document", f.cpu_us_per_document},
+         {"error", f.error},
+         {"skipped", f.skipped}});
   for (const auto& c : r.cold)
     j["cold_start"].push_back(
         {{"client", c.client},

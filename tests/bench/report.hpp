@@ -85,6 +85,10 @@ struct report {
   memory_figures memory;
   /// Resident memory under a sustained load, one row per scheduling mode.
   std::vector<sustain_figures> sustain;
+  /// The change-feed drains (georoute and the peer, alternating) and the
+  /// documents the drained collection holds.
+  std::vector<feed_figures> feed;
+  uint64_t feed_documents_written = 0;
   double total_seconds = 0;
   /// The georoute client with hedging the other way round from the
   /// library's default ("georoute" runs the default).

@@ -42,6 +42,7 @@ std::string set_up(child_emulator& emu, const options& o) {
       !e.empty())
     return e;
   std::vector<std::string> colls{coll};
+  if (!o.skipped("feed") && o.feed_documents > 0) colls.push_back(feed_coll);
   for (auto k : o.cold) {
     colls.push_back(cold_name("georoute", k));
     colls.push_back(cold_name("peer", k));
@@ -206,6 +207,33 @@ cold_figures peer_cold(node_peer* peer, const std::string& why, size_t k) {
   out.pkranges_reads = r->value("pkrangesReads", uint64_t{0});
   out.document_reads = r->value("documentReads", uint64_t{0});
   out.other = r->value("otherRequests", uint64_t{0});
+  return out;
+}
+
+feed_figures peer_feed(node_peer* peer, const std::string& why,
+                       const options& o, int round) {
+  feed_figures out;
+  out.client = "peer";
+  out.round = round;
+  if (!peer) {
+    out.skipped = why;
+    return out;
+  }
+  auto r = peer->call({{"cmd", "feed"},
+                       {"coll", feed_coll},
+                       {"pageSize", o.feed_page}},
+                      600s);
+  if (!r) {
+    out.error = r.error().what;
+    return out;
+  }
+  out.documents = r->value("documents", uint64_t{0});
+  out.pages = r->value("pages", uint64_t{0});
+  out.seconds = r->value("seconds", 0.0);
+  out.cpu_seconds = r->value("cpu", 0.0);
+  if (out.seconds > 0) out.documents_per_second = out.documents / out.seconds;
+  if (out.documents > 0)
+    out.cpu_us_per_document = out.cpu_seconds * 1e6 / out.documents;
   return out;
 }
 

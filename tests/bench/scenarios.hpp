@@ -51,4 +51,10 @@ failover_figures peer_failover(node_peer* peer, const std::string& why,
 /// `k` reads at once on a fresh CosmosClient for an uncached collection.
 cold_figures peer_cold(node_peer* peer, const std::string& why, size_t k);
 
+/// The change feed of the feed collection drained from the beginning by the
+/// peer (a fresh CosmosClient, `getChangeFeedIterator`); `why` when there
+/// is no peer.
+feed_figures peer_feed(node_peer* peer, const std::string& why,
+                       const options& o, int round);
+
 } // namespace georoute::bench
