@@ -5,7 +5,7 @@ execute_process(
   COMMAND "${GEOROUTE}" bench --seconds=0.4 --warmup=0.2 --rounds=1
           --in-flight=1,4 --fault-seconds=0.5 --cold=1,20
           --memory-collections=1000 --memory-ranges=10 --sustain=1.2
-          --skip=peer
+          --feed-docs=600 --feed-page=50 --skip=peer
           --json=${OUT}
   RESULT_VARIABLE rc
   TIMEOUT 150)
@@ -20,6 +20,24 @@ function(expect_positive what)
     message(FATAL_ERROR "${what}: expected a positive number, got '${v}' ${err}")
   endif()
 endfunction()
+
+# The change-feed drain: georoute read back every document it wrote, twice.
+string(JSON nf LENGTH "${doc}" change_feed)
+if(NOT nf EQUAL 4)
+  message(FATAL_ERROR "change_feed: expected 4 rows, got ${nf}")
+endif()
+foreach(i 0 2)
+  string(JSON client GET "${doc}" change_feed ${i} client)
+  string(JSON docs GET "${doc}" change_feed ${i} documents)
+  string(JSON written GET "${doc}" change_feed ${i} documents_written)
+  string(JSON error GET "${doc}" change_feed ${i} error)
+  if(NOT client STREQUAL "georoute" OR NOT docs EQUAL 600 OR
+     NOT written EQUAL 600 OR NOT error STREQUAL "")
+    message(FATAL_ERROR "change_feed ${i}: ${client} drained ${docs} of "
+                        "${written} documents (${error})")
+  endif()
+  expect_positive("change_feed ${i} documents/s" change_feed ${i} documents_per_second)
+endforeach()
 
 string(JSON n LENGTH "${doc}" summary)
 # 2 levels x raw, georoute (engine loop), georoute on CAF's default
