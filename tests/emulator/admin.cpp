@@ -19,7 +19,14 @@
 //   POST   /_emulator/write-regions          {"order":["East US","West US"]}
 //   POST   /_emulator/multi-write            {"enabled":true}
 //   POST   /_emulator/split                  {"db":"d","coll":"c","range":"0"}
+//   POST   /_emulator/merge                  {"db":"d","coll":"c","ranges":
+//                                             ["1","2"]} -> {"range":"3"}:
+//                                            two adjacent ranges become one
 //   POST   /_emulator/replication-lag        {"ms":N}
+//   POST   /_emulator/region-lag             {"region":"East US","lag_ms":N}:
+//                                            that region sees the others'
+//                                            writes N ms later still (the
+//                                            writes from now on; 0 = none)
 //   POST   /_emulator/throughput             {"region":"","ru_per_second":N}
 //   POST   /_emulator/clock-offset           {"ms":N} (N may be negative)
 //   POST   /_emulator/faults                 fault_rule fields -> {"id":N}
@@ -232,6 +239,14 @@ http_response ppaf_action(engine& eng, const std::string& action,
   return reply(200, json{{"ok", true}, {"cleared", *r}});
 }
 
+/// {"East US": 5000}: the regions with an extra replication lag.
+json region_lags_json(const engine& eng) {
+  json out = json::object();
+  for (const auto& [name, lag] : eng.region_lags())
+    out[name] = lag.count();
+  return out;
+}
+
 json state_json(emulator& emu) {
   auto& eng = emu.control();
   auto account = json::parse(eng.account_json(), nullptr, false);
@@ -265,6 +280,7 @@ json state_json(emulator& emu) {
           {"write_regions", eng.write_regions()},
           {"multi_write", multi},
           {"replication_lag_ms", opts.replication_lag.count()},
+          {"region_lag_ms", region_lags_json(eng)},
           {"ppaf", ppaf_json(eng)}};
 }
 
@@ -551,9 +567,10 @@ http_response dispatch(emulator& emu, const http_request& req) {
   }
   if (parts.size() != 1) return not_found();
   // Everything below is POST with a JSON object body.
-  static const char* post_only[] = {"write-regions",   "multi-write", "split",
-                                    "replication-lag", "throughput",  "faults",
-                                    "clock-offset"};
+  static const char* post_only[] = {
+      "write-regions", "multi-write", "split",        "merge",
+      "region-lag",    "throughput",  "faults",       "replication-lag",
+      "clock-offset"};
   if (std::find(std::begin(post_only), std::end(post_only), top) ==
       std::end(post_only))
     return not_found();
@@ -605,6 +622,35 @@ http_response dispatch(emulator& emu, const http_request& req) {
     auto children = eng.split_range(*db, *coll, *range);
     if (!children) return bad("range: " + children.error().what);
     return reply(200, json{{"children", *children}});
+  }
+  if (top == "merge") {
+    if (auto r = only(j, {"db", "coll", "ranges"}); !r)
+      return bad(r.error().what);
+    auto db = get_string(j, "db");
+    if (!db) return bad(db.error().what);
+    auto coll = get_string(j, "coll");
+    if (!coll) return bad(coll.error().what);
+    auto i = j.find("ranges");
+    if (i == j.end()) return bad("ranges: missing");
+    if (!i->is_array() || i->size() != 2 || !(*i)[0].is_string() ||
+        !(*i)[1].is_string())
+      return bad("ranges: expected two range ids, [\"1\",\"2\"], got " +
+                 i->dump());
+    auto merged = eng.merge_ranges(*db, *coll, (*i)[0].get<std::string>(),
+                                   (*i)[1].get<std::string>());
+    if (!merged) return bad(merged.error().what);
+    return reply(200, json{{"range", *merged}});
+  }
+  if (top == "region-lag") {
+    if (auto r = only(j, {"region", "lag_ms"}); !r) return bad(r.error().what);
+    auto region = get_string(j, "region");
+    if (!region) return bad(region.error().what);
+    auto ms = get_int(j, "lag_ms", 0, max_ms);
+    if (!ms) return bad(ms.error().what);
+    if (auto r = eng.set_region_lag(*region, std::chrono::milliseconds{*ms});
+        !r)
+      return bad(r.error().what);
+    return ok();
   }
   if (top == "clock-offset") {
     if (auto r = only(j, {"ms"}); !r) return bad(r.error().what);

@@ -180,6 +180,62 @@ TEST_F(EmulatorAdmin, Split_ChildrenInPkranges) {
   EXPECT_EQ(bad.status, 400) << bad.body;
 }
 
+TEST_F(EmulatorAdmin, Merge_OneRangeInPkranges_OldOnesGone) {
+  create_collection();
+  auto o = admin("POST", "merge", R"({"db":"d","coll":"c","ranges":["1","0"]})");
+  ASSERT_EQ(o.status, 200) << o.body;
+  auto merged = parse(o)["range"].get<std::string>();
+  auto ranges = send("GET", west(), "/dbs/d/colls/c/pkranges");
+  ASSERT_EQ(ranges.status, 200) << ranges.body;
+  auto listed = parse(ranges);
+  ASSERT_EQ(listed["PartitionKeyRanges"].size(), 1u) << ranges.body;
+  EXPECT_EQ(listed["PartitionKeyRanges"][0]["id"], merged);
+  EXPECT_EQ(listed["PartitionKeyRanges"][0]["parents"], (json{"0", "1"}));
+
+  auto error_of = [&](const std::string& body) {
+    auto bad = admin("POST", "merge", body);
+    EXPECT_EQ(bad.status, 400) << body << ": " << bad.body;
+    return parse(bad).value("error", std::string{});
+  };
+  EXPECT_EQ(error_of(R"({"db":"d","coll":"c","ranges":["0","1"]})")
+                .rfind("ranges:", 0),
+            0u)
+      << "merged away already";
+  EXPECT_EQ(error_of(R"({"db":"d","coll":"c","ranges":["0"]})")
+                .rfind("ranges:", 0),
+            0u);
+  EXPECT_EQ(error_of(R"({"db":"d","coll":"c"})").rfind("ranges:", 0), 0u);
+  EXPECT_EQ(error_of(R"({"db":"d","coll":"x","ranges":["0","1"]})")
+                .rfind("coll:", 0),
+            0u);
+  EXPECT_EQ(error_of(R"({"db":"x","coll":"c","ranges":["0","1"]})")
+                .rfind("db:", 0),
+            0u);
+  EXPECT_EQ(error_of(R"({"db":"d","coll":"c","ranges":["0","1"],"x":1})")
+                .rfind("x:", 0),
+            0u);
+}
+
+TEST_F(EmulatorAdmin, RegionLag_ShownInState_UnknownRegionNamed) {
+  auto o = admin("POST", "region-lag", R"({"region":"East US","lag_ms":5000})");
+  ASSERT_EQ(o.status, 200) << o.body;
+  EXPECT_EQ(emu->control().region_lags().at("East US"), 5000ms);
+  auto state = parse(admin("GET", "state"));
+  EXPECT_EQ(state["region_lag_ms"], (json{{"East US", 5000}}));
+  auto bad = admin("POST", "region-lag", R"({"region":"Mars","lag_ms":5})");
+  EXPECT_EQ(bad.status, 400) << bad.body;
+  EXPECT_NE(parse(bad)["error"].get<std::string>().find("Mars"),
+            std::string::npos);
+  auto negative =
+      admin("POST", "region-lag", R"({"region":"East US","lag_ms":-5})");
+  EXPECT_EQ(negative.status, 400);
+  EXPECT_EQ(parse(negative)["error"].get<std::string>().rfind("lag_ms", 0), 0u);
+  ASSERT_EQ(
+      admin("POST", "region-lag", R"({"region":"East US","lag_ms":0})").status,
+      200);
+  EXPECT_EQ(parse(admin("GET", "state"))["region_lag_ms"], json::object());
+}
+
 TEST_F(EmulatorAdmin, Counters_CountPerRegionAndStatus_Reset) {
   ASSERT_EQ(admin("POST", "counters/reset").status, 200);
   ASSERT_EQ(send("GET", west(), "/").status, 200);

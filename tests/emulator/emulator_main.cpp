@@ -4,6 +4,7 @@
 
 #include "tests/emulator/emulator.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <csignal>
 #include <cstdint>
@@ -40,6 +41,8 @@ constexpr const char* help_text =
     "                          (default: 2)\n"
     "  --replication-lag-ms=N  delay before a write reaches the other regions\n"
     "                          (default: 0)\n"
+    "  --region-lag=R:N,...    region R sees the other regions' writes N ms\n"
+    "                          after the replication lag (default: none)\n"
     "  --ru-per-second=N       request units per second per region, 0 = "
     "unlimited\n"
     "                          (default: 0)\n"
@@ -61,7 +64,9 @@ constexpr const char* help_text =
     "up, until DELETE .../flap; online + latency = a region that turns slow),\n"
     "POST /_emulator/write-regions {\"order\":[...]}, /multi-write "
     "{\"enabled\":b},\n"
-    "/split {\"db\",\"coll\",\"range\"}, /replication-lag {\"ms\":N},\n"
+    "/split {\"db\",\"coll\",\"range\"}, /merge {\"db\",\"coll\",\"ranges\":"
+    "[\"1\",\"2\"]},\n"
+    "/replication-lag {\"ms\":N}, /region-lag {\"region\",\"lag_ms\":N},\n"
     "/throughput {\"region\",\"ru_per_second\"}, /faults {fault rule} -> "
     "{\"id\"}\n"
     "(grey failures: \"region\", \"collection\":\"dbs/d/colls/c\", "
@@ -124,6 +129,8 @@ struct command_options {
   bool help = false;
   bool ports_given = false;
   bool global_port_given = false;
+  /// --region-lag, applied once the emulator runs.
+  std::vector<std::pair<std::string, std::chrono::milliseconds>> region_lags;
 };
 
 std::optional<flag_error> apply_flag(const std::string& arg,
@@ -187,6 +194,21 @@ std::optional<flag_error> apply_flag(const std::string& arg,
     if (!n)
       return bad_value(flag, value, "expected milliseconds in 0..86400000");
     o.engine.replication_lag = std::chrono::milliseconds{*n};
+  } else if (flag == "--region-lag") {
+    if (auto e = need_value()) return e;
+    for (const auto& item : split_list(value)) {
+      auto colon = item.rfind(':');
+      auto n = colon == std::string::npos
+                   ? std::nullopt
+                   : parse_uint<int64_t>(trim(item.substr(colon + 1)),
+                                         int64_t{24} * 3600 * 1000);
+      if (!n || trim(item.substr(0, colon)).empty())
+        return bad_value(flag, value,
+                         "expected REGION:MILLISECONDS[,...] with "
+                         "milliseconds in 0..86400000");
+      out.region_lags.emplace_back(trim(item.substr(0, colon)),
+                                   std::chrono::milliseconds{*n});
+    }
   } else if (flag == "--ru-per-second") {
     if (auto e = need_value()) return e;
     double v = 0;
@@ -252,6 +274,15 @@ int run_emulator_command(std::vector<std::string> args) {
     return 2;
   }
   if (!cmd.global_port_given) o.global_port = 4300;
+  for (const auto& [name, lag] : cmd.region_lags) {
+    if (std::find(o.engine.regions.begin(), o.engine.regions.end(), name) ==
+        o.engine.regions.end()) {
+      std::cerr << "georoute emulator: invalid value for --region-lag: "
+                   "unknown region '"
+                << name << "' (see --regions)\n";
+      return 2;
+    }
+  }
 
   // Block the signals before any io thread exists, so that every thread
   // inherits the mask and only sigwait() below sees them.
@@ -268,6 +299,8 @@ int run_emulator_command(std::vector<std::string> args) {
     return 1;
   }
   auto& emu = **started;
+  for (const auto& [name, lag] : cmd.region_lags)
+    (void)emu.control().set_region_lag(name, lag); // names checked above
   std::cout << "georoute emulator: account '" << o.engine.account_id << "', "
             << (o.engine.multi_write ? "multi-write" : "single-write") << ", "
             << o.io_threads << " io thread" << (o.io_threads == 1 ? "" : "s")

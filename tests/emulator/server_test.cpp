@@ -64,6 +64,33 @@ TEST_F(EmulatorServer, RegionalEndpoint_SignedCreateThenRead_ReturnsDocument) {
   EXPECT_FALSE(read.etag.empty());
 }
 
+TEST_F(EmulatorServer, ChangeFeed_PageThen304_OverOneKeptAliveConnection) {
+  create_collection();
+  std::vector<std::pair<std::string, std::string>> pk{
+      {"x-ms-documentdb-partitionkey", R"(["p1"])"}};
+  ASSERT_EQ(send("POST", west(), "/dbs/d/colls/c/docs",
+                 R"({"id":"doc1","pk":"p1"})", pk)
+                .status,
+            201);
+  std::vector<std::pair<std::string, std::string>> feed{
+      {"a-im", "Incremental Feed"}};
+  auto page = send("GET", west(), "/dbs/d/colls/c/docs", {}, feed);
+  ASSERT_EQ(page.status, 200) << page.error_detail << page.body;
+  EXPECT_EQ(page.etag, "\"1\"");
+  EXPECT_EQ(parse(page)["Documents"][0]["_lsn"], 1);
+  feed.emplace_back("if-none-match", page.etag);
+  auto none = send("GET", west(), "/dbs/d/colls/c/docs", {}, feed);
+  ASSERT_EQ(none.status, 304) << none.error_detail << none.body;
+  EXPECT_EQ(none.etag, "\"1\"");
+  EXPECT_EQ(none.body, "");
+  EXPECT_FALSE(none.session_token.empty());
+  // The 304 left the connection usable.
+  auto again = send("GET", west(), "/dbs/d/colls/c/docs", {}, feed);
+  EXPECT_EQ(again.status, 304);
+  EXPECT_EQ(again.connection, none.connection);
+  EXPECT_GT(again.connection_served, none.connection_served);
+}
+
 TEST_F(EmulatorServer, BadSignature_Unauthorized) {
   transport::request r;
   r.endpoint = west();
