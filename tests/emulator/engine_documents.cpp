@@ -450,6 +450,7 @@ http_response engine::state::write_doc(request_ctx& ctx,
   if (!v.deleted)
     v.body = doc_json(coll, doc, std::move(body), v.etag,
                       detail::unix_seconds(ctx.now));
+  coll.by_change.emplace(v.change_lsn, &doc);
   doc.versions.push_back(std::move(v));
   auto stored_etag = doc.versions.back().etag;
   auto text =
@@ -471,6 +472,14 @@ http_response engine::state::write_doc(request_ctx& ctx,
   size_t keep_from = 0;
   for (size_t i = 0; i + 1 < doc.versions.size(); ++i)
     if (doc.versions[i + 1].change_lsn <= coll.change_floor) keep_from = i + 1;
+  for (size_t i = 0; i < keep_from; ++i) {
+    auto [from, to] = coll.by_change.equal_range(doc.versions[i].change_lsn);
+    for (auto it = from; it != to; ++it)
+      if (it->second == &doc) {
+        coll.by_change.erase(it);
+        break;
+      }
+  }
   if (keep_from > 0)
     doc.versions.erase(doc.versions.begin(),
                        doc.versions.begin() +

@@ -209,28 +209,29 @@ http_response engine::state::change_feed(request_ctx& ctx,
       span.max = s.end_epk;
     spans.push_back(std::move(span));
   }
+  // Walk the changes after the position, oldest first; a change counts when
+  // its version is the one the region serves (the document's latest up to
+  // the watermark), live, and in scope. A page ends after `size` documents,
+  // never inside a group that shares a change LSN: the etag is an LSN, so
+  // the rest of a cut group would be lost.
+  auto limit = static_cast<size_t>(std::get<int64_t>(size));
   std::vector<const detail::doc_version*> changed;
-  for (const auto& [key, doc] : coll.docs) {
+  for (auto it = coll.by_change.upper_bound(start.after);
+       it != coll.by_change.end() && it->first <= mark; ++it) {
+    if (changed.size() >= limit && it->first != changed.back()->change_lsn)
+      break;
+    const auto& doc = *it->second;
     if (!s.pk.empty() && !pk_prefix_of(s.pk, doc.pk)) continue;
-    if (std::none_of(spans.begin(), spans.end(), [&doc = doc](const auto& sp) {
+    if (std::none_of(spans.begin(), spans.end(), [&doc](const auto& sp) {
           return detail::epk_in(doc.epk, sp.min, sp.max);
         }))
       continue;
     const auto* v = as_of(doc, mark);
-    if (v == nullptr || v->deleted || v->change_lsn <= start.after) continue;
+    if (v == nullptr || v->change_lsn != it->first || v->deleted) continue;
     if (start.since && v->committed_at < *start.since) continue;
     changed.push_back(v);
   }
-  std::sort(changed.begin(), changed.end(), [](auto* x, auto* y) {
-    return x->change_lsn < y->change_lsn;
-  });
-  // A page ends after `size` documents, never inside a group that shares a
-  // change LSN: the etag is an LSN, so the rest of a cut group would be lost.
-  auto limit = static_cast<size_t>(std::get<int64_t>(size));
-  size_t n = std::min(limit, changed.size());
-  while (n > 0 && n < changed.size() &&
-         changed[n]->change_lsn == changed[n - 1]->change_lsn)
-    ++n;
+  auto n = changed.size();
 
   http_response res;
   if (n == 0) {

@@ -159,6 +159,10 @@ struct collection {
   std::deque<change_entry> changes;
   /// Every change up to this one is seen by every region (folded away).
   int64_t change_floor = 0;
+  /// Change LSN -> the document whose version took it, for every version
+  /// still kept (the change feed walks it from a position upwards). A
+  /// multimap: a group of writes may one day share an LSN.
+  std::multimap<int64_t, document*> by_change;
 
   std::string name_path() const { return "dbs/" + db_id + "/colls/" + id; }
 };
