@@ -7,9 +7,11 @@
 //
 // What it models (issue 3): the account and its region lists, databases,
 // collections with hash partitioning v2 on one path, partition-key ranges with
-// splits and the incremental pkranges feed, documents with CRUD and etags, the
-// SQL subset (sql.hpp) per partition and per range, query plans, replication
-// with a configurable lag and vector session tokens, write-region order and
+// splits, merges and the incremental pkranges feed, documents with CRUD and
+// etags, the change feed in latest-version mode (engine_feed.cpp), the SQL
+// subset (sql.hpp) per partition and per range, query plans, replication
+// with a configurable lag (and extra lag per region) and vector session
+// tokens, write-region order and
 // multi-write, removed regions, a request-unit budget per region, master-key
 // auth, injected status codes, hangs and delays (per region, operation, and
 // partition-key range: the grey failures of issue 18), counters per region
