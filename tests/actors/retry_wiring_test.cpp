@@ -98,6 +98,13 @@ router_actor::behavior_type silent_router(router_actor::pointer self) {
       [](route_atom, data_request&) -> caf::result<data_response> {
         return make_error(errc::validation_error, "not used here");
       },
+      [](route_atom, change_feed_request&) -> caf::result<change_feed_page> {
+        return make_error(errc::validation_error, "not used here");
+      },
+      [](feed_ranges_atom, std::string&)
+          -> caf::result<std::vector<partition_key_range>> {
+        return make_error(errc::validation_error, "not used here");
+      },
       [=](route_atom, document_request&) -> caf::result<transport::outcome> {
         return self->make_response_promise<transport::outcome>();
       },

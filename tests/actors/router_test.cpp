@@ -7,6 +7,7 @@
 
 #include "georoute/actors/location_cache.hpp"
 #include "georoute/actors/log.hpp"
+#include "georoute/actors/policy/epk.hpp"
 #include "georoute/actors/policy/routing_map.hpp"
 #include "georoute/actors/router.hpp"
 #include "georoute/messages/error.hpp"
@@ -951,4 +952,211 @@ TEST_F(Router, HedgeArmRefused_MarksAndRefreshes) {
   receive_now(
       self, h, [](data_response& r) { EXPECT_EQ(r.status, 200); },
       [](caf::error& e) { ADD_FAILURE() << caf::to_string(e); });
+}
+
+// -- the change feed ------------------------------------------------------------
+//
+// A change-feed page through the router and its feed executor, in virtual
+// time, with a partition-range cache whose topology the test changes: what
+// each read sends is checked read by read.
+
+// The collection's ranges as the test sets them; what a caller sees is the
+// published view, which moves to `current` on a forced refresh (the cache
+// learns of a split only when asked to look again).
+struct topology {
+  std::vector<partition_key_range> current;
+  std::vector<partition_key_range> published;
+  int version = 1;
+  int forced = 0;
+};
+
+pkrange_cache_actor::behavior_type
+topology_pkranges(pkrange_cache_actor::pointer, std::shared_ptr<topology> t) {
+  auto publish = [t] {
+    if (t->published.size() != t->current.size() ||
+        t->published.front().id != t->current.front().id) {
+      t->published = t->current;
+      ++t->version;
+    }
+  };
+  return {
+      [t, publish](pkranges_atom, const std::string& rid,
+                   const std::string& known) {
+        if (!known.empty()) publish();
+        auto map = routing_map::create_complete(
+            t->published, "etag-" + std::to_string(t->version));
+        routing_snapshot s;
+        s.collection_rid = rid;
+        s.map = std::make_shared<const routing_map>(std::move(map.value()));
+        return s;
+      },
+      [t, publish](overlap_atom, const std::string&, const epk_range& r,
+                   bool force) {
+        if (force) {
+          ++t->forced;
+          publish();
+        }
+        std::vector<partition_key_range> out;
+        for (const auto& x : t->published)
+          if (epk_compare(x.min_inclusive, r.max) < 0 &&
+              epk_compare(r.min, x.max_exclusive) < 0)
+            out.push_back(x);
+        return out;
+      },
+      [](stats_atom) { return pkrange_cache_stats{}; },
+  };
+}
+
+partition_key_range pk_range(std::string id, std::string min, std::string max,
+                             std::vector<std::string> parents = {}) {
+  partition_key_range r;
+  r.id = std::move(id);
+  r.min_inclusive = std::move(min);
+  r.max_exclusive = std::move(max);
+  r.parents = std::move(parents);
+  return r;
+}
+
+std::string header(const transport::request& r, const std::string& name) {
+  for (const auto& [k, v] : r.headers)
+    if (k == name) return v;
+  return {};
+}
+
+transport::outcome feed_page(const std::string& docs, const std::string& etag) {
+  auto o = ok_response(R"({"_rid":"x","Documents":)" + docs + R"(,"_count":1})");
+  o.etag = etag;
+  return o;
+}
+
+transport::outcome not_modified(const std::string& etag) {
+  auto o = status_response(304);
+  o.etag = etag;
+  return o;
+}
+
+class RouterFeed : public Router {
+protected:
+  std::shared_ptr<topology> topo = std::make_shared<topology>();
+
+  void start_feed() {
+    topo->current = {pk_range("0", "", "FF")};
+    topo->published = topo->current;
+    start({}, three_region_account(), true,
+          sys.spawn(topology_pkranges, topo));
+  }
+
+  auto read_page(const std::string& continuation) {
+    change_feed_request req;
+    req.collection_link = "dbs/d/colls/c";
+    req.continuation = continuation;
+    req.options.hedge = 0;
+    auto h = self->request(router, caf::infinite, route_atom_v, req);
+    run();
+    return h;
+  }
+
+  template <class Handle>
+  change_feed_page page_of(Handle& h) {
+    change_feed_page out;
+    receive_now(
+        self, h, [&](change_feed_page& p) { out = std::move(p); },
+        [](caf::error& e) { ADD_FAILURE() << caf::to_string(e); });
+    return out;
+  }
+
+  /// The last request: the range it named and the position it sent.
+  std::pair<std::string, std::string> last_read() {
+    auto r = http->at(http->count() - 1).request;
+    EXPECT_EQ(header(r, "a-im"), "Incremental Feed");
+    return {header(r, "x-ms-documentdb-partitionkeyrangeid"),
+            header(r, "if-none-match")};
+  }
+};
+
+TEST_F(RouterFeed, SplitSeenByTheMap_EachChildReadFromTheParentsPosition) {
+  start_feed();
+  auto h = read_page("");
+  ASSERT_EQ(http->count(), 1u);
+  EXPECT_EQ(last_read(), (std::pair<std::string, std::string>{"0", ""}));
+  answer(0, feed_page(R"([{"id":"a","_lsn":5}])", "\"5\""));
+  auto first = page_of(h);
+  EXPECT_EQ(first.count, 1u);
+  EXPECT_FALSE(first.caught_up);
+
+  // The range split; the map already knows.
+  topo->current = {pk_range("1", "", "80", {"0"}),
+                   pk_range("2", "80", "FF", {"0"})};
+  topo->published = topo->current;
+  ++topo->version;
+  h = read_page(first.continuation);
+  ASSERT_EQ(http->count(), 2u);
+  EXPECT_EQ(last_read(), (std::pair<std::string, std::string>{"1", "\"5\""}));
+  answer(1, not_modified("\"7\""));
+  // Only now, after the first child's 304, the second child goes.
+  ASSERT_EQ(http->count(), 3u);
+  EXPECT_EQ(last_read(), (std::pair<std::string, std::string>{"2", "\"5\""}));
+  answer(2, not_modified("\"7\""));
+  auto caught = page_of(h);
+  EXPECT_TRUE(caught.caught_up);
+  EXPECT_EQ(caught.count, 0u);
+  EXPECT_EQ(caught.ranges, 2u);
+}
+
+TEST_F(RouterFeed, RangeGone_MapForcedThenTheChildGoesWithTheParentsEtag) {
+  start_feed();
+  auto h = read_page("");
+  answer(0, feed_page(R"([{"id":"a","_lsn":5}])", "\"5\""));
+  auto first = page_of(h);
+  // The range split, but nobody has looked yet: the next read goes to the
+  // old range and meets 410/1002.
+  topo->current = {pk_range("1", "", "80", {"0"}),
+                   pk_range("2", "80", "FF", {"0"})};
+  h = read_page(first.continuation);
+  ASSERT_EQ(http->count(), 2u);
+  EXPECT_EQ(last_read(), (std::pair<std::string, std::string>{"0", "\"5\""}));
+  EXPECT_EQ(topo->forced, 0);
+  answer(1, status_response(410, 1002));
+  // The map was looked at again and the cursor cut: the first child goes,
+  // from the parent's position.
+  EXPECT_GE(topo->forced, 1);
+  ASSERT_EQ(http->count(), 3u);
+  EXPECT_EQ(last_read(), (std::pair<std::string, std::string>{"1", "\"5\""}));
+  answer(2, feed_page(R"([{"id":"b","_lsn":6}])", "\"6\""));
+  auto second = page_of(h);
+  EXPECT_EQ(second.count, 1u);
+  EXPECT_EQ(second.ranges, 2u);
+  EXPECT_NE(second.diag.metadata_refreshes, 0u);
+}
+
+TEST_F(RouterFeed, CallerTimesOut_TheReadStillFailsOverAndEnds) {
+  start_feed();
+  auto log = std::make_shared<caller_log>();
+  change_feed_request req;
+  req.collection_link = "dbs/d/colls/c";
+  req.options.hedge = 0;
+  sys.spawn(
+      [=](caf::event_based_actor* me) -> caf::behavior {
+        me->request(router, 1s, route_atom_v, req)
+            .then([log](change_feed_page&) { log->got.push_back("ok"); },
+                  [log](caf::error& e) {
+                    log->got.push_back(e == caf::sec::request_timeout
+                                           ? "timeout"
+                                           : context_of(e));
+                  });
+        return {[](caf::ok_atom) {}};
+      });
+  run();
+  ASSERT_EQ(http->count(), 1u);
+  EXPECT_EQ(endpoint_of(0), west_ep);
+  advance(1100ms);
+  EXPECT_EQ(log->got, std::vector<std::string>{"timeout"});
+  // The caller is gone; the read goes on: West's 503 moves it to East.
+  answer(0, status_response(503));
+  ASSERT_EQ(http->count(), 2u) << "the failover stopped with the caller";
+  EXPECT_EQ(endpoint_of(1), east_ep);
+  answer(1, not_modified("\"3\""));
+  auto s = stats();
+  EXPECT_EQ(s.live, 0u);
+  EXPECT_EQ(log->got.size(), 1u);
 }
