@@ -207,6 +207,27 @@ void table_regions(std::ostringstream& out, const drill_report& r,
   }
 }
 
+/// The change-feed consumer: what it read, where, and how it ended.
+std::string feed_text(const feed_report& f) {
+  std::string served;
+  for (const auto& [region, n] : f.served_by)
+    served += (served.empty() ? "" : ", ") + region + " " + std::to_string(n);
+  return "read through " + f.site + ": " + std::to_string(f.pages) +
+         " pages (" + std::to_string(f.pages_with_documents) +
+         " with documents), " + std::to_string(f.documents) +
+         " documents applied, " + std::to_string(f.duplicates) +
+         " duplicates, " + std::to_string(f.order_violations) +
+         " order violations; " + std::to_string(f.restarts) + " restarts (" +
+         std::to_string(f.restarts_elsewhere) + " through another site, " +
+         std::to_string(f.pages_discarded) + " pages dropped unapplied); " +
+         std::to_string(f.failed_pages) + " failed pages (" +
+         std::to_string(f.timed_out_pages) + " timed out); " +
+         std::to_string(f.ranges_at_end) + " ranges at the end; " +
+         (f.caught_up ? "caught up" : "NOT caught up") + " after " +
+         duration_text(f.drain_ms) + "; pages served by " +
+         (served.empty() ? "none" : served);
+}
+
 void table_scenario(std::ostringstream& out, const drill_report& r,
                     const scenario_report& s) {
   wrap(out, s.id + "  ", std::string(s.id.size() + 2, ' '),
@@ -229,6 +250,9 @@ void table_scenario(std::ostringstream& out, const drill_report& r,
   out << "  " << pad_right("duration", label) << duration_text(s.duration_ms)
       << '\n';
   table_regions(out, r, s);
+  if (s.feed)
+    wrap(out, "  " + pad_right("change feed", label), std::string(4, ' '),
+         feed_text(*s.feed));
 
   out << "  faults:";
   if (s.faults.empty()) out << " none";
@@ -332,6 +356,32 @@ ojson to_json(const scenario_report& s) {
                       {"rss_mib", m.rss_mib},
                       {"heap_mib", m.heap_mib},
                       {"records_mib", m.records_mib}});
+  auto feed = ojson(nullptr);
+  if (s.feed) {
+    const auto& f = *s.feed;
+    feed = {{"site", f.site},
+            {"pages", f.pages},
+            {"pages_with_documents", f.pages_with_documents},
+            {"documents", f.documents},
+            {"duplicates", f.duplicates},
+            {"order_violations", f.order_violations},
+            {"malformed", f.malformed},
+            {"failed_pages", f.failed_pages},
+            {"timed_out_pages", f.timed_out_pages},
+            {"restarts", f.restarts},
+            {"restarts_elsewhere", f.restarts_elsewhere},
+            {"pages_discarded", f.pages_discarded},
+            {"served_by", ojson(f.served_by)},
+            {"ranges_at_end", f.ranges_at_end},
+            {"caught_up", f.caught_up},
+            {"drain_ms", f.drain_ms},
+            {"acknowledged", f.acknowledged},
+            {"acknowledged_missing", f.acknowledged_missing},
+            {"final_documents", f.final_documents},
+            {"final_never_seen", f.final_never_seen},
+            {"final_stale", f.final_stale},
+            {"phantoms", f.phantoms}};
+  }
   auto criteria = ojson::array();
   for (const auto& c : s.criteria)
     criteria.push_back({{"requirement", c.requirement},
@@ -354,6 +404,7 @@ ojson to_json(const scenario_report& s) {
           {"faults", faults},
           {"timeline", timeline},
           {"memory", memory},
+          {"feed", feed},
           {"criteria", criteria},
           {"notes", ojson(s.notes)},
           {"passed", s.passed}};
@@ -573,6 +624,25 @@ void checker::scenario(const json& s, const std::string& path) {
       field(m, p, "heap_mib", type::number);
       field(m, p, "records_mib", type::number);
     });
+  // Optional as well (reports written before the change-feed consumer);
+  // null when the scenario did not get as far.
+  if (auto f = s.find("feed"); f != s.end() && !f->is_null()) {
+    auto fp = join(path, "feed");
+    if (expect(*f, fp, type::object)) {
+      field(*f, fp, "site", type::string);
+      for (const char* k :
+           {"pages", "pages_with_documents", "documents", "duplicates",
+            "order_violations", "malformed", "failed_pages",
+            "timed_out_pages", "restarts", "restarts_elsewhere",
+            "pages_discarded", "ranges_at_end", "acknowledged",
+            "acknowledged_missing", "final_documents", "final_never_seen",
+            "final_stale", "phantoms"})
+        field(*f, fp, k, type::unsigned_int);
+      map_of(*f, fp, "served_by", type::unsigned_int);
+      field(*f, fp, "caught_up", type::boolean);
+      field(*f, fp, "drain_ms", type::integer);
+    }
+  }
   bool criteria_known = true;
   bool all_passed = true;
   std::string first_failed;

@@ -58,6 +58,40 @@ struct memory_point {
   double records_mib = 0;
 };
 
+/// The change-feed consumer that ran beside the workload: what it read and
+/// applied, and how that compares with the collection at the end.
+struct feed_report {
+  std::string site; ///< the region of the site it read through (mostly)
+  uint64_t pages = 0; ///< pages applied, caught-up (empty) ones included
+  uint64_t pages_with_documents = 0;
+  uint64_t documents = 0; ///< documents applied
+  /// A document at the `_lsn` it was already applied at.
+  uint64_t duplicates = 0;
+  /// A document whose `_lsn` is below the last one applied for its
+  /// partition key, or below its own.
+  uint64_t order_violations = 0;
+  /// Documents without a usable id, partition key, `_lsn` or `_etag`.
+  uint64_t malformed = 0;
+  /// Pages answered with an error or not at all within the consumer's
+  /// timeout (counted among the failed); each asked again.
+  uint64_t failed_pages = 0;
+  uint64_t timed_out_pages = 0;
+  uint64_t restarts = 0;           ///< resumed from the checkpoint
+  uint64_t restarts_elsewhere = 0; ///< of those, through another site
+  uint64_t pages_discarded = 0;    ///< arrived, dropped unapplied by a restart
+  /// Pages applied by the region that answered their last read.
+  std::map<std::string, uint64_t> served_by;
+  uint32_t ranges_at_end = 0;      ///< cursors the last continuation tracks
+  bool caught_up = false;          ///< the final drain caught up
+  int64_t drain_ms = 0;            ///< how long the final drain took
+  uint64_t acknowledged = 0;       ///< acknowledged writes (documents)
+  uint64_t acknowledged_missing = 0; ///< never in the feed
+  uint64_t final_documents = 0;    ///< documents the collection holds
+  uint64_t final_never_seen = 0;   ///< never in the feed
+  uint64_t final_stale = 0;        ///< only an older version applied
+  uint64_t phantoms = 0; ///< applied, but not in the collection at the end
+};
+
 /// One verdict criterion: what is required, what was measured.
 struct criterion {
   std::string requirement; ///< "user-visible failures = 0"
@@ -90,6 +124,8 @@ struct scenario_report {
   std::vector<timeline_bucket> timeline;
   /// Sampled once a second (thinned in long runs).
   std::vector<memory_point> memory;
+  /// The change-feed consumer; empty when the scenario did not get as far.
+  std::optional<feed_report> feed;
   std::vector<criterion> criteria;
   /// Facts worth a line under the table ("3 failover decisions, 0
   /// pre-empted").

@@ -630,6 +630,37 @@ void kinds(std::ostringstream& out, const scenario_report& s) {
   out << "</table>\n";
 }
 
+// The change-feed consumer: one row of counts, the judgement is in the
+// criteria above.
+void feed_table(std::ostringstream& out, const feed_report& f) {
+  std::string served;
+  for (const auto& [region, n] : f.served_by)
+    served += (served.empty() ? "" : ", ") + region + " " + std::to_string(n);
+  out << "<table class=\"kinds\">\n<tr><th>change feed (read through "
+      << esc(f.site)
+      << ")</th><th class=\"n\">pages</th><th class=\"n\">documents</th>"
+         "<th class=\"n\">duplicates</th><th class=\"n\">order violations</th>"
+         "<th class=\"n\">restarts</th><th class=\"n\">failed pages</th>"
+         "<th class=\"n\">ranges at the end</th><th>final state</th></tr>\n"
+      << "<tr><td>"
+      << esc(served.empty() ? "no page" : "pages by region: " + served)
+      << "</td><td class=\"n\">" << f.pages << "</td><td class=\"n\">"
+      << f.documents << "</td><td class=\"n\">" << f.duplicates
+      << "</td><td class=\"n\">" << f.order_violations
+      << "</td><td class=\"n\">" << f.restarts << " (" << f.restarts_elsewhere
+      << " elsewhere)</td><td class=\"n\">" << f.failed_pages << " ("
+      << f.timed_out_pages << " timed out)</td><td class=\"n\">"
+      << f.ranges_at_end << "</td><td>"
+      << esc(std::to_string(f.final_documents) + " documents, " +
+             std::to_string(f.final_never_seen + f.final_stale) +
+             " final versions missed; " +
+             std::to_string(f.acknowledged_missing) + " of " +
+             std::to_string(f.acknowledged) +
+             " acknowledged writes never in the feed; " +
+             (f.caught_up ? "caught up" : "not caught up"))
+      << "</td></tr>\n</table>\n";
+}
+
 void scenario(std::ostringstream& out, const drill_report& r, size_t i) {
   const auto& s = r.scenarios[i];
   out << "<section id=\"scenario-" << i << "\">\n<h2>" << esc(s.id) << " · "
@@ -645,6 +676,7 @@ void scenario(std::ostringstream& out, const drill_report& r, size_t i) {
         << esc(c.measured) << "</b></li>\n";
   out << "</ul>\n" << chart(r, s).svg();
   kinds(out, s);
+  if (s.feed) feed_table(out, *s.feed);
   if (!s.notes.empty()) {
     out << "<ul class=\"notes\">\n";
     for (const auto& n : s.notes)
