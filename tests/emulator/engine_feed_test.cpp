@@ -618,10 +618,19 @@ TEST_F(EngineFeed, RegionLag_LongerThanThePruneMargin_NothingFoldedTooSoon) {
   // after its successor reached every region. East must still find the
   // versions it has not got past.
   ASSERT_TRUE(eng->set_region_lag(east, 60s));
-  write("a", "p1", 1, t0);              // East: t0 + 60 s
+  auto first = write("a", "p1", 1, t0); // East: t0 + 60 s
   write("a", "p1", 2, t0 + 30s, "PUT"); // East: t0 + 90 s
   write("a", "p1", 3, t0 + 45s, "PUT"); // folds what may be folded
   write("b", "p2", 1, t0 + 45s);
+  // East's session progress still stops before the first write: a read
+  // there with its token is a session miss, not a plain not-found.
+  auto miss = send(east, "GET", "/dbs/d/colls/c/docs/a", {},
+                   {{"x-ms-documentdb-partitionkey", R"(["p1"])"},
+                    {"x-ms-session-token", first.get("x-ms-session-token")},
+                    {"x-ms-consistency-level", "Session"}},
+                   t0 + 50s);
+  EXPECT_EQ(miss.status, 404);
+  EXPECT_EQ(miss.get("x-ms-substatus"), "1002") << miss.body;
   auto read = send(east, "GET", "/dbs/d/colls/c/docs/a", {},
                    {{"x-ms-documentdb-partitionkey", R"(["p1"])"}}, t0 + 70s);
   ASSERT_EQ(read.status, 200) << read.body;
@@ -768,13 +777,23 @@ TEST_F(EngineFeed, Merge_TheMergedRangeStartsAtTheLargerParentLsn) {
   // LSN must cover a token of either.
   std::map<std::string, std::string> token_of;
   std::map<std::string, int64_t> lsn_of;
-  for (int i = 0; i < 12; ++i) {
-    auto w = write("d" + std::to_string(i), "k" + std::to_string(i));
+  auto note = [&](const http_response& w) {
     auto range = w.get("x-ms-documentdb-partitionkeyrangeid");
     token_of[range] = w.get("x-ms-session-token");
     lsn_of[range] = std::stoll(w.get("lsn"));
+    return range;
+  };
+  std::pair<std::string, std::string> in_zero; // (id, pk) of a document
+  for (int i = 0; i < 12; ++i) {
+    auto id = "d" + std::to_string(i);
+    auto pk = "k" + std::to_string(i);
+    if (note(write(id, pk)) == "0") in_zero = {id, pk};
   }
   ASSERT_EQ(lsn_of.size(), 2u);
+  // Range 0 well ahead of range 1.
+  for (int i = 0; i < 8; ++i)
+    note(write(in_zero.first, in_zero.second, i, t0, "PUT"));
+  ASSERT_GT(lsn_of["0"], lsn_of["1"]);
   auto merged = eng->merge_ranges("d", "c", "0", "1");
   ASSERT_TRUE(merged);
   for (const auto& [range, token] : token_of) {
