@@ -180,6 +180,7 @@ scenario_run::~scenario_run() {
   if (sampler_.joinable()) sampler_.join();
   for (auto& c : callers_)
     caf::anon_send_exit(c, caf::exit_reason::kill);
+  if (feed_) caf::anon_send_exit(feed_, caf::exit_reason::kill);
   for (auto& w : watchers_)
     caf::anon_send_exit(w, caf::exit_reason::kill);
   for (auto& s : sites_)
@@ -350,6 +351,21 @@ void scenario_run::start_workload() {
     c.seed = opts_.seed * 1000003 + i;
     callers_.push_back(spawn_caller(*sys_, std::move(c)));
   }
+  // The change-feed consumer, on the second region's site: the one the
+  // scenarios with a failing secondary region (S1, S6's other site, the
+  // grey ones) hurt. It reads the whole collection from the beginning.
+  feed_log_ = std::make_shared<feed_log>();
+  feed_consumer_setup fc;
+  for (auto& site : sites_) {
+    auto* s = &site;
+    fc.sites.push_back([s] { return s->router(); });
+  }
+  fc.home = std::min<size_t>(1, sites_.size() - 1);
+  fc.collection_link = collection_link;
+  fc.deadline = opts_.deadline;
+  if (world_.exclude_every_region) fc.excluded_regions = regions_;
+  fc.log = feed_log_;
+  feed_ = spawn_feed_consumer(*sys_, std::move(fc));
   sampling_ = true;
   sampler_ = std::thread{[this] { sample_backend(); }};
   progress_(out_.id + " " + out_.title + ": running for " +
@@ -433,7 +449,12 @@ void scenario_run::sample_memory(int64_t t_ms) {
   memory_tick_ = 0;
   auto rss = resident_mib();
   if (!rss) return;
-  size_t records = rec_->bytes_held() +
+  size_t feed_bytes = 0;
+  if (feed_log_) {
+    std::lock_guard<std::mutex> guard{feed_log_->mtx};
+    feed_bytes = feed_log_->ledger.bytes_held();
+  }
+  size_t records = rec_->bytes_held() + feed_bytes +
                    memory_.capacity() * sizeof(memory_point) +
                    backend_seconds_.capacity() * sizeof(backend_second) +
                    backend_counts_bytes_;
@@ -498,6 +519,10 @@ void scenario_run::finish() {
   emu_->control().clear_faults();
   for (const auto& r : regions_)
     emu_->set_region_state(r, emulator::region_state::online);
+  // The feed consumer holds still while the engines go quiet (its pages
+  // would keep them busy); it drains once nothing is left in flight.
+  if (feed_)
+    feed_paused_ = pause_feed_consumer(*sys_, feed_, opts_.deadline + 5s);
   give_up = recorder::clock::now() + 15s;
   for (;;) {
     router_stats total;
@@ -576,6 +601,12 @@ void scenario_run::finish() {
           return direct.send_all(std::move(round));
         },
         8, 2s, tracking);
+  }
+  {
+    direct_client direct{emu_->key()};
+    finish_feed(written, [&](transport::request r) {
+      return direct.send(std::move(r));
+    });
   }
   summarize();
   common_criteria();
@@ -782,6 +813,7 @@ void scenario_run::common_criteria() {
     if (op.result == op_result::success && op.region == "(global)") ++global;
   require("no operation served by the region-agnostic account endpoint",
           std::to_string(global), global == 0);
+  feed_criteria();
 }
 
 void scenario_run::watch_locations() {

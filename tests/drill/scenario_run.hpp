@@ -8,6 +8,7 @@
 #include "georoute/actors/engine.hpp"
 #include "georoute/actors/policy/location_table.hpp"
 #include "tests/drill/drill.hpp"
+#include "tests/drill/feed_consumer.hpp"
 #include "tests/drill/readback.hpp"
 #include "tests/drill/workload.hpp"
 #include "tests/emulator/emulator.hpp"
@@ -20,6 +21,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -152,6 +154,15 @@ private:
   void teardown();
   void summarize();
   void common_criteria();
+  /// The change-feed consumer's end (scenario_feed.cpp): drains it, stops
+  /// it, lists the collection from the emulator's write region through
+  /// `send` (signed, straight to the emulator) and judges the feed. After
+  /// the workload and its faults; `acknowledged`: "id\npk" of every
+  /// acknowledged write.
+  void finish_feed(
+      const std::set<std::string>& acknowledged,
+      const std::function<transport::outcome(transport::request)>& send);
+  void feed_criteria();
   uint64_t account_fetches();
 
   drill_options opts_;
@@ -203,6 +214,13 @@ private:
   folded_ops folded_;
   router_stats router_totals_;
   readback_result readback_;
+  /// The change-feed consumer (from the start of the workload until the
+  /// end of `finish`) and what it leaves for the judge.
+  caf::actor feed_;
+  std::shared_ptr<feed_log> feed_log_;
+  feed_verdict feed_verdict_;
+  std::string feed_listing_problem_; ///< the final listing failed: why
+  bool feed_paused_ = false;
 };
 
 } // namespace georoute::drill

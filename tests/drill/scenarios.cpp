@@ -355,7 +355,7 @@ void s6(scenario_run& run, scenario_report& out) {
 }
 
 // S7: partition splits under load, cross-partition queries included.
-void s7(scenario_run& run, scenario_report&) {
+void s7(scenario_run& run, scenario_report& out) {
   world_options w;
   w.multi_write = true;
   w.mix.query_pct = 20;
@@ -381,6 +381,13 @@ void s7(scenario_run& run, scenario_report&) {
   run.require("the routers saw the splits (410 range gone -> map refreshed)",
               std::to_string(rs.metadata_refreshes) + " routing refreshes",
               rs.metadata_refreshes > 0);
+  // The feed's continuation holds a cursor per EPK range it has read: once
+  // drained, one per range of the collection (2, and one more per split).
+  if (out.feed && !split.empty())
+    run.require("the change feed's continuation followed both splits (one "
+                "cursor per range: 4)",
+                std::to_string(out.feed->ranges_at_end) + " cursors",
+                out.feed->ranges_at_end == 4);
 }
 
 // A 403/3 (write forbidden) answer.
