@@ -84,8 +84,9 @@ std::optional<std::string> validate(const data_request& req) {
                                        !req.end_epk.empty()))
     return what() + "an EPK part (start_epk, end_epk) needs the range_id it "
                     "is part of";
-  if (req.start_epk.empty() != req.end_epk.empty())
-    return what() + "start_epk and end_epk go together";
+  // A part may start at the lowest EPK, "", but always ends somewhere.
+  if (!req.start_epk.empty() && req.end_epk.empty())
+    return what() + "start_epk needs end_epk (\"FF\" is the end)";
   if (!req.range_id.empty() && req.op != data_op::query && !feed)
     return what() +
            "only a query or a change-feed read can target a partition-key "
@@ -201,7 +202,7 @@ transport::request to_wire(const data_request& req, const wire_target& t) {
     if (!req.range_id.empty())
       r.headers.emplace_back("x-ms-documentdb-partitionkeyrangeid",
                              req.range_id);
-    if (!req.start_epk.empty() || !req.end_epk.empty()) {
+    if (!req.end_epk.empty()) {
       r.headers.emplace_back("x-ms-read-key-type", "EffectivePartitionKeyRange");
       r.headers.emplace_back("x-ms-start-epk", req.start_epk);
       r.headers.emplace_back("x-ms-end-epk", req.end_epk);

@@ -140,7 +140,8 @@ struct data_request {
   /// answers `errc::partition_range_gone`. Change-feed reads too.
   std::string range_id;
   /// Change-feed reads of a range: only the EPK part [start_epk, end_epk)
-  /// of it (both set, or neither: the whole range).
+  /// of it when `end_epk` is set ("" is the lowest EPK); neither: the
+  /// whole range.
   std::string start_epk;
   std::string end_epk;
   /// Change-feed reads: `If-Modified-Since`, RFC 1123 ("Tue, 29 Mar 2016

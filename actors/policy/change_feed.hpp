@@ -71,7 +71,8 @@ struct feed_scope {
 /// Where the front cursor's read goes.
 struct feed_target {
   std::string range_id;
-  /// Set (both) when the cursor is a strict part of the range.
+  /// Set when the cursor is a strict part of the range: `end_epk` always,
+  /// `start_epk` "" when the part starts at the lowest EPK.
   std::string start_epk;
   std::string end_epk;
 };

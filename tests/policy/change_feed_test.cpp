@@ -202,7 +202,7 @@ TEST(ChangeFeedState, Split_CutsTheCursorAndEachPartKeepsTheParentsPosition) {
       {range("1", "", "40"), range("3", "40", "80"), range("4", "80", "FF")});
   ASSERT_TRUE(t.ok());
   EXPECT_EQ(t->range_id, "1");
-  EXPECT_TRUE(t->start_epk.empty()); // the part is the whole range
+  EXPECT_TRUE(t->end_epk.empty()); // the part is the whole range
   ASSERT_EQ(st.size(), 3u);
   for (const auto& c : st.cursors())
     EXPECT_EQ(c.etag, "\"4\"");
