@@ -104,15 +104,16 @@ void fail(self_ptr self, const caf::error& e, const std::string& where) {
   fail(self, code, where + ": " + text);
 }
 
-void finish(self_ptr self, nlohmann::json documents) {
+/// Answers the page: `documents` is the JSON array text of `count`
+/// documents.
+void finish(self_ptr self, std::string documents, size_t count) {
   auto& st = self->state;
   if (st.done) return;
   st.done = true;
   change_feed_page p;
-  p.count = static_cast<uint32_t>(documents.size());
-  p.caught_up = p.count == 0;
-  p.documents =
-      documents.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  p.count = static_cast<uint32_t>(count);
+  p.caught_up = count == 0;
+  p.documents = std::move(documents);
   p.continuation = st.feed->continuation();
   p.ranges = static_cast<uint32_t>(st.feed->size());
   st.diag.total_us = elapsed_us(self);
@@ -120,6 +121,16 @@ void finish(self_ptr self, nlohmann::json documents) {
   p.diag = std::move(st.diag);
   st.rp.deliver(std::move(p));
   self->quit();
+}
+
+/// The page's documents without those `drop` marks (replays): parsed,
+/// filtered and written again, which only a replay costs.
+std::string without(std::string_view documents, const std::vector<bool>& drop) {
+  auto docs = nlohmann::json::parse(documents);
+  auto kept = nlohmann::json::array();
+  for (size_t i = 0; i < docs.size(); ++i)
+    if (i >= drop.size() || !drop[i]) kept.push_back(std::move(docs[i]));
+  return kept.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 void step(self_ptr self);
@@ -142,17 +153,19 @@ void on_answer(self_ptr self, data_response& r) {
     auto e = st.feed->on_not_modified(r.etag);
     if (!e) return fail(self, errc::protocol_violation, e.error().what);
   } else {
-    auto body = nlohmann::json::parse(r.body, nullptr, false);
-    auto docs = body.is_object() ? body.find("Documents") : body.end();
-    if (body.is_discarded() || !body.is_object() || docs == body.end() ||
-        !docs->is_array())
-      return fail(self, errc::protocol_violation,
-                  "a change-feed page without a Documents array");
-    auto e = st.feed->on_page(r.etag, *docs);
+    // The documents go to the caller as the service wrote them: read once
+    // for their positions, not built and written again.
+    auto page = scan_feed_page(r.body);
+    if (!page) return fail(self, errc::protocol_violation, page.error().what);
+    auto e = st.feed->on_page(r.etag, page->lsns);
     if (!e) return fail(self, errc::protocol_violation, e.error().what);
-    if (e->kept > 0) return finish(self, std::move(*docs));
+    if (e->kept > 0) {
+      if (e->dropped == 0)
+        return finish(self, std::string{page->documents}, e->kept);
+      return finish(self, without(page->documents, e->drop), e->kept);
+    }
   }
-  if (st.feed->caught_up()) return finish(self, nlohmann::json::array());
+  if (st.feed->caught_up()) return finish(self, "[]", 0);
   step(self);
 }
 

@@ -1,9 +1,11 @@
 #include "georoute/actors/policy/change_feed.hpp"
 
 #include "georoute/actors/policy/epk.hpp"
+#include "georoute/actors/policy/json_check.hpp"
 
 #include <algorithm>
 #include <charconv>
+#include <cstdint>
 #include <ctime>
 #include <nlohmann/json.hpp>
 
@@ -61,8 +63,8 @@ bool same_key(const std::string& a, const std::string& b) {
 
 } // namespace
 
-std::optional<int64_t> feed_lsn_of(const std::string& etag) {
-  std::string_view v{etag};
+std::optional<int64_t> feed_lsn_of(std::string_view etag) {
+  auto v = etag;
   if (v.substr(0, 2) == "W/") v.remove_prefix(2);
   if (v.size() >= 2 && v.front() == '"' && v.back() == '"')
     v = v.substr(1, v.size() - 2);
@@ -88,6 +90,99 @@ std::string http_date_of(int64_t unix_ms) {
   char buf[64];
   auto n = std::strftime(buf, sizeof buf, "%a, %d %b %Y %H:%M:%S GMT", &tm);
   return std::string{buf, n};
+}
+
+namespace {
+
+/// Past the JSON string that starts at `i` (a '"'); text.size() if open.
+size_t skip_string(std::string_view text, size_t i) {
+  for (++i; i < text.size(); ++i) {
+    if (text[i] == '\\')
+      ++i;
+    else if (text[i] == '"')
+      return i + 1;
+  }
+  return text.size();
+}
+
+/// Past the JSON value that starts at `i` (valid JSON assumed).
+size_t skip_value(std::string_view text, size_t i) {
+  if (text[i] == '"') return skip_string(text, i);
+  if (text[i] != '{' && text[i] != '[') {
+    while (i < text.size() && text[i] != ',' && text[i] != '}' &&
+           text[i] != ']')
+      ++i;
+    return i;
+  }
+  int depth = 0;
+  while (i < text.size()) {
+    char c = text[i];
+    if (c == '"') {
+      i = skip_string(text, i);
+      continue;
+    }
+    if (c == '{' || c == '[') ++depth;
+    if (c == '}' || c == ']') {
+      if (--depth == 0) return i + 1;
+    }
+    ++i;
+  }
+  return text.size();
+}
+
+size_t skip_space(std::string_view text, size_t i) {
+  while (i < text.size() && (text[i] == ' ' || text[i] == '\t' ||
+                             text[i] == '\n' || text[i] == '\r'))
+    ++i;
+  return i;
+}
+
+/// The text of member `name` of the JSON object `text` (valid JSON
+/// assumed; a key written with escapes is not recognized), or "".
+std::string_view member_text(std::string_view text, std::string_view name) {
+  auto i = skip_space(text, 0);
+  if (i >= text.size() || text[i] != '{') return {};
+  i = skip_space(text, i + 1);
+  while (i < text.size() && text[i] == '"') {
+    auto key_end = skip_string(text, i);
+    auto key = text.substr(i + 1, key_end - i - 2);
+    i = skip_space(text, key_end);
+    if (i >= text.size() || text[i] != ':') return {};
+    i = skip_space(text, i + 1);
+    if (i >= text.size()) return {};
+    auto end = skip_value(text, i);
+    if (key == name) return text.substr(i, end - i);
+    i = skip_space(text, end);
+    if (i < text.size() && text[i] == ',') i = skip_space(text, i + 1);
+  }
+  return {};
+}
+
+} // namespace
+
+result<feed_page_text> scan_feed_page(std::string_view body) {
+  // Checked first (one pass, no allocation; nlohmann for what the scanner
+  // does not follow), so that the scans below may assume valid JSON.
+  if (!is_json_object_text(body) && !nlohmann::json::accept(body))
+    return problem{"the change-feed page is not a JSON object"};
+  feed_page_text out;
+  out.documents = member_text(body, "Documents");
+  if (out.documents.empty() || out.documents.front() != '[')
+    return problem{"a change-feed page without a Documents array"};
+  auto docs = out.documents;
+  auto i = skip_space(docs, 1);
+  while (i < docs.size() && docs[i] != ']') {
+    auto end = skip_value(docs, i);
+    std::optional<int64_t> lsn;
+    if (docs[i] == '{') {
+      auto v = member_text(docs.substr(i, end - i), "_lsn");
+      if (!v.empty()) lsn = feed_lsn_of(v);
+    }
+    out.lsns.push_back(lsn);
+    i = skip_space(docs, end);
+    if (i < docs.size() && docs[i] == ',') i = skip_space(docs, i + 1);
+  }
+  return out;
 }
 
 result<change_feed_state> change_feed_state::fresh(const feed_scope& scope,
@@ -347,29 +442,22 @@ bool change_feed_state::advance_front(const std::string& etag) {
   return false;
 }
 
-result<feed_page_effect>
-change_feed_state::on_page(const std::string& etag, nlohmann::json& documents) {
+result<feed_page_effect> change_feed_state::on_page(
+    const std::string& etag, const std::vector<std::optional<int64_t>>& lsns) {
   if (etag.empty())
     return problem{"a change-feed page came without an etag, so the feed "
                    "could not continue after it"};
   feed_page_effect e;
-  if (auto at = feed_lsn_of(cursors_.front().etag); at && documents.is_array()) {
-    auto& docs = documents.get_ref<nlohmann::json::array_t&>();
-    auto keep = std::remove_if(docs.begin(), docs.end(), [&](const auto& d) {
-      if (!d.is_object()) return false;
-      auto lsn = d.find("_lsn");
-      if (lsn == d.end()) return false;
-      std::optional<int64_t> n;
-      if (lsn->is_number_integer())
-        n = lsn->template get<int64_t>();
-      else if (lsn->is_string())
-        n = feed_lsn_of(lsn->template get<std::string>());
-      return n && *n <= *at;
-    });
-    e.dropped = static_cast<size_t>(docs.end() - keep);
-    docs.erase(keep, docs.end());
+  if (auto at = feed_lsn_of(cursors_.front().etag)) {
+    for (size_t i = 0; i < lsns.size(); ++i) {
+      if (lsns[i] && *lsns[i] <= *at) {
+        if (e.drop.empty()) e.drop.resize(lsns.size(), false);
+        e.drop[i] = true;
+        ++e.dropped;
+      }
+    }
   }
-  e.kept = documents.is_array() ? documents.size() : 0;
+  e.kept = lsns.size() - e.dropped;
   e.held = advance_front(etag);
   cursors_.push_back(std::move(cursors_.front()));
   cursors_.pop_front();

@@ -37,9 +37,9 @@
 
 #include <cstdint>
 #include <deque>
-#include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace georoute {
@@ -82,11 +82,26 @@ struct feed_page_effect {
   size_t kept = 0;    ///< documents past the cursor's position
   size_t dropped = 0; ///< documents at or below it (a replay), not returned
   bool held = false;  ///< the page's etag was behind the cursor: kept its own
+  /// With `dropped`: which documents, by position in the page.
+  std::vector<bool> drop;
 };
+
+/// A change-feed page's body as read without building it: the text of its
+/// `Documents` array and each document's `_lsn` (std::nullopt when one has
+/// none, or is not an object).
+struct feed_page_text {
+  std::string_view documents;
+  std::vector<std::optional<int64_t>> lsns;
+};
+
+/// Reads a page's body: a check that it is one JSON object, then one scan
+/// that finds the array and each document's `_lsn` (nothing is built). A
+/// problem when the body is not a JSON object or has no `Documents` array.
+result<feed_page_text> scan_feed_page(std::string_view body);
 
 /// The parsed position of an etag: the LSN in `"46"` (also `46`, `W/"46"`);
 /// std::nullopt for anything else.
-std::optional<int64_t> feed_lsn_of(const std::string& etag);
+std::optional<int64_t> feed_lsn_of(std::string_view etag);
 
 /// True for an EPK bound: upper-case hex digits, at most 64 of them.
 bool is_epk_text(const std::string& text);
@@ -140,11 +155,13 @@ public:
   /// Starts a request: the count of 304s in a row begins again.
   void begin_request() { not_modified_in_a_row_ = 0; }
 
-  /// A 200 for the front cursor with `etag` and its `documents` (an array,
-  /// filtered in place): advances the cursor, moves it to the back.
-  /// A problem for a page without an etag.
-  result<feed_page_effect> on_page(const std::string& etag,
-                                   nlohmann::json& documents);
+  /// A 200 for the front cursor with `etag` and the `_lsn` of each of its
+  /// documents: says which ones are replays (at or below the cursor's
+  /// position), advances the cursor and moves it to the back. A problem
+  /// for a page without an etag.
+  result<feed_page_effect>
+  on_page(const std::string& etag,
+          const std::vector<std::optional<int64_t>>& lsns);
 
   /// A 304 for the front cursor: the same without documents. A problem for
   /// a 304 without an etag (a feed that starts now would otherwise send "*"

@@ -13,6 +13,8 @@
 #include "georoute/messages/error.hpp"
 #include "tests/actors/actor_fixture.hpp"
 
+#include <nlohmann/json.hpp>
+
 namespace {
 
 using namespace georoute;
@@ -1159,4 +1161,21 @@ TEST_F(RouterFeed, CallerTimesOut_TheReadStillFailsOverAndEnds) {
   auto s = stats();
   EXPECT_EQ(s.live, 0u);
   EXPECT_EQ(log->got.size(), 1u);
+}
+
+TEST_F(RouterFeed, ARegionReplaysWhatWasRead_OnlyTheNewDocumentsComeBack) {
+  start_feed();
+  auto h = read_page("");
+  answer(0, feed_page(R"([{"id":"a","_lsn":5}])", "\"5\""));
+  auto first = page_of(h);
+  h = read_page(first.continuation);
+  ASSERT_EQ(http->count(), 2u);
+  EXPECT_EQ(last_read().second, "\"5\"");
+  // A region that behaves badly sends "a" again, with "b".
+  answer(1, feed_page(R"([{"id":"a","_lsn":5},{"id":"b","_lsn":6}])", "\"6\""));
+  auto second = page_of(h);
+  EXPECT_EQ(second.count, 1u);
+  auto docs = nlohmann::json::parse(second.documents);
+  ASSERT_EQ(docs.size(), 1u);
+  EXPECT_EQ(docs[0]["id"], "b");
 }

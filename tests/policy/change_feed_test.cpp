@@ -39,11 +39,8 @@ partition_key_range range(std::string id, std::string min, std::string max) {
   return r;
 }
 
-json docs(std::initializer_list<int64_t> lsns) {
-  auto a = json::array();
-  for (auto l : lsns)
-    a.push_back(json{{"id", "d" + std::to_string(l)}, {"_lsn", l}});
-  return a;
+std::vector<std::optional<int64_t>> docs(std::initializer_list<int64_t> lsns) {
+  return {lsns.begin(), lsns.end()};
 }
 
 // -- start positions ----------------------------------------------------------
@@ -257,8 +254,47 @@ TEST(ChangeFeedState, ReplayedDocuments_AreDropped_NewOnesKept) {
   ASSERT_TRUE(e.ok());
   EXPECT_EQ(e->kept, 1u);
   EXPECT_EQ(e->dropped, 2u);
-  ASSERT_EQ(again.size(), 1u);
-  EXPECT_EQ(again[0]["_lsn"], 6);
+  EXPECT_EQ(e->drop, (std::vector<bool>{true, true, false}));
+}
+
+TEST(ChangeFeedState, APageWithoutReplays_DropsNothing) {
+  auto st = fresh(whole());
+  auto first = docs({3});
+  ASSERT_TRUE(st.on_page("\"3\"", first).ok());
+  std::vector<std::optional<int64_t>> page{4, std::nullopt, 9};
+  auto e = st.on_page("\"9\"", page);
+  ASSERT_TRUE(e.ok());
+  EXPECT_EQ(e->kept, 3u);
+  EXPECT_EQ(e->dropped, 0u);
+  EXPECT_TRUE(e->drop.empty());
+}
+
+// -- reading a page's body ------------------------------------------------------
+
+TEST(ScanFeedPage, FindsTheArrayTextAndEachDocumentsLsn) {
+  std::string body =
+      R"({"_rid":"a\"Documents\"","Documents":[{"id":"x","_lsn":4,)"
+      R"("nested":{"_lsn":99,"Documents":[1]}},{"id":"y","_lsn":"7"},)"
+      R"({"id":"z"},5],"_count":4})";
+  auto page = georoute::scan_feed_page(body);
+  ASSERT_TRUE(page.ok()) << page.error().what;
+  EXPECT_EQ(page->lsns, (std::vector<std::optional<int64_t>>{
+                            4, 7, std::nullopt, std::nullopt}));
+  auto docs = json::parse(page->documents);
+  ASSERT_TRUE(docs.is_array());
+  EXPECT_EQ(docs.size(), 4u);
+  EXPECT_EQ(docs[0]["nested"]["_lsn"], 99);
+}
+
+TEST(ScanFeedPage, BadBodies_AreProblems) {
+  EXPECT_FALSE(georoute::scan_feed_page("").ok());
+  EXPECT_FALSE(georoute::scan_feed_page("{\"Documents\":[").ok());
+  EXPECT_FALSE(georoute::scan_feed_page(R"({"Docs":[]})").ok());
+  EXPECT_FALSE(georoute::scan_feed_page(R"({"x":{"Documents":[]}})").ok());
+  auto empty = georoute::scan_feed_page(R"({"Documents":[],"_count":0})");
+  ASSERT_TRUE(empty.ok());
+  EXPECT_EQ(empty->documents, "[]");
+  EXPECT_TRUE(empty->lsns.empty());
 }
 
 TEST(ChangeFeedState, AnswersWithoutAnEtag_AreProblems) {
