@@ -91,17 +91,23 @@ void restart(consumer_ptr self) {
   }
 }
 
+// A restart comes by the clock, whether pages succeed or fail; not while
+// the drill pauses or drains the consumer.
+bool restart_due(const consumer_state& st) {
+  return st.mode == consumer_mode::running &&
+         clock::now() - st.last_restart >= st.cfg.restart_every;
+}
+
 void on_page(consumer_ptr self, change_feed_page& page,
              clock::time_point sent) {
   auto& st = self->state;
   st.in_flight = false;
   auto& log = *st.cfg.log;
-  bool restart_due = st.mode == consumer_mode::running &&
-                     clock::now() - st.last_restart >= st.cfg.restart_every;
+  bool restarting = restart_due(st);
   // Every other restart drops the page that just came back: it was never
   // applied, so the checkpoint still points before it.
   bool discard = false;
-  if (restart_due) {
+  if (restarting) {
     std::lock_guard<std::mutex> guard{log.mtx};
     discard = log.restarts % 2 == 0;
     if (discard) ++log.pages_discarded;
@@ -118,7 +124,7 @@ void on_page(consumer_ptr self, change_feed_page& page,
       ++log.served_by[by->region.empty() ? by->endpoint : by->region];
     log.ranges = page.ranges;
   }
-  if (restart_due) {
+  if (restarting) {
     restart(self);
     read(self);
     return;
@@ -152,6 +158,9 @@ void on_failure(consumer_ptr self, const caf::error& e) {
     log.last_error = error_text(e);
     if (log.first_error.empty()) log.first_error = log.last_error;
   }
+  // Nothing was applied: the same continuation again, after a pause (from
+  // the checkpoint, on whichever site, when a restart is due meanwhile).
+  if (restart_due(st)) restart(self);
   schedule(self, st.cfg.retry_pause);
 }
 

@@ -17,9 +17,10 @@
 //   same continuation after a short pause, and counted.
 // - The checkpoint is the continuation of the last page applied, saved right
 //   after applying it. Caught up, the consumer waits a moment and asks again.
-// - It restarts like a process that was killed: every `restart_every` it
-//   drops what it holds beyond its checkpoint (every other time the page
-//   that just arrived, unapplied) and goes on from the checkpoint; every
+// - It restarts like a process that was killed: every `restart_every`
+//   (whether its pages succeed or fail) it drops what it holds beyond its
+//   checkpoint (every other time the page that just arrived, unapplied) and
+//   goes on from the checkpoint; every
 //   `elsewhere_every`-th time through another site's engine, which never saw
 //   the feed, so the continuation must resume anywhere.
 // - The ledger and the counters live in a `feed_log` shared with the drill,
@@ -51,7 +52,7 @@ struct feed_log {
   uint64_t pages_discarded = 0;    ///< arrived and dropped by a restart
   /// Pages applied, by the region that answered their last read.
   std::map<std::string, uint64_t> served_by;
-  uint32_t ranges = 0; ///< cursors of the last page applied
+  uint32_t ranges = 0;     ///< cursors of the last page applied
   std::string checkpoint;  ///< the continuation of the last page applied
   std::string first_error; ///< the first failed page's error, short
   std::string last_error;

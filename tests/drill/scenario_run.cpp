@@ -362,7 +362,7 @@ void scenario_run::start_workload() {
   }
   fc.home = std::min<size_t>(1, sites_.size() - 1);
   fc.collection_link = collection_link;
-  fc.deadline = opts_.deadline;
+  fc.deadline = deadline_; // the callers' (S6: shorter than a failover)
   if (world_.exclude_every_region) fc.excluded_regions = regions_;
   fc.log = feed_log_;
   feed_ = spawn_feed_consumer(*sys_, std::move(fc));
