@@ -1,13 +1,19 @@
 // The change-feed consumer's judging logic (feed_ledger.hpp): reading pages,
 // applying them, duplicates, order violations, and the comparison with the
-// collection's final state; and the report's feed section in the JSON.
+// collection's final state; the report's feed section in the JSON; and the
+// consumer actor itself against fake routers (retries, restarts, drain).
 
+#include "georoute/messages/error.hpp"
+#include "georoute/messages/types.hpp"
+#include "tests/drill/feed_consumer.hpp"
 #include "tests/drill/feed_ledger.hpp"
 #include "tests/drill/report.hpp"
 
+#include <caf/all.hpp>
 #include <functional>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
+#include <thread>
 
 namespace {
 
@@ -353,6 +359,159 @@ TEST(FeedReport, TableAndHtmlShowTheCounts) {
   EXPECT_NE(table.find("4 ranges at the end"), std::string::npos) << table;
   auto html = render_html(r);
   EXPECT_NE(html.find("change feed (read through East US)"), std::string::npos);
+}
+
+// -- the consumer actor
+// ---------------------------------------------------------
+
+// A feed that grows by one document every 2 ms up to `cap`, served by fake
+// routers that share it: the continuation is "c<position>", each page holds
+// up to 4 documents after the position, every third request fails.
+struct fake_feed {
+  std::mutex mtx;
+  std::chrono::steady_clock::time_point start =
+      std::chrono::steady_clock::now();
+  int cap = 200;
+  struct sent {
+    int router = 0;
+    std::string continuation;
+    bool failed = false;
+  };
+  std::vector<sent> requests;
+
+  int total() const {
+    auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                  std::chrono::steady_clock::now() - start)
+                  .count();
+    return static_cast<int>(std::min<int64_t>(cap, ms / 2));
+  }
+};
+
+georoute::router_actor::behavior_type
+fake_router(georoute::router_actor::pointer, int id,
+            std::shared_ptr<fake_feed> feed) {
+  using georoute::errc;
+  using georoute::make_error;
+  return {
+      [](georoute::route_atom,
+         georoute::data_request&) -> caf::result<georoute::data_response> {
+        return make_error(errc::validation_error, "not used here");
+      },
+      [id, feed](georoute::route_atom, georoute::change_feed_request& req)
+          -> caf::result<georoute::change_feed_page> {
+        std::lock_guard<std::mutex> guard{feed->mtx};
+        bool fail = (feed->requests.size() + 1) % 3 == 0;
+        feed->requests.push_back({id, req.continuation, fail});
+        if (fail) return make_error(errc::service_unavailable, "fake 503");
+        int at = req.continuation.empty()
+                     ? 0
+                     : std::stoi(req.continuation.substr(1));
+        int total = feed->total();
+        georoute::change_feed_page p;
+        auto docs = json::array();
+        for (int i = at + 1; i <= std::min(total, at + 4); ++i)
+          docs.push_back(
+              doc("d" + std::to_string(i), "p" + std::to_string(i % 3), i));
+        p.count = static_cast<uint32_t>(docs.size());
+        p.documents = docs.dump();
+        p.caught_up = docs.empty();
+        p.continuation =
+            "c" + std::to_string(at + static_cast<int>(docs.size()));
+        p.ranges = 2;
+        georoute::attempt_record a;
+        a.region = "R" + std::to_string(id);
+        p.diag.attempts.push_back(a);
+        return p;
+      },
+      [](georoute::feed_ranges_atom, std::string&)
+          -> caf::result<std::vector<georoute::partition_key_range>> {
+        return make_error(errc::validation_error, "not used here");
+      },
+      [](georoute::route_atom, georoute::document_request&)
+          -> caf::result<georoute::transport::outcome> {
+        return make_error(errc::validation_error, "not used here");
+      },
+      [](georoute::stats_atom) { return georoute::router_stats{}; },
+      [](georoute::metrics_atom) { return georoute::router_metrics{}; },
+  };
+}
+
+struct feed_system_config : caf::actor_system_config {
+  feed_system_config() { georoute::register_types(*this); }
+};
+
+// Failed pages are asked again from the same continuation, restarts resume
+// from the checkpoint (on either router), a page dropped by a restart is read
+// again, and nothing is applied twice or out of order; the drain ends once
+// caught up twice.
+TEST(FeedConsumer, RetriesRestartsAndDrain_EveryDocumentOnceInOrder) {
+  feed_system_config cfg;
+  caf::actor_system sys{cfg};
+  auto feed = std::make_shared<fake_feed>();
+  std::vector<georoute::router_actor> routers{sys.spawn(fake_router, 0, feed),
+                                              sys.spawn(fake_router, 1, feed)};
+  feed_consumer_setup setup;
+  for (const auto& r : routers)
+    setup.sites.push_back([r] { return r; });
+  setup.home = 0;
+  setup.collection_link = "dbs/d/colls/c";
+  setup.deadline = std::chrono::seconds{2};
+  setup.idle = std::chrono::milliseconds{2};
+  setup.retry_pause = std::chrono::milliseconds{2};
+  setup.restart_every = std::chrono::milliseconds{20};
+  setup.elsewhere_every = 2;
+  setup.log = std::make_shared<feed_log>();
+  auto log = setup.log;
+  auto consumer = spawn_feed_consumer(sys, setup);
+  auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds{20};
+  for (;;) {
+    {
+      std::lock_guard<std::mutex> guard{log->mtx};
+      if ((log->ledger.documents().size() == 200 && log->restarts >= 6 &&
+           log->pages_discarded >= 2 && log->restarts_elsewhere >= 2) ||
+          std::chrono::steady_clock::now() > give_up)
+        break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds{5});
+  }
+  EXPECT_TRUE(pause_feed_consumer(sys, consumer, std::chrono::seconds{5}));
+  EXPECT_TRUE(drain_feed_consumer(sys, consumer, std::chrono::milliseconds{0},
+                                  std::chrono::seconds{5}));
+  caf::anon_send_exit(consumer, caf::exit_reason::user_shutdown);
+  for (const auto& r : routers)
+    caf::anon_send_exit(r, caf::exit_reason::user_shutdown);
+
+  std::lock_guard<std::mutex> guard{log->mtx};
+  const auto& c = log->ledger.counts();
+  EXPECT_EQ(log->ledger.documents().size(), 200u);
+  EXPECT_EQ(c.documents, 200u);
+  EXPECT_EQ(c.duplicates, 0u) << c.duplicate_example;
+  EXPECT_EQ(c.order_violations, 0u) << c.order_example;
+  EXPECT_GE(log->restarts, 6u);
+  EXPECT_GE(log->restarts_elsewhere, 2u);
+  EXPECT_GE(log->pages_discarded, 2u);
+  EXPECT_GT(log->failed_pages, 0u);
+  EXPECT_EQ(log->checkpoint, "c200");
+  EXPECT_NE(log->first_error.find("fake 503"), std::string::npos)
+      << log->first_error;
+  EXPECT_GT(log->served_by["R0"], 0u);
+  EXPECT_GT(log->served_by["R1"], 0u);
+  std::lock_guard<std::mutex> feed_guard{feed->mtx};
+  const auto& sent = feed->requests;
+  ASSERT_GT(sent.size(), 10u);
+  // A failed page changed nothing: the next request carries its
+  // continuation again; and a position never goes back.
+  auto position = [](const std::string& t) {
+    return t.empty() ? 0 : std::stoi(t.substr(1));
+  };
+  for (size_t i = 0; i + 1 < sent.size(); ++i) {
+    if (sent[i].failed) {
+      EXPECT_EQ(sent[i + 1].continuation, sent[i].continuation) << i;
+    }
+    EXPECT_LE(position(sent[i].continuation),
+              position(sent[i + 1].continuation))
+        << i;
+  }
 }
 
 } // namespace
