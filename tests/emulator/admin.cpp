@@ -568,9 +568,9 @@ http_response dispatch(emulator& emu, const http_request& req) {
   if (parts.size() != 1) return not_found();
   // Everything below is POST with a JSON object body.
   static const char* post_only[] = {
-      "write-regions", "multi-write", "split",        "merge",
-      "region-lag",    "throughput",  "faults",       "replication-lag",
-      "clock-offset"};
+      "write-regions", "multi-write",     "split",
+      "merge",         "region-lag",      "throughput",
+      "faults",        "replication-lag", "clock-offset"};
   if (std::find(std::begin(post_only), std::end(post_only), top) ==
       std::end(post_only))
     return not_found();

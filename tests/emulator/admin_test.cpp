@@ -182,7 +182,8 @@ TEST_F(EmulatorAdmin, Split_ChildrenInPkranges) {
 
 TEST_F(EmulatorAdmin, Merge_OneRangeInPkranges_OldOnesGone) {
   create_collection();
-  auto o = admin("POST", "merge", R"({"db":"d","coll":"c","ranges":["1","0"]})");
+  auto o =
+      admin("POST", "merge", R"({"db":"d","coll":"c","ranges":["1","0"]})");
   ASSERT_EQ(o.status, 200) << o.body;
   auto merged = parse(o)["range"].get<std::string>();
   auto ranges = send("GET", west(), "/dbs/d/colls/c/pkranges");
@@ -201,16 +202,16 @@ TEST_F(EmulatorAdmin, Merge_OneRangeInPkranges_OldOnesGone) {
                 .rfind("ranges:", 0),
             0u)
       << "merged away already";
-  EXPECT_EQ(error_of(R"({"db":"d","coll":"c","ranges":["0"]})")
-                .rfind("ranges:", 0),
-            0u);
+  EXPECT_EQ(
+      error_of(R"({"db":"d","coll":"c","ranges":["0"]})").rfind("ranges:", 0),
+      0u);
   EXPECT_EQ(error_of(R"({"db":"d","coll":"c"})").rfind("ranges:", 0), 0u);
-  EXPECT_EQ(error_of(R"({"db":"d","coll":"x","ranges":["0","1"]})")
-                .rfind("coll:", 0),
-            0u);
-  EXPECT_EQ(error_of(R"({"db":"x","coll":"c","ranges":["0","1"]})")
-                .rfind("db:", 0),
-            0u);
+  EXPECT_EQ(
+      error_of(R"({"db":"d","coll":"x","ranges":["0","1"]})").rfind("coll:", 0),
+      0u);
+  EXPECT_EQ(
+      error_of(R"({"db":"x","coll":"c","ranges":["0","1"]})").rfind("db:", 0),
+      0u);
   EXPECT_EQ(error_of(R"({"db":"d","coll":"c","ranges":["0","1"],"x":1})")
                 .rfind("x:", 0),
             0u);

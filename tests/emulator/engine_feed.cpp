@@ -30,8 +30,8 @@ namespace {
 
 /// Where a read of the feed starts.
 struct feed_start {
-  int64_t after = 0;       ///< changes with a larger change LSN
-  bool from_now = false;   ///< `*`: after the region's watermark
+  int64_t after = 0;     ///< changes with a larger change LSN
+  bool from_now = false; ///< `*`: after the region's watermark
   std::optional<detail::time_point> since; ///< committed at or after
 };
 
@@ -111,12 +111,11 @@ read_epk_headers(const http_request& req) {
                           "x-ms-documentdb-partitionkeyrangeid");
   const auto& kind = req.header("x-ms-read-key-type");
   if (detail::lower(kind) != "effectivepartitionkeyrange")
-    return error_response(400, 0,
-                          "x-ms-start-epk and x-ms-end-epk need "
-                          "x-ms-read-key-type: EffectivePartitionKeyRange (got " +
-                              (kind.empty() ? std::string{"none"}
-                                            : "'" + kind + "'") +
-                              ")");
+    return error_response(
+        400, 0,
+        "x-ms-start-epk and x-ms-end-epk need "
+        "x-ms-read-key-type: EffectivePartitionKeyRange (got " +
+            (kind.empty() ? std::string{"none"} : "'" + kind + "'") + ")");
   auto start = epk_header(req.header("x-ms-start-epk"));
   if (!start)
     return error_response(400, 0,
@@ -246,11 +245,10 @@ http_response engine::state::change_feed(request_ctx& ctx,
     for (size_t i = 0; i < n; ++i) {
       const auto* v = changed[i];
       if (envelope) {
-        docs.push_back(
-            {{"current", v->body},
-             {"metadata",
-              {{"lsn", v->change_lsn},
-               {"crts", detail::unix_seconds(v->committed_at)}}}});
+        docs.push_back({{"current", v->body},
+                        {"metadata",
+                         {{"lsn", v->change_lsn},
+                          {"crts", detail::unix_seconds(v->committed_at)}}}});
       } else {
         auto body = v->body;
         body["_lsn"] = v->change_lsn;

@@ -2,8 +2,8 @@
 // replication lag, on the engine alone: requests handed to engine::handle
 // with explicit clock values (virtual time: no sockets, no sleeping).
 
-#include "tests/emulator/engine.hpp"
 #include "georoute/transport/auth.hpp"
+#include "tests/emulator/engine.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -50,8 +50,7 @@ protected:
   void make(engine_options o) {
     o.verify_auth = false;
     eng = std::make_unique<engine>(std::move(o));
-    ASSERT_EQ(send(west, "POST", "/dbs", json{{"id", "d"}}.dump()).status,
-              201);
+    ASSERT_EQ(send(west, "POST", "/dbs", json{{"id", "d"}}.dump()).status, 201);
     json coll{{"id", "c"},
               {"partitionKey",
                {{"paths", {"/pk"}}, {"kind", "Hash"}, {"version", 2}}}};
@@ -148,7 +147,8 @@ std::vector<std::string> sorted(std::vector<std::string> v) {
   return v;
 }
 
-// -- start positions ------------------------------------------------------------
+// -- start positions
+// ------------------------------------------------------------
 
 TEST_F(EngineFeed, FromBeginning_EveryLiveDocumentInChangeOrder) {
   for (int i = 0; i < 5; ++i)
@@ -240,8 +240,8 @@ TEST_F(EngineFeed, Etag_QuotedUnquotedOrWeak_MalformedIs400) {
     ASSERT_EQ(p.status, 200) << etag << ": " << p.error;
     EXPECT_EQ(p.ids, (std::vector<std::string>{"d2", "d3"})) << etag;
   }
-  for (const char* etag : {"abc", "-1", "\"\"", "\"3", "1.5",
-                           "99999999999999999999"}) {
+  for (const char* etag :
+       {"abc", "-1", "\"\"", "\"3", "1.5", "99999999999999999999"}) {
     auto p = feed({{"if-none-match", etag}});
     EXPECT_EQ(p.status, 400) << etag;
     EXPECT_NE(p.error.find("If-None-Match"), std::string::npos) << p.error;
@@ -251,7 +251,8 @@ TEST_F(EngineFeed, Etag_QuotedUnquotedOrWeak_MalformedIs400) {
   EXPECT_NE(p.error.find("If-Modified-Since"), std::string::npos) << p.error;
 }
 
-// -- pages ------------------------------------------------------------------------
+// -- pages
+// ------------------------------------------------------------------------
 
 TEST_F(EngineFeed, MaxItemCount_PagesInOrderWithoutLossOrRepeat) {
   std::vector<std::string> want;
@@ -323,7 +324,8 @@ TEST_F(EngineFeed, WireFormatHeader_ItemsInTheEnvelope) {
                 .count());
 }
 
-// -- scope --------------------------------------------------------------------------
+// -- scope
+// --------------------------------------------------------------------------
 
 TEST_F(EngineFeed, PartitionKeyScope_OnlyThatPartition) {
   write("a", "p1");
@@ -474,7 +476,8 @@ TEST_F(EngineFeed, EpkHeaders_BadCombinations_400NamingTheHeader) {
   EXPECT_NE(ok.status, 400) << ok.error;
 }
 
-// -- modes ----------------------------------------------------------------------------
+// -- modes
+// ----------------------------------------------------------------------------
 
 TEST_F(EngineFeed, AllVersionsAndDeletes_400SaysItIsNotSupported) {
   write("a", "p1");
@@ -511,13 +514,14 @@ TEST_F(EngineFeed, WithoutAIm_ThePlainReadFeed) {
   EXPECT_TRUE(res.get("etag").empty());
 }
 
-// -- regions --------------------------------------------------------------------------
+// -- regions
+// --------------------------------------------------------------------------
 
 TEST_F(EngineFeed, LaggingRegion_ServesUpToItsWatermark_OlderVersions) {
   engine_options o;
   o.replication_lag = 5s;
   make(o);
-  write("a", "p1", 1, t0);            // change 1, East sees it at t0 + 5 s
+  write("a", "p1", 1, t0);             // change 1, East sees it at t0 + 5 s
   write("a", "p1", 2, t0 + 1s, "PUT"); // change 2, at t0 + 6 s
   // Before anything arrived: nothing, at watermark 0.
   auto early = feed({}, t0 + 1s, east);
@@ -589,9 +593,9 @@ TEST_F(EngineFeed, RegionLag_OnlyThatRegionLags_ReadsFeedsAndSessions) {
   EXPECT_EQ(read(east, "after", t0 + 6900ms).status, 404);
   EXPECT_EQ(read(east, "after", t0 + 7s).status, 200);
   // Session tokens follow: East cannot serve the writer's token yet.
-  auto session = read(east, "after", t0 + 2s,
-                      {{"x-ms-session-token", token},
-                       {"x-ms-consistency-level", "Session"}});
+  auto session = read(
+      east, "after", t0 + 2s,
+      {{"x-ms-session-token", token}, {"x-ms-consistency-level", "Session"}});
   EXPECT_EQ(session.status, 404);
   EXPECT_EQ(session.get("x-ms-substatus"), "1002");
   EXPECT_EQ(read(east, "after", t0 + 7s,
@@ -654,9 +658,11 @@ TEST_F(EngineFeed, RegionLag_LongerThanThePruneMargin_NothingFoldedTooSoon) {
   EXPECT_EQ(p.docs[1]["n"], 4);
 }
 
-// -- splits and merges ------------------------------------------------------------------
+// -- splits and merges
+// ------------------------------------------------------------------
 
-TEST_F(EngineFeed, Split_OldRangeIs410_ItsEtagOnEachChildLosesAndRepeatsNothing) {
+TEST_F(EngineFeed,
+       Split_OldRangeIs410_ItsEtagOnEachChildLosesAndRepeatsNothing) {
   std::vector<std::string> in_zero;
   for (int i = 0; i < 30; ++i) {
     auto id = "d" + std::to_string(i);
@@ -668,8 +674,8 @@ TEST_F(EngineFeed, Split_OldRangeIs410_ItsEtagOnEachChildLosesAndRepeatsNothing)
   // Half of range 0 read, then it splits.
   auto first = feed({{"x-ms-documentdb-partitionkeyrangeid", "0"},
                      {"x-ms-max-item-count", "3"}});
-  ASSERT_EQ(first.ids, std::vector<std::string>(in_zero.begin(),
-                                                in_zero.begin() + 3));
+  ASSERT_EQ(first.ids,
+            std::vector<std::string>(in_zero.begin(), in_zero.begin() + 3));
   auto children = eng->split_range("d", "c", "0");
   ASSERT_TRUE(children) << children.error().what;
   // Later changes in the parent's span, on both sides.
@@ -690,9 +696,8 @@ TEST_F(EngineFeed, Split_OldRangeIs410_ItsEtagOnEachChildLosesAndRepeatsNothing)
     EXPECT_FALSE(ids.empty()) << child;
     rest.insert(rest.end(), ids.begin(), ids.end());
   }
-  EXPECT_EQ(sorted(rest),
-            sorted(std::vector<std::string>(in_zero.begin() + 3,
-                                            in_zero.end())));
+  EXPECT_EQ(sorted(rest), sorted(std::vector<std::string>(in_zero.begin() + 3,
+                                                          in_zero.end())));
 }
 
 TEST_F(EngineFeed, Merge_ChildEtagOnTheMergedRangeWithEpkHeaders) {
@@ -740,8 +745,7 @@ TEST_F(EngineFeed, Merge_ChildEtagOnTheMergedRangeWithEpkHeaders) {
                      {"x-ms-start-epk", min0},
                      {"x-ms-end-epk", max0}},
                     zero_etag, 3);
-  std::vector<std::string> want(by_range["0"].begin() + 2,
-                                by_range["0"].end());
+  std::vector<std::string> want(by_range["0"].begin() + 2, by_range["0"].end());
   auto full0 = drain({{"x-ms-documentdb-partitionkeyrangeid", *merged},
                       {"x-ms-read-key-type", "EffectivePartitionKeyRange"},
                       {"x-ms-start-epk", min0},
@@ -815,7 +819,8 @@ TEST_F(EngineFeed, Merge_TheMergedRangeStartsAtTheLargerParentLsn) {
             *merged + ":0#" + std::to_string(max_lsn));
 }
 
-// -- faults ------------------------------------------------------------------------------
+// -- faults
+// ------------------------------------------------------------------------------
 
 TEST_F(EngineFeed, FaultRules_AFeedReadIsOperationFeedOfItsRange) {
   write("a", "p1");

@@ -140,9 +140,9 @@ result<bool> engine::state::check_rule(const fault_rule& rule) {
         return problem{"range: unknown range '" + rule.range_id + "' of " +
                        rule.collection + " (current: " + current + ")"};
       if (r->gone)
-        return problem{"range: range '" + rule.range_id + "' of " +
-                       rule.collection +
-                       " is gone: it split or merged (current: " + current + ")"};
+        return problem{
+            "range: range '" + rule.range_id + "' of " + rule.collection +
+            " is gone: it split or merged (current: " + current + ")"};
     }
   }
   if (rule.status < 100 || rule.status > 999)

@@ -62,7 +62,8 @@ constexpr int64_t default_page_size = 100;
 /// Extra replication delay per region index (engine::set_region_lag), as it
 /// was when a write committed. Shared by every write of that period; null
 /// when no region had any.
-using region_lags = std::shared_ptr<const std::vector<std::chrono::milliseconds>>;
+using region_lags =
+    std::shared_ptr<const std::vector<std::chrono::milliseconds>>;
 
 /// Where a write committed and when each region sees it: the origin at once,
 /// every other region at `visible_at` plus its extra lag at commit.

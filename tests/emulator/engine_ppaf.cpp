@@ -117,9 +117,9 @@ result<detail::pk_range*> engine::state::named_range(detail::collection& coll,
     return problem{"range: unknown range '" + id + "' of " + coll.name_path() +
                    " (current: " + quoted_list(current) + ")"};
   if (r->gone)
-    return problem{"range: range '" + id + "' of " + coll.name_path() +
-                   " is gone: it split or merged (current: " + quoted_list(current) +
-                   ")"};
+    return problem{
+        "range: range '" + id + "' of " + coll.name_path() +
+        " is gone: it split or merged (current: " + quoted_list(current) + ")"};
   return r;
 }
 

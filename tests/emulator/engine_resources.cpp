@@ -432,8 +432,8 @@ engine::state::split(detail::collection& coll, const std::string& range_id) {
 // -- merges ------------------------------------------------------------------
 
 result<std::string> engine::state::merge_pair(detail::collection& coll,
-                                         const std::string& left_id,
-                                         const std::string& right_id) {
+                                              const std::string& left_id,
+                                              const std::string& right_id) {
   auto current = [&] {
     std::string list;
     for (auto* r : current_ranges(coll))
@@ -491,9 +491,8 @@ result<std::string> engine::state::merge_pair(detail::collection& coll,
   // the merged range stays below the first of them it has not seen.
   merged.log = left->log;
   merged.log.insert(merged.log.end(), right->log.begin(), right->log.end());
-  std::stable_sort(
-      merged.log.begin(), merged.log.end(),
-      [](const auto& x, const auto& y) { return x.lsn < y.lsn; });
+  std::stable_sort(merged.log.begin(), merged.log.end(),
+                   [](const auto& x, const auto& y) { return x.lsn < y.lsn; });
   // A per-partition failover move survives only when both halves agree.
   if (left->write_region == right->write_region)
     merged.write_region = left->write_region;
