@@ -636,7 +636,8 @@ void feed_table(std::ostringstream& out, const feed_report& f) {
   std::string served;
   for (const auto& [region, n] : f.served_by)
     served += (served.empty() ? "" : ", ") + region + " " + std::to_string(n);
-  out << "<table class=\"kinds\">\n<tr><th>change feed (read through "
+  out << "<table class=\"kinds\" style=\"margin-top:12px\">\n"
+         "<tr><th>change feed (read through "
       << esc(f.site)
       << ")</th><th class=\"n\">pages</th><th class=\"n\">documents</th>"
          "<th class=\"n\">duplicates</th><th class=\"n\">order violations</th>"
