@@ -175,7 +175,8 @@ void on_failure(self_ptr self, caf::error& e) {
     auto copy = *d;
     take_diagnostics(st, copy);
   }
-  if (code_of(e) == errc::partition_range_gone && !st.feed->by_partition_key()) {
+  if (code_of(e) == errc::partition_range_gone &&
+      !st.feed->by_partition_key()) {
     if (++st.gone_in_a_row > max_gone_in_a_row)
       return fail(self, e,
                   "the range under [" + st.feed->front().min + ", " +
@@ -186,8 +187,8 @@ void on_failure(self_ptr self, caf::error& e) {
     ++st.diag.metadata_refreshes;
     return step(self);
   }
-  fail(self, e, "reading [" + st.feed->front().min + ", " +
-                    st.feed->front().max + ")");
+  fail(self, e,
+       "reading [" + st.feed->front().min + ", " + st.feed->front().max + ")");
 }
 
 void send_read(self_ptr self, const feed_target* where) {
@@ -286,8 +287,7 @@ std::optional<std::string>
 check_change_feed_request(const change_feed_request& req, int64_t now_ms) {
   auto link = normalize_collection_link(req.collection_link);
   auto what = "change feed of '" + req.collection_link + "': ";
-  if (!link)
-    return what + "not a collection link (dbs/{db}/colls/{coll})";
+  if (!link) return what + "not a collection link (dbs/{db}/colls/{coll})";
   if (req.max_item_count == 0 || req.max_item_count < -1)
     return what + "max_item_count " + std::to_string(req.max_item_count) +
            " must be positive, or -1 for the service's default";

@@ -273,15 +273,14 @@ feed_ranges(self_ptr self, const std::string& link) {
                       rp.deliver(make_error(
                           code_of(e) == errc::none ? errc::collaborator_down
                                                    : code_of(e),
-                          what + ": the partition-key ranges: " +
-                              context_of(e)));
+                          what +
+                              ": the partition-key ranges: " + context_of(e)));
                     });
           },
           [=](caf::error& e) mutable {
-            rp.deliver(make_error(code_of(e) == errc::none
-                                      ? errc::collaborator_down
-                                      : code_of(e),
-                                  what + ": the collection: " + context_of(e)));
+            rp.deliver(make_error(
+                code_of(e) == errc::none ? errc::collaborator_down : code_of(e),
+                what + ": the collection: " + context_of(e)));
           });
   return rp;
 }

@@ -5,6 +5,7 @@
 // private messages, and the functions each file offers the others. The
 // public interface is actors/router.hpp.
 
+#include "georoute/actors/change_feed_executor.hpp"
 #include "georoute/actors/collection_cache.hpp"
 #include "georoute/actors/home_thread.hpp"
 #include "georoute/actors/internal.hpp"
@@ -27,7 +28,6 @@
 #include "georoute/actors/policy/snapshot_holder.hpp"
 #include "georoute/actors/policy/write_copy.hpp"
 #include "georoute/actors/policy/write_tracking.hpp"
-#include "georoute/actors/change_feed_executor.hpp"
 #include "georoute/actors/query_executor.hpp"
 #include "georoute/actors/router.hpp"
 #include "georoute/actors/router_wire.hpp"

@@ -80,8 +80,8 @@ std::optional<std::string> validate(const data_request& req) {
                 !req.if_modified_since.empty()))
     return what() + "start_epk, end_epk and if_modified_since belong to "
                     "change-feed reads";
-  if (feed && req.range_id.empty() && (!req.start_epk.empty() ||
-                                       !req.end_epk.empty()))
+  if (feed && req.range_id.empty() &&
+      (!req.start_epk.empty() || !req.end_epk.empty()))
     return what() + "an EPK part (start_epk, end_epk) needs the range_id it "
                     "is part of";
   // A part may start at the lowest EPK, "", but always ends somewhere.
@@ -203,7 +203,8 @@ transport::request to_wire(const data_request& req, const wire_target& t) {
       r.headers.emplace_back("x-ms-documentdb-partitionkeyrangeid",
                              req.range_id);
     if (!req.end_epk.empty()) {
-      r.headers.emplace_back("x-ms-read-key-type", "EffectivePartitionKeyRange");
+      r.headers.emplace_back("x-ms-read-key-type",
+                             "EffectivePartitionKeyRange");
       r.headers.emplace_back("x-ms-start-epk", req.start_epk);
       r.headers.emplace_back("x-ms-end-epk", req.end_epk);
     }

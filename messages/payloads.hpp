@@ -44,7 +44,6 @@ struct routing_snapshot {
   std::string collection_rid;
 };
 
-
 /// A metadata request executed by the retry actor (loop mode): the actor
 /// resolves the endpoint, signs, sends, and consults the retry policy on every
 /// failure.
@@ -80,7 +79,6 @@ struct document_request {
   std::string partition_key_json; ///< "[\"p0\"]"; empty for cross-partition
   std::vector<std::string> excluded_regions;
 };
-
 
 /// Per-request options of a data-plane operation. Every field has a
 /// default that means "as configured".
@@ -549,9 +547,8 @@ typename Inspector::result_type inspect(Inspector& f, retry_stats& x) {
   return f(x.operations, x.attempts, x.retries, x.deadline_trips,
            x.policy_refusals, x.failover_decisions,
            x.failover_decisions_completed, x.decisions_after_deadline, x.marks,
-           x.refreshes, x.session_clears,
-           x.late_completions, x.live, x.stale_snapshots,
-           x.metadata_hedges_started, x.metadata_hedges_won,
+           x.refreshes, x.session_clears, x.late_completions, x.live,
+           x.stale_snapshots, x.metadata_hedges_started, x.metadata_hedges_won,
            x.metadata_hedges_refused, x.metadata_hedge_slots);
 }
 
@@ -563,8 +560,9 @@ typename Inspector::result_type inspect(Inspector& f, router_stats& x) {
            x.live, x.rejected_overloaded, x.deadlines_tracked,
            x.deadline_timers_pending, x.timers_armed, x.hedges_started,
            x.hedges_won, x.hedges_refused, x.hedges_on_evidence, x.hedge_charge,
-           x.late_answers, x.stale_snapshots, x.breaker_opened, x.breaker_probes, x.breaker_closed,
-           x.breaker_reopened, x.breaker_skips, x.breaker_tracked);
+           x.late_answers, x.stale_snapshots, x.breaker_opened,
+           x.breaker_probes, x.breaker_closed, x.breaker_reopened,
+           x.breaker_skips, x.breaker_tracked);
 }
 
 template <class Inspector>

@@ -323,9 +323,8 @@ result<change_feed_state> change_feed_state::resume(const std::string& token,
   std::vector<const feed_cursor*> sorted;
   for (const auto& c : st.cursors_)
     sorted.push_back(&c);
-  std::sort(sorted.begin(), sorted.end(), [](auto* a, auto* b) {
-    return epk_compare(a->min, b->min) < 0;
-  });
+  std::sort(sorted.begin(), sorted.end(),
+            [](auto* a, auto* b) { return epk_compare(a->min, b->min) < 0; });
   for (size_t i = 1; i < sorted.size(); ++i)
     if (epk_compare(sorted[i - 1]->max, sorted[i]->min) != 0)
       return bad("the cursors [" + sorted[i - 1]->min + ", " +
@@ -373,8 +372,8 @@ std::optional<problem> change_feed_state::bind(const std::string& rid) {
                  " (deleted and created again?): start a new feed"};
 }
 
-result<feed_target> change_feed_state::target(
-    const std::vector<partition_key_range>& overlapping) {
+result<feed_target>
+change_feed_state::target(const std::vector<partition_key_range>& overlapping) {
   auto& c = cursors_.front();
   std::vector<const partition_key_range*> hits;
   for (const auto& r : overlapping)
@@ -442,8 +441,9 @@ bool change_feed_state::advance_front(const std::string& etag) {
   return false;
 }
 
-result<feed_page_effect> change_feed_state::on_page(
-    const std::string& etag, const std::vector<std::optional<int64_t>>& lsns) {
+result<feed_page_effect>
+change_feed_state::on_page(const std::string& etag,
+                           const std::vector<std::optional<int64_t>>& lsns) {
   if (etag.empty())
     return problem{"a change-feed page came without an etag, so the feed "
                    "could not continue after it"};

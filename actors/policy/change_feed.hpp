@@ -60,7 +60,7 @@ struct feed_cursor {
 /// What a new feed reads and from where. Checked by `change_feed_state::
 /// fresh`.
 struct feed_scope {
-  std::string collection_link; ///< normalized "dbs/d/colls/c"
+  std::string collection_link;    ///< normalized "dbs/d/colls/c"
   std::string partition_key_json; ///< one logical partition, or ""
   std::string range_min;          ///< an EPK range, when range_max is set
   std::string range_max;
@@ -143,7 +143,8 @@ public:
   /// overlap it in EPK order: cuts it when it spans several (the front is
   /// then the first part) and says where its read goes. A problem when the
   /// ranges do not cover the cursor (a routing map with a hole).
-  result<feed_target> target(const std::vector<partition_key_range>& overlapping);
+  result<feed_target>
+  target(const std::vector<partition_key_range>& overlapping);
 
   /// The position headers of the front cursor's read: `If-None-Match` (its
   /// etag, or "*" for a feed that starts now and has none yet) and
@@ -169,9 +170,7 @@ public:
   result<feed_page_effect> on_not_modified(const std::string& etag);
 
   /// Every cursor answered 304 in a row since `begin_request`.
-  bool caught_up() const {
-    return not_modified_in_a_row_ >= cursors_.size();
-  }
+  bool caught_up() const { return not_modified_in_a_row_ >= cursors_.size(); }
 
   /// The continuation of the feed as it stands.
   std::string continuation() const;

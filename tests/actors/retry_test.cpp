@@ -31,8 +31,8 @@ fake_router_actor::behavior_type fake_router(fake_router_actor::pointer self,
       [](route_atom, change_feed_request&) -> caf::result<change_feed_page> {
         return make_error(errc::validation_error, "not used here");
       },
-      [](feed_ranges_atom, std::string&)
-          -> caf::result<std::vector<partition_key_range>> {
+      [](feed_ranges_atom,
+         std::string&) -> caf::result<std::vector<partition_key_range>> {
         return make_error(errc::validation_error, "not used here");
       },
       [=](route_atom, document_request&) -> caf::result<transport::outcome> {
@@ -79,8 +79,7 @@ protected:
     lo.preferred_regions = {"West US", "East US", "North Europe"};
     locations = spawn_location_cache(sys, lo);
     self->send(locations, account_atom_v, three_region_account());
-    if (with_endpoints)
-      endpoints = sys.spawn(fake_endpoint_manager, refreshes);
+    if (with_endpoints) endpoints = sys.spawn(fake_endpoint_manager, refreshes);
     router = sys.spawn(fake_router, routed);
     retry = spawn_retry(sys, cfg, {locations, endpoints, http, router, {}, {}});
     run();
@@ -600,8 +599,8 @@ TEST_F(Retry, RewiringWithNoLocationCache_KeepsTheCache) {
   router = sys.spawn(fake_router, routed);
   retry_config cfg;
   cfg.metadata_hedge.max_concurrent = 0; // not hedged
-  retry = spawn_retry(sys, cfg,
-                      {locations, endpoints, http, router, {}, self->address()});
+  retry = spawn_retry(
+      sys, cfg, {locations, endpoints, http, router, {}, self->address()});
   run();
   engine_wiring w;
   w.supervisor = self->address();
