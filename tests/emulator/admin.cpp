@@ -61,13 +61,16 @@
 //   POST   /_emulator/ppaf/clear             {"db":"d","coll":"c","range":"0"}
 //                                            -> {"cleared":true|false}: back
 //                                            to the account write region
+//   .../bulk-op-faults, ops-budget, bulk-response-cap, counters/kinds,
+//   counters/ops, documents/{db}/{coll}: batch and bulk (admin_bulk.cpp)
 //
 // Region names in paths are percent-encoded ("West%20US"). Success is 200
 // with a JSON body; a bad request is 400 {"error":"<field>: <why>"}; an
 // unknown path 404, a known path with the wrong method 405.
 
-#include "tests/emulator/server.hpp"
 #include "georoute/transport/url.hpp"
+#include "tests/emulator/admin_json.hpp"
+#include "tests/emulator/server.hpp"
 
 #include <algorithm>
 #include <cstdint>
@@ -81,102 +84,7 @@ namespace georoute::emulator {
 
 namespace {
 
-using json = nlohmann::json;
-
-http_response reply(int status, const json& body) {
-  http_response r;
-  r.status = status;
-  r.set("content-type", "application/json");
-  r.body = body.dump();
-  return r;
-}
-
-http_response bad(const std::string& what) {
-  return reply(400, json{{"error", what}});
-}
-
-http_response ok() {
-  return reply(200, json{{"ok", true}});
-}
-
-std::vector<std::string> split_path(std::string_view path) {
-  std::vector<std::string> out;
-  size_t pos = 0;
-  while (pos <= path.size()) {
-    auto next = path.find('/', pos);
-    if (next == std::string_view::npos) next = path.size();
-    if (next > pos) out.emplace_back(path.substr(pos, next - pos));
-    pos = next + 1;
-  }
-  return out;
-}
-
-/// Parses the body as a JSON object; an empty body is `{}`.
-result<json> object_body(const http_request& req) {
-  if (req.body.find_first_not_of(" \t\r\n") == std::string::npos)
-    return json::object();
-  auto j = json::parse(req.body, nullptr, false);
-  if (j.is_discarded()) return problem{"body: not valid JSON"};
-  if (!j.is_object()) return problem{"body: expected a JSON object"};
-  return j;
-}
-
-/// Rejects members other than `allowed`, so a typo is not silently ignored.
-result<bool> only(const json& j, std::initializer_list<const char*> allowed) {
-  for (const auto& [k, v] : j.items())
-    if (std::none_of(allowed.begin(), allowed.end(),
-                     [&k = k](const char* a) { return k == a; })) {
-      std::string list;
-      for (const char* a : allowed)
-        list += (list.empty() ? "" : ", ") + std::string{a};
-      return problem{k + ": unknown field (allowed: " + list + ")"};
-    }
-  return true;
-}
-
-result<int64_t> get_int(const json& j, const char* field, int64_t min,
-                        int64_t max) {
-  auto i = j.find(field);
-  if (i == j.end()) return problem{std::string{field} + ": missing"};
-  if (!i->is_number_integer())
-    return problem{std::string{field} + ": expected an integer, got " +
-                   i->dump()};
-  auto v = i->get<int64_t>();
-  if (i->is_number_unsigned() && i->get<uint64_t>() > uint64_t(INT64_MAX))
-    v = INT64_MAX;
-  if (v < min || v > max)
-    return problem{std::string{field} + ": " + std::to_string(v) +
-                   " is outside [" + std::to_string(min) + ", " +
-                   std::to_string(max) + "]"};
-  return v;
-}
-
-result<std::string> get_string(const json& j, const char* field,
-                               bool required = true) {
-  auto i = j.find(field);
-  if (i == j.end()) {
-    if (required) return problem{std::string{field} + ": missing"};
-    return std::string{};
-  }
-  if (!i->is_string())
-    return problem{std::string{field} + ": expected a string, got " +
-                   i->dump()};
-  return i->get<std::string>();
-}
-
-result<double> get_number(const json& j, const char* field, double min,
-                          double max) {
-  auto i = j.find(field);
-  if (i == j.end()) return problem{std::string{field} + ": missing"};
-  if (!i->is_number())
-    return problem{std::string{field} + ": expected a number, got " +
-                   i->dump()};
-  auto v = i->get<double>();
-  if (!(v >= min && v <= max))
-    return problem{std::string{field} + ": " + i->dump() + " is outside [" +
-                   json(min).dump() + ", " + json(max).dump() + "]"};
-  return v;
-}
+using namespace admin_json;
 
 constexpr int64_t max_ms = int64_t{24} * 3600 * 1000;
 
@@ -281,7 +189,8 @@ json state_json(emulator& emu) {
           {"multi_write", multi},
           {"replication_lag_ms", opts.replication_lag.count()},
           {"region_lag_ms", region_lags_json(eng)},
-          {"ppaf", ppaf_json(eng)}};
+          {"ppaf", ppaf_json(eng)},
+          {"bulk", bulk_state_json(eng)}};
 }
 
 result<fault_rule> parse_fault(const json& j) {
@@ -308,12 +217,12 @@ result<fault_rule> parse_fault(const json& j) {
   std::transform(
       f.method.begin(), f.method.end(), f.method.begin(),
       [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
-  static const char* ops[] = {"",           "read", "write",  "query",
-                              "query_plan", "feed", "account"};
+  static const char* ops[] = {"",     "read",    "write", "query", "query_plan",
+                              "feed", "account", "patch", "batch", "bulk"};
   if (std::find(std::begin(ops), std::end(ops), f.operation) == std::end(ops))
     return problem{"operation: '" + f.operation +
                    "' is not one of read, write, query, query_plan, feed, "
-                   "account"};
+                   "account, patch, batch, bulk"};
   if (j.contains("status")) {
     auto v = get_int(j, "status", 100, 999);
     if (!v) return v.error();
@@ -510,6 +419,7 @@ http_response dispatch(emulator& emu, const http_request& req) {
         405, json{{"error", req.target + " takes " + allowed + ", not " + m}});
   };
   if (parts.empty()) return not_found();
+  if (auto r = handle_bulk_admin(eng, parts, req)) return std::move(*r);
   const auto& top = parts[0];
 
   if (top == "regions" && parts.size() == 3)

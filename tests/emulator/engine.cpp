@@ -4,9 +4,9 @@
 
 #include "tests/emulator/engine.hpp"
 
-#include "tests/emulator/engine_impl.hpp"
 #include "georoute/transport/codecs.hpp"
 #include "georoute/transport/url.hpp"
+#include "tests/emulator/engine_impl.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -139,7 +139,7 @@ detail::served engine::state::serve(const std::string& arrived,
                           "the admin API /_emulator/ is served by the emulator "
                           "server, not by the engine");
 
-  request_ctx ctx{req, arrived, {}, 0, now, {}, false, {}, {}, 0, {}, {}};
+  request_ctx ctx{req, arrived, {}, 0, now, {}, false, {}, {}, {}, 0, {}, {}};
   if (arrived.empty()) {
     ctx.region = writer();
   } else {
@@ -187,16 +187,24 @@ detail::served engine::state::serve(const std::string& arrived,
     ctx.op = "query";
   else
     ctx.op = "write";
+  if (ctx.op == "write" && req.method == "PATCH")
+    ctx.kind = "patch";
+  else if (ctx.op == "write" && req.method == "POST" &&
+           detail::is_true(req.header("x-ms-cosmos-is-batch-request")))
+    ctx.kind = detail::is_true(req.header("x-ms-cosmos-batch-atomic")) ? "batch"
+                                                                       : "bulk";
   ctx.rid_based = n >= 2 && ctx.segs[0] == "dbs" &&
                   dbs.count(ctx.segs[1]) == 0 &&
                   db_by_rid.count(ctx.segs[1]) != 0;
 
-  if (auto denied = check_auth(ctx)) return std::move(*denied);
-  resolve_ranges(ctx);
   auto with_ranges = [&ctx](http_response res) {
-    return detail::served{std::move(res), std::move(ctx.collection),
-                          std::move(ctx.ranges)};
+    detail::served s{std::move(res), std::move(ctx.collection),
+                     std::move(ctx.ranges)};
+    s.kind = ctx.kind.empty() ? ctx.op : ctx.kind;
+    return s;
   };
+  if (auto denied = check_auth(ctx)) return with_ranges(std::move(*denied));
+  resolve_ranges(ctx);
   // A fault answers instead of serving, except a bare `truncate` rule and a
   // `delay` rule: those serve, then have the server cut or hold the answer.
   detail::fault_hit hit;
@@ -249,7 +257,9 @@ std::optional<detail::fault_hit> engine::state::check_faults(request_ctx& ctx) {
     if (!r.region.empty() && r.region != ctx.arrived) continue;
     if (!r.method.empty() && upper(r.method) != ctx.req.method) continue;
     if (!r.resource_type.empty() && r.resource_type != ctx.type) continue;
-    if (!r.operation.empty() && r.operation != ctx.op) continue;
+    if (!r.operation.empty() && r.operation != ctx.op &&
+        r.operation != ctx.kind)
+      continue;
     if (!r.path_contains.empty() &&
         ctx.req.target.find(r.path_contains) == std::string::npos)
       continue;
@@ -573,6 +583,7 @@ void engine::clear_faults() {
   {
     std::lock_guard<std::mutex> guard{state_->mutex};
     state_->faults.clear();
+    state_->op_faults.clear();
     if (!state_->holding_rules.empty()) notify = state_->lift_listener;
     state_->holding_rules.clear();
   }
@@ -599,6 +610,8 @@ void engine::reset_counters() {
   std::lock_guard<std::mutex> guard{state_->mutex};
   state_->counts.clear();
   state_->range_counts.clear();
+  state_->kind_counts.clear();
+  state_->op_counts.clear();
   state_->user_agents.clear();
 }
 

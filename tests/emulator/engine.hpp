@@ -8,7 +8,9 @@
 // What it models (issue 3): the account and its region lists, databases,
 // collections with hash partitioning v2 on one path, partition-key ranges with
 // splits, merges and the incremental pkranges feed, documents with CRUD and
-// etags, the change feed in latest-version mode (engine_feed.cpp), the SQL
+// etags, partial updates (PATCH), transactional batches and bulk requests
+// (engine_patch.cpp, engine_batch.cpp, engine_bulk.cpp), the change feed in
+// latest-version mode (engine_feed.cpp), the SQL
 // subset (sql.hpp) per partition and per range, query plans, replication
 // with a configurable lag (and extra lag per region) and vector session
 // tokens, write-region order and
@@ -69,6 +71,10 @@ struct engine_options {
   /// leaves it out of the account (the default), else true or false. See
   /// `engine::set_per_partition_failover`.
   std::optional<bool> per_partition_failover;
+  /// A bulk response holds at most this many bytes of operation results;
+  /// the operations past it answer 413/3402 unexecuted (the first operation
+  /// always runs). See `engine::set_bulk_response_cap`.
+  size_t bulk_response_cap_bytes = size_t{4} * 1024 * 1024;
 };
 
 /// A partition-key range whose writes the service moved to another region
@@ -142,7 +148,10 @@ struct fault_rule {
   std::string method; ///< "" = any, else "GET", "POST", ...
   std::string
       resource_type; ///< "" = any, else "", "dbs", "colls", "docs", "pkranges"
-  /// "" = any, else one of: read, write, query, query_plan, feed, account.
+  /// "" = any, else one of: read, write, query, query_plan, feed, account,
+  /// or one kind of write: patch (PATCH of a document), batch (a
+  /// transactional batch), bulk (a non-atomic batch); `write` matches those
+  /// three too.
   std::string operation;
   std::string path_contains; ///< "" = any
   int status = 503;
@@ -197,6 +206,68 @@ using range_counters = std::map<range_key, range_tally>;
 /// request held by a hang rule is never answered, so not counted here (see
 /// `range_tally::held`).
 using status_counters = std::map<std::string, std::map<int, uint64_t>>;
+
+/// Requests answered per region, kind and status. The kind is the finest
+/// the engine tells apart: account, read, write, query, query_plan, feed,
+/// or, for the writes that are one, patch, batch (transactional) and bulk.
+using kind_counters =
+    std::map<std::string, std::map<std::string, std::map<int, uint64_t>>>;
+
+/// The operations inside batch and bulk requests, by their own status.
+struct op_tally {
+  std::map<int, uint64_t> batch; ///< ops of transactional batches
+  std::map<int, uint64_t> bulk;  ///< ops of bulk requests
+};
+
+/// Per (region the request arrived at, collection, range): a batch under
+/// the range of its partition key, a bulk request under the range it names.
+using op_counters = std::map<range_key, op_tally>;
+
+/// An injected failure of single operations inside bulk requests (the
+/// non-atomic batches `x-ms-cosmos-batch-atomic: false`): each matching
+/// operation answers `status`/`substatus` (with `retryAfterMilliseconds`
+/// when `retry_after_ms` >= 0) in the response array, unexecuted, while the
+/// others run. Checked after the operation's range (410/1002) and before the
+/// ops budget. `engine::clear_faults` lifts these too.
+struct bulk_op_fault {
+  std::string region;     ///< "" = any; else the region the request arrived at
+  std::string collection; ///< "" = any, else "dbs/{db}/colls/{coll}"
+  std::string range_id;   ///< "" = any, else the range the request names
+  /// "" = any, else Create, Upsert, Read, Replace, Delete or Patch.
+  std::string operation_type;
+  int status = 429;
+  int substatus = 3200;
+  int64_t retry_after_ms = 100; ///< -1 = no retryAfterMilliseconds
+  int64_t count = -1;           ///< operations left to fail; -1 = unlimited
+};
+
+/// A budget of bulk operations per second for each partition-key range
+/// (what a bulk client's congestion control is measured against). Every
+/// matching range gets its own token bucket: `ops_per_second` tokens a
+/// second, holding at most `burst`. Each bulk operation addressed to the
+/// range takes one token when it runs; an operation that finds none answers
+/// 429/3200 with `retryAfterMilliseconds` = the time the bucket needs to
+/// earn a token for it, counting the operations turned away before it in
+/// the same request (so a request's retries come back spread out). The
+/// first matching budget applies (by id). Budgets are limits, like the
+/// request-unit throughput: `clear_faults` and the admin reset leave them.
+struct range_ops_budget {
+  std::string region;        ///< "" = every region
+  std::string collection;    ///< "" = every collection
+  std::string range_id;      ///< "" = every range (each its own bucket)
+  double ops_per_second = 0; ///< > 0
+  double burst = 0;          ///< bucket size in ops; 0 = ops_per_second, >= 1
+};
+
+/// One document as the write region holds it: the engine's record of how
+/// often it was written (to verify "applied exactly once").
+struct document_record {
+  std::string id;
+  std::string pk;      ///< the partition key as JSON, ["a"]
+  uint64_t writes = 0; ///< committed writes, every batch or bulk op counted
+  bool live = false;   ///< the latest version is not a delete
+  std::string etag;    ///< of the latest version
+};
 
 /// See the file comment.
 class engine {
@@ -272,9 +343,10 @@ public:
   //
   // On a single-write account the service may move the write primary of one
   // partition-key range to another region without an account failover. While
-  // moved, a document write (create, upsert, replace, delete: the emulator
-  // has no patch, stored procedures or batch) whose partition key falls in
-  // the range is accepted only by that region; every other region, the
+  // moved, a document write (create, upsert, replace, delete, patch, a
+  // transactional batch of that key, a bulk request naming the range; the
+  // emulator has no stored procedures) whose partition key falls in the
+  // range is accepted only by that region; every other region, the
   // account write region and the global endpoint included, answers 403/3
   // (WriteForbidden) as a non-write region always does. Writes to the other
   // ranges go to the account write region as usual. A write accepted by the
@@ -341,6 +413,27 @@ public:
   void remove_fault(uint64_t id);
   /// Lifts every rule and releases every request held by one.
   void clear_faults();
+  /// Adds a failure of single bulk operations (see bulk_op_fault), checked
+  /// like `add_checked_fault`: the problem starts with the field's name.
+  result<uint64_t> add_bulk_op_fault(bulk_op_fault rule);
+  /// Lifts one (`clear_faults` lifts them all).
+  void remove_bulk_op_fault(uint64_t id);
+  /// Every bulk-op fault in force, by id.
+  std::map<uint64_t, bulk_op_fault> bulk_op_faults() const;
+
+  /// Adds a per-range budget of bulk operations (see range_ops_budget);
+  /// the problem starts with the field's name.
+  result<uint64_t> add_ops_budget(range_ops_budget budget);
+  /// Lifts one budget; false when there was none with this id.
+  bool remove_ops_budget(uint64_t id);
+  /// Lifts every budget.
+  void clear_ops_budgets();
+  /// Every budget in force, by id.
+  std::map<uint64_t, range_ops_budget> ops_budgets() const;
+
+  /// See `engine_options::bulk_response_cap_bytes`; at least 1.
+  void set_bulk_response_cap(size_t bytes);
+
   /// Called after a lift that may release held requests, outside the
   /// engine's lock: with the rule's id (`remove_fault`) or std::nullopt for
   /// every rule (`clear_faults`). The emulator's servers set it at start.
@@ -351,9 +444,18 @@ public:
   status_counters counters() const;
   /// Document requests per (region, collection, range); see range_counters.
   range_counters counters_by_range() const;
+  /// Requests per region, kind (patch, batch and bulk among them) and status.
+  kind_counters counters_by_kind() const;
+  /// The operations of batch and bulk requests by their own status.
+  op_counters counters_by_op() const;
+  /// Every document ever written to `dbs/{db}/colls/{coll}` (deleted ones
+  /// too), in creation order, with its count of committed writes. Errors
+  /// start with the field: "db: ...", "coll: ...".
+  result<std::vector<document_record>> documents(const std::string& db,
+                                                 const std::string& coll) const;
   /// Requests per `User-Agent` value ("" for requests without one).
   std::map<std::string, uint64_t> user_agents() const;
-  /// Clears both kinds of counters and the User-Agent tally.
+  /// Clears every kind of counter and the User-Agent tally.
   void reset_counters();
   /// The account document as served by `GET /`.
   std::string account_json() const;

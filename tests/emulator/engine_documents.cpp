@@ -194,16 +194,17 @@ std::string engine::state::epk_of(const detail::collection& coll,
 }
 
 nlohmann::json engine::state::doc_json(const detail::collection& coll,
-                                       const detail::document& doc, json body,
+                                       const std::string& id,
+                                       const std::string& rid, json body,
                                        const std::string& etag,
                                        int64_t ts) const {
   for (const char* system :
        {"_rid", "_self", "_etag", "_attachments", "_ts", "_lsn"})
     body.erase(system);
-  body["id"] = doc.id;
-  body["_rid"] = doc.rid;
+  body["id"] = id;
+  body["_rid"] = rid;
   body["_self"] =
-      "dbs/" + coll.db_rid + "/colls/" + coll.rid + "/docs/" + doc.rid + "/";
+      "dbs/" + coll.db_rid + "/colls/" + coll.rid + "/docs/" + rid + "/";
   body["_etag"] = etag;
   body["_attachments"] = "attachments/";
   body["_ts"] = ts;
@@ -238,6 +239,7 @@ http_response engine::state::handle_docs(request_ctx& ctx,
     if (ctx.op == "query_plan") return query_plan(ctx, coll);
     if (ctx.op == "query") return query_docs(ctx, coll);
     if (auto gone = gone_range(ctx, coll)) return std::move(*gone);
+    if (ctx.kind == "batch" || ctx.kind == "bulk") return batch_docs(ctx, coll);
     return write_doc(ctx, coll, {});
   }
   if (auto gone = gone_range(ctx, coll)) return std::move(*gone);
@@ -255,7 +257,9 @@ http_response engine::state::handle_docs(request_ctx& ctx,
   }
   if (method == "GET") return read_doc(ctx, coll, id);
   if (method == "PUT" || method == "DELETE") return write_doc(ctx, coll, id);
-  return error_response(405, 0, "a document supports GET, PUT and DELETE");
+  if (method == "PATCH") return patch_doc(ctx, coll, id);
+  return error_response(405, 0,
+                        "a document supports GET, PUT, PATCH and DELETE");
 }
 
 // -- point reads -------------------------------------------------------------
@@ -315,146 +319,131 @@ http_response engine::state::write_doc(request_ctx& ctx,
   // The region must be the write region of the range (engine_ppaf.cpp).
   if (auto forbidden = check_write_region(ctx, coll))
     return std::move(*forbidden);
-  json body;
-  std::string id = url_id;
-  if (method != "DELETE") {
+  detail::item_op op;
+  op.id = url_id;
+  op.if_match = ctx.req.header("if-match");
+  if (method == "DELETE") {
+    op.kind = detail::op_kind::remove;
+  } else {
     auto parsed = detail::parse_body(ctx.req.body);
     if (!parsed) return error_response(400, 0, parsed.error().what);
-    body = std::move(*parsed);
-    if (!body.is_object())
-      return error_response(400, 0, "a document must be a JSON object");
-    auto i = body.find("id");
-    if (i == body.end() || !i->is_string() || i->get<std::string>().empty())
-      return error_response(400, 0,
-                            "The input content is invalid because the "
-                            "required properties - 'id; ' - are missing");
-    auto body_id = i->get<std::string>();
-    if (body_id.find_first_of("/\\?#") != std::string::npos ||
-        body_id.size() > 1023)
-      return error_response(400, 0,
-                            "the id '" + body_id +
-                                "' contains '/', '\\', '?' or '#' or is "
-                                "longer than 1023 characters");
-    if (method == "PUT" && body_id != url_id)
-      return error_response(400, 0,
-                            "the id in the body ('" + body_id +
-                                "') differs from the id in the path ('" +
-                                url_id + "')");
-    id = body_id;
+    op.body = std::move(*parsed);
+    // The body's own problems come before the header's.
+    if (auto bad = check_resource(coll, op.body, {}))
+      return error_response(bad->status, bad->substatus, bad->message);
+    if (method == "PUT")
+      op.kind = detail::op_kind::replace;
+    else if (detail::is_true(ctx.req.header("x-ms-documentdb-is-upsert")))
+      op.kind = detail::op_kind::upsert;
+    else
+      op.kind = detail::op_kind::create;
   }
   auto pk = header_pk(ctx, coll, true, false);
   if (auto* err = std::get_if<http_response>(&pk)) return std::move(*err);
   const auto& key = std::get<std::vector<pk_component>>(pk);
-  if (method != "DELETE") {
-    auto from_doc = detail::pk_from_document(body, coll.pk.paths);
-    if (!from_doc) return error_response(400, 0, from_doc.error().what);
-    if (*from_doc != key)
-      return error_response(400, 1001,
-                            "PartitionKey extracted from document " +
-                                detail::pk_text(*from_doc) +
-                                " doesn't match the one specified in the "
-                                "header " +
-                                detail::pk_text(key));
-  }
-  auto epk = epk_of(coll, key);
-  auto* range = range_of(coll, epk);
+  auto* range = range_of(coll, epk_of(coll, key));
   if (range == nullptr)
     return error_response(500, 0, "no range holds the partition key");
 
-  auto doc_key = std::make_pair(detail::pk_identity(key), id);
-  auto existing = coll.docs.find(doc_key);
-  const detail::doc_version* current =
-      existing == coll.docs.end()
-          ? nullptr
-          : view(existing->second, ctx.region_index, ctx.now);
-  bool alive = current != nullptr && !current->deleted;
-  const auto& if_match = ctx.req.header("if-match");
-  bool upsert = detail::is_true(ctx.req.header("x-ms-documentdb-is-upsert"));
-  int status = 200;
-  auto not_found = [&] {
-    auto res = error_response(404, 0,
-                              "Entity with the specified id does not exist in "
-                              "the system.");
-    add_doc_headers(res, coll);
-    return res;
-  };
-  auto precondition = [&] {
-    auto res =
-        error_response(412, 0,
-                       "Operation cannot be performed because one of "
-                       "the specified precondition is not met (if-match " +
-                           if_match + ", current etag " + current->etag + ").");
-    add_doc_headers(res, coll);
-    return res;
-  };
-  if (method == "POST" && !upsert) {
-    if (alive) {
-      auto res = error_response(409, 0,
-                                "Entity with the specified id already exists "
-                                "in the system.");
-      add_doc_headers(res, coll);
-      return res;
-    }
-    status = 201;
-  } else if (method == "POST") {
-    if (alive && !if_match.empty() && if_match != current->etag)
-      return precondition();
-    status = alive ? 200 : 201;
-  } else {
-    if (!alive) return not_found();
-    if (!if_match.empty() && if_match != current->etag) return precondition();
-    status = method == "DELETE" ? 204 : 200;
-  }
+  return point_write(ctx, coll, *range, op, key);
+}
 
-  // Commit in this region; the others see it after the lag.
-  if (existing == coll.docs.end()) {
-    detail::document doc;
-    doc.id = id;
-    doc.pk = key;
-    doc.epk = epk;
-    doc.seq = coll.next_doc_seq++;
-    std::string std_alphabet = coll.rid;
-    std::replace(std_alphabet.begin(), std_alphabet.end(), '-', '/');
-    auto bytes = transport::base64_decode(std_alphabet)
-                     .value_or(std::vector<unsigned char>(8, 0));
-    for (int i = 0; i < 8; ++i)
-      bytes.push_back(static_cast<unsigned char>(doc.seq >> (8 * i)));
-    doc.rid = detail::rid_text(bytes);
-    coll.doc_by_rid[doc.rid] = doc_key;
-    existing = coll.docs.emplace(doc_key, std::move(doc)).first;
+http_response engine::state::point_write(request_ctx& ctx,
+                                         detail::collection& coll,
+                                         detail::pk_range& range,
+                                         const detail::item_op& op,
+                                         const std::vector<pk_component>& key) {
+  detail::write_set ws;
+  auto r = run_op(ctx, coll, op, key, ws);
+  if (r.failed()) {
+    auto res = error_response(r.status, r.substatus, r.message);
+    add_doc_headers(res, coll);
+    return res;
   }
-  auto& doc = existing->second;
+  auto text = r.body == nullptr ? std::string{} : r.body->dump();
+  commit(ctx, coll, range, ws);
+  ctx.charge = 5 + static_cast<double>(text.size()) / 1024.0;
+  http_response res;
+  if (r.status == 204)
+    res.status = 204;
+  else
+    res = json_response(r.status, std::move(text));
+  res.set("etag", r.etag);
+  add_write_headers(res, ctx, coll, range);
+  return res;
+}
+
+void engine::state::add_write_headers(http_response& res,
+                                      const request_ctx& ctx,
+                                      const detail::collection& coll,
+                                      const detail::pk_range& range) const {
+  add_doc_headers(res, coll);
+  res.set("x-ms-session-token",
+          session_entry(range, ctx.region_index, ctx.now));
+  res.set("lsn", std::to_string(range.lsn));
+  res.set("x-ms-documentdb-partitionkeyrangeid", range.info.id);
+}
+
+std::string engine::state::doc_rid(const detail::collection& coll,
+                                   uint64_t seq) const {
+  std::string std_alphabet = coll.rid;
+  std::replace(std_alphabet.begin(), std_alphabet.end(), '-', '/');
+  auto bytes = transport::base64_decode(std_alphabet)
+                   .value_or(std::vector<unsigned char>(8, 0));
+  for (int i = 0; i < 8; ++i)
+    bytes.push_back(static_cast<unsigned char>(seq >> (8 * i)));
+  return detail::rid_text(bytes);
+}
+
+void engine::state::commit(request_ctx& ctx, detail::collection& coll,
+                           detail::pk_range& range, detail::write_set& ws) {
+  if (ws.empty()) return;
+  // One write: one entry in the range's log (one LSN, so the session token
+  // advances once) and one change LSN, whatever the number of documents.
   auto origin = ctx.region_index;
   detail::replicated seen;
   seen.origin = origin;
   seen.visible_at = ctx.now + opts.replication_lag;
   seen.extra = region_lag;
-  range->local_lsn.resize(regions.size(), 0);
+  range.local_lsn.resize(regions.size(), 0);
   detail::write_entry entry;
   static_cast<detail::replicated&>(entry) = seen;
-  entry.lsn = ++range->lsn;
-  entry.local_lsn = ++range->local_lsn[origin];
-  range->log.push_back(entry);
+  entry.lsn = ++range.lsn;
+  entry.local_lsn = ++range.local_lsn[origin];
+  range.log.push_back(entry);
   detail::change_entry change;
   static_cast<detail::replicated&>(change) = seen;
   change.change_lsn = ++coll.change_lsn;
   coll.changes.push_back(change);
 
-  detail::doc_version v;
-  static_cast<detail::replicated&>(v) = seen;
-  v.etag = new_etag();
-  v.lsn = entry.lsn;
-  v.change_lsn = change.change_lsn;
-  v.committed_at = ctx.now;
-  v.deleted = method == "DELETE";
-  if (!v.deleted)
-    v.body = doc_json(coll, doc, std::move(body), v.etag,
-                      detail::unix_seconds(ctx.now));
-  coll.by_change.emplace(v.change_lsn, &doc);
-  doc.versions.push_back(std::move(v));
-  auto stored_etag = doc.versions.back().etag;
-  auto text =
-      method == "DELETE" ? std::string{} : doc.versions.back().body.dump();
+  std::vector<detail::document*> written;
+  for (auto& w : ws.writes) {
+    auto existing = coll.docs.find(w.key);
+    if (existing == coll.docs.end()) {
+      detail::document doc;
+      doc.id = w.id;
+      doc.pk = w.pk;
+      doc.epk = w.epk;
+      doc.seq = w.seq;
+      doc.rid = w.rid;
+      coll.doc_by_rid[doc.rid] = w.key;
+      existing = coll.docs.emplace(w.key, std::move(doc)).first;
+    }
+    auto& doc = existing->second;
+    detail::doc_version v;
+    static_cast<detail::replicated&>(v) = seen;
+    v.etag = std::move(w.etag);
+    v.lsn = entry.lsn;
+    v.change_lsn = change.change_lsn;
+    v.committed_at = ctx.now;
+    v.deleted = w.deleted;
+    if (!v.deleted) v.body = std::move(w.body);
+    coll.by_change.emplace(v.change_lsn, &doc);
+    doc.versions.push_back(std::move(v));
+    doc.writes += w.ops;
+    written.push_back(&doc);
+  }
+  ws = {};
 
   // Fold what every region has seen for a while (a region with extra lag
   // sees a write later, and the write is kept until it has). A version goes
@@ -462,43 +451,31 @@ http_response engine::state::write_doc(request_ctx& ctx,
   // that replaced it: a lagging region's feed serves the collection as of
   // its watermark, and may still need the older one.
   auto horizon = ctx.now - detail::prune_margin;
-  while (!range->log.empty() && range->log.front().everywhere_at() <= horizon)
-    range->log.pop_front();
+  while (!range.log.empty() && range.log.front().everywhere_at() <= horizon)
+    range.log.pop_front();
   while (!coll.changes.empty() &&
          coll.changes.front().everywhere_at() <= horizon) {
     coll.change_floor = coll.changes.front().change_lsn;
     coll.changes.pop_front();
   }
-  size_t keep_from = 0;
-  for (size_t i = 0; i + 1 < doc.versions.size(); ++i)
-    if (doc.versions[i + 1].change_lsn <= coll.change_floor) keep_from = i + 1;
-  for (size_t i = 0; i < keep_from; ++i) {
-    auto [from, to] = coll.by_change.equal_range(doc.versions[i].change_lsn);
-    for (auto it = from; it != to; ++it)
-      if (it->second == &doc) {
-        coll.by_change.erase(it);
-        break;
-      }
+  for (auto* doc : written) {
+    size_t keep_from = 0;
+    for (size_t i = 0; i + 1 < doc->versions.size(); ++i)
+      if (doc->versions[i + 1].change_lsn <= coll.change_floor)
+        keep_from = i + 1;
+    for (size_t i = 0; i < keep_from; ++i) {
+      auto [from, to] = coll.by_change.equal_range(doc->versions[i].change_lsn);
+      for (auto it = from; it != to; ++it)
+        if (it->second == doc) {
+          coll.by_change.erase(it);
+          break;
+        }
+    }
+    if (keep_from > 0)
+      doc->versions.erase(doc->versions.begin(),
+                          doc->versions.begin() +
+                              static_cast<std::ptrdiff_t>(keep_from));
   }
-  if (keep_from > 0)
-    doc.versions.erase(doc.versions.begin(),
-                       doc.versions.begin() +
-                           static_cast<std::ptrdiff_t>(keep_from));
-
-  http_response res;
-  if (method == "DELETE") {
-    res.status = 204;
-    ctx.charge = 5;
-  } else {
-    ctx.charge = 5 + static_cast<double>(text.size()) / 1024.0;
-    res = json_response(status, std::move(text));
-  }
-  res.set("etag", stored_etag);
-  add_doc_headers(res, coll);
-  res.set("x-ms-session-token", session_entry(*range, origin, ctx.now));
-  res.set("lsn", std::to_string(range->lsn));
-  res.set("x-ms-documentdb-partitionkeyrangeid", range->info.id);
-  return res;
 }
 
 } // namespace georoute::emulator

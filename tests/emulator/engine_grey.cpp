@@ -100,13 +100,13 @@ result<bool> engine::state::check_rule(const fault_rule& rule) {
     return problem{"region: unknown region '" + rule.region +
                    "' (known: " + known + "; \"\" = every region)"};
   }
-  static const char* ops[] = {"",           "read", "write",  "query",
-                              "query_plan", "feed", "account"};
+  static const char* ops[] = {"",     "read",    "write", "query", "query_plan",
+                              "feed", "account", "patch", "batch", "bulk"};
   if (std::find(std::begin(ops), std::end(ops), rule.operation) ==
       std::end(ops))
     return problem{"operation: '" + rule.operation +
                    "' is not one of read, write, query, query_plan, feed, "
-                   "account"};
+                   "account, patch, batch, bulk"};
   if (!rule.range_id.empty() && rule.collection.empty())
     return problem{"range: range '" + rule.range_id +
                    "' needs its collection (\"dbs/{db}/colls/{coll}\")"};
@@ -190,7 +190,10 @@ result<bool> engine::state::check_rule(const fault_rule& rule) {
 
 void engine::state::count(const std::string& region, const detail::served& s,
                           bool held) {
-  if (!held) ++counts[region][s.res.status];
+  if (!held) {
+    ++counts[region][s.res.status];
+    ++kind_counts[region][s.kind.empty() ? "other" : s.kind][s.res.status];
+  }
   for (const auto& r : s.ranges) {
     auto& tally = range_counts[range_key{region, s.collection, r.id}];
     if (held)

@@ -4,8 +4,10 @@
 // engine.cpp (dispatch, auth, faults, throttling, topology),
 // engine_resources.cpp (databases, collections, pkranges, splits),
 // engine_documents.cpp (documents, replication, sessions) and
-// engine_query.cpp (queries, plans, feeds, paging) and engine_feed.cpp (the
-// change feed) share. Not installed.
+// engine_query.cpp (queries, plans, feeds, paging), engine_feed.cpp (the
+// change feed), engine_patch.cpp (item operations, PATCH), engine_batch.cpp
+// (transactional batches) and engine_bulk.cpp (bulk requests) share. Not
+// installed.
 //
 // Replication model. Every write appends a version to its document (body or
 // tombstone, origin region, `visible_at` = commit time + the lag in force at
@@ -24,8 +26,8 @@
 #include "georoute/actors/policy/epk.hpp"
 #include "georoute/actors/policy/model.hpp"
 #include "georoute/actors/policy/session_token.hpp"
-#include "tests/emulator/engine.hpp"
 #include "georoute/transport/auth.hpp"
+#include "tests/emulator/engine.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -40,6 +42,7 @@
 #include <random>
 #include <set>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <variant>
 #include <vector>
@@ -111,7 +114,13 @@ struct document {
   std::string rid;
   uint64_t seq = 0; ///< creation order, the order of feeds
   std::vector<doc_version> versions;
+  /// Committed writes, ever (each op of a batch or bulk request counts).
+  uint64_t writes = 0;
 };
+
+/// A document's key in its collection: (hashing encoding of the partition
+/// key, id).
+using doc_key = std::pair<std::string, std::string>;
 
 /// One write in a range's log.
 struct write_entry : replicated {
@@ -150,8 +159,7 @@ struct collection {
   uint64_t pk_etag = 1; ///< advanced on every split and merge
   long long next_range_id = 0;
   std::vector<pk_range> ranges; ///< all ranges ever, gone ones included
-  /// (hashing encoding of the partition key, id) -> document
-  std::map<std::pair<std::string, std::string>, document> docs;
+  std::map<doc_key, document> docs;
   std::map<std::string, std::pair<std::string, std::string>> doc_by_rid;
   uint64_t next_doc_seq = 1;
   /// The last change LSN handed out: every committed write takes the next.
@@ -203,7 +211,10 @@ struct request_ctx {
   time_point now;
   std::vector<std::string> segs; ///< decoded path segments
   bool rid_based = false;
-  std::string op;   ///< account | read | write | query | query_plan | feed
+  std::string op; ///< account | read | write | query | query_plan | feed
+  /// The kind of write: patch, batch, bulk; "" otherwise (fault rules and
+  /// counters tell them apart by it).
+  std::string kind;
   std::string type; ///< "", dbs, colls, docs, pkranges, ...
   double charge = 0;
   /// Document requests: the collection by name and the ranges the request
@@ -220,6 +231,7 @@ struct served {
   http_response res;
   std::string collection;
   std::vector<touched_range> ranges;
+  std::string kind; ///< the request's kind for the counters; "" = unknown
 };
 
 /// What a matching fault rule asks for.
@@ -253,6 +265,98 @@ struct query_scope {
   std::string end_epk;
   std::string identity; ///< for continuation hashes
   bool cross_partition = false;
+};
+
+/// One item operation: a point write, or one operation of a batch or bulk
+/// request (engine_patch.cpp runs them all).
+enum class op_kind { create, upsert, read, replace, remove, patch };
+
+struct item_op {
+  op_kind kind = op_kind::create;
+  /// read, replace, delete, patch: the target; create and upsert take the
+  /// id of `body` (replace checks that they agree).
+  std::string id;
+  json body; ///< create, upsert, replace: the document; patch: the spec
+  std::string if_match;
+  std::string if_none_match;
+};
+
+/// What one item operation did.
+struct op_result {
+  int status = 200;
+  int substatus = 0;
+  std::string message; ///< a failure's reason
+  std::string etag;
+  /// A success's document (a write's new version, a read's): valid until
+  /// the write set or the collection changes.
+  const json* body = nullptr;
+  double charge = 0; ///< before the size of the body
+  int64_t retry_after_ms = -1;
+  bool wrote = false; ///< staged a write
+  bool failed() const { return status >= 400; }
+};
+
+/// A write staged and not yet committed.
+struct staged_write {
+  doc_key key;
+  std::string id;
+  std::vector<pk_component> pk;
+  std::string epk;
+  uint64_t seq = 0; ///< a new document's creation number
+  std::string rid;
+  json body;
+  bool deleted = false;
+  std::string etag;
+  uint64_t ops = 0; ///< writes folded into this one
+};
+
+/// Writes staged in order: later operations see earlier ones, one entry per
+/// document (its last state).
+struct write_set {
+  std::vector<staged_write> writes;
+  std::map<doc_key, size_t> index;
+
+  staged_write* find(const doc_key& key) {
+    auto i = index.find(key);
+    return i == index.end() ? nullptr : &writes[i->second];
+  }
+  bool empty() const { return writes.empty(); }
+};
+
+/// Limits of a batch or bulk request.
+constexpr size_t max_batch_operations = 100;
+constexpr size_t max_batch_body_bytes = size_t{2} * 1024 * 1024;
+
+/// One operation of a batch or bulk body, as sent.
+struct batch_op {
+  std::string type; ///< operationType: Create, Upsert, Read, ...
+  item_op op;
+  /// `partitionKey`: a JSON string holding the key's array text.
+  std::optional<std::string> pk_text;
+};
+
+/// The operations of a batch or bulk body, or the whole request's 400
+/// (not a JSON array of operations, none or more than 100, an unknown
+/// operationType, a field of the wrong type) or 413 (over 2 MB).
+std::variant<std::vector<batch_op>, http_response>
+parse_batch_ops(const std::string& body);
+
+/// One element of a batch or bulk response: statusCode, requestCharge,
+/// eTag, resourceBody (a success's document unless `minimal` and a write),
+/// subStatusCode, retryAfterMilliseconds, message (a failure's reason).
+/// `charge` gets the operation's charge (a write's grows with its size).
+std::string op_result_text(const op_result& r, bool minimal, double& charge);
+
+/// `[a,b,...]` of JSON texts.
+std::string array_text(const std::vector<std::string>& items);
+
+/// Whether the request's `Prefer` header asks for return=minimal.
+bool prefers_minimal(const http_request& req);
+
+/// A token bucket of a range_ops_budget, per (region, collection, range).
+struct ops_bucket {
+  double tokens = 0;
+  time_point last{};
 };
 
 // -- helpers (engine_util.cpp) ------------------------------------------------
@@ -379,6 +483,14 @@ struct engine::state {
   std::function<void(std::optional<uint64_t>)> lift_listener;
   status_counters counts;
   range_counters range_counts;
+  kind_counters kind_counts;
+  op_counters op_counts;
+  std::map<uint64_t, bulk_op_fault> op_faults;
+  std::map<uint64_t, range_ops_budget> budgets;
+  /// (budget id, region index, collection, range id) -> its bucket.
+  std::map<std::tuple<uint64_t, size_t, std::string, std::string>,
+           detail::ops_bucket>
+      buckets;
   std::map<std::string, uint64_t> user_agents; // requests per User-Agent
   std::mt19937_64 fault_rng{0x6765'6f72'6f75'7465};
   std::mt19937_64 id_rng{0x656d'756c'6174'6f72};
@@ -499,10 +611,71 @@ struct engine::state {
             bool allow_prefix);
   std::string epk_of(const detail::collection& coll,
                      const std::vector<pk_component>& pk) const;
-  json doc_json(const detail::collection& coll, const detail::document& doc,
-                json body, const std::string& etag, int64_t ts) const;
+  json doc_json(const detail::collection& coll, const std::string& id,
+                const std::string& rid, json body, const std::string& etag,
+                int64_t ts) const;
+  /// The RID of the document with creation number `seq`.
+  std::string doc_rid(const detail::collection& coll, uint64_t seq) const;
+  /// Commits `ws` (documents of `range` only) as one write: one LSN of the
+  /// range, one change LSN, one log entry each, a version per document; then
+  /// folds what every region has seen. Nothing happens for an empty set.
+  void commit(request_ctx& ctx, detail::collection& coll,
+              detail::pk_range& range, detail::write_set& ws);
+
+  // -- engine_patch.cpp: item operations, PATCH ------------------------------
+
+  /// Runs `op` in the logical partition `key` against what `ws` staged,
+  /// else what the region sees, and stages its write in `ws`. Failures
+  /// stage nothing.
+  detail::op_result run_op(request_ctx& ctx, detail::collection& coll,
+                           const detail::item_op& op,
+                           const std::vector<pk_component>& key,
+                           detail::write_set& ws);
+  /// The checks of a document body against the partition key `key`; a 400
+  /// result when one fails.
+  std::optional<detail::op_result>
+  check_resource(const detail::collection& coll, const json& body,
+                 const std::vector<pk_component>& key) const;
+  /// PATCH .../docs/{id}.
+  http_response patch_doc(request_ctx& ctx, detail::collection& coll,
+                          const std::string& id);
+
+  // -- engine_batch.cpp, engine_bulk.cpp --------------------------------------
+
+  /// POST .../docs with x-ms-cosmos-is-batch-request: true.
+  http_response batch_docs(request_ctx& ctx, detail::collection& coll);
+  http_response transactional_batch(request_ctx& ctx, detail::collection& coll);
+  http_response bulk(request_ctx& ctx, detail::collection& coll);
+  /// The bulk-op fault for one operation, if one matches (its count taken).
+  std::optional<detail::op_result> bulk_op_fault_for(const request_ctx& ctx,
+                                                     const std::string& type,
+                                                     const std::string& range);
+  /// Takes a token of the ops budget of `range`; a 429 result when there is
+  /// none (`turned_away` counts the ones before it in this request).
+  std::optional<detail::op_result> take_op_token(const request_ctx& ctx,
+                                                 const detail::collection& coll,
+                                                 const std::string& range,
+                                                 int64_t& turned_away);
+  /// Gives back a token taken by take_op_token (an operation that did not
+  /// run after all).
+  void return_op_token(const request_ctx& ctx, const detail::collection& coll,
+                       const std::string& range);
+  /// Counts the operations of a batch or bulk request.
+  void count_ops(const request_ctx& ctx, const std::string& collection,
+                 const std::string& range, const std::vector<int>& statuses);
   void add_doc_headers(http_response& res,
                        const detail::collection& coll) const;
+  /// A write's answer headers: the document headers, the range's session
+  /// token, LSN and id.
+  void add_write_headers(http_response& res, const request_ctx& ctx,
+                         const detail::collection& coll,
+                         const detail::pk_range& range) const;
+  /// Runs the point write `op` (create, upsert, replace, delete, patch) in
+  /// `range` and answers it: the error, or the document (204 for a delete)
+  /// with its etag, session token and LSN.
+  http_response point_write(request_ctx& ctx, detail::collection& coll,
+                            detail::pk_range& range, const detail::item_op& op,
+                            const std::vector<pk_component>& key);
 
   // -- engine_query.cpp ------------------------------------------------------
 

@@ -8,10 +8,12 @@
 
 #include <algorithm>
 #include <chrono>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <random>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace georoute::emulator {
 
@@ -22,6 +24,17 @@ constexpr std::string_view admin_prefix = "/_emulator/";
 /// response, 400 `{"error": "..."}` naming the bad field, 404 for unknown
 /// paths. Never throws. Runs on an io thread of `emu`.
 http_response handle_admin(emulator& emu, const http_request& req);
+
+/// The admin paths of batch and bulk requests (admin_bulk.cpp): the answer,
+/// or std::nullopt when `parts` (the decoded path after /_emulator/) is not
+/// one of them.
+std::optional<http_response>
+handle_bulk_admin(engine& eng, const std::vector<std::string>& parts,
+                  const http_request& req);
+
+/// The bulk knobs for GET /_emulator/state: the response cap and the ops
+/// budgets.
+nlohmann::json bulk_state_json(engine& eng);
 
 /// `latency` moved by a uniform draw from [-jitter, +jitter], never below 0.
 inline std::chrono::milliseconds jittered(std::chrono::milliseconds latency,
