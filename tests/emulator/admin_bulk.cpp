@@ -12,7 +12,8 @@
 //   DELETE /_emulator/bulk-op-faults[/{id}]  (DELETE /_emulator/faults and
 //                                        /_emulator/reset lift them too)
 //   POST   /_emulator/ops-budget         {"region","collection","range",
-//                                        "ops_per_second":N,"burst":B} ->
+//                                        "ops_per_second":N,"burst":B,
+//                                        "spread":true} ->
 //                                        {"id":N}: bulk operations per second
 //                                        per range, the excess 429 with
 //                                        retryAfterMilliseconds (engine.hpp
@@ -111,8 +112,8 @@ json op_fault_json(uint64_t id, const bulk_op_fault& f) {
 }
 
 result<range_ops_budget> parse_budget(const json& j) {
-  if (auto r =
-          only(j, {"region", "collection", "range", "ops_per_second", "burst"});
+  if (auto r = only(j, {"region", "collection", "range", "ops_per_second",
+                        "burst", "spread"});
       !r)
     return r.error();
   range_ops_budget b;
@@ -127,6 +128,11 @@ result<range_ops_budget> parse_budget(const json& j) {
     if (!v) return v.error();
     b.burst = *v;
   }
+  if (auto i = j.find("spread"); i != j.end()) {
+    if (!i->is_boolean())
+      return problem{"spread: expected true or false, got " + i->dump()};
+    b.spread = i->get<bool>();
+  }
   return b;
 }
 
@@ -136,7 +142,8 @@ json budget_json(uint64_t id, const range_ops_budget& b) {
           {"collection", b.collection},
           {"range", b.range_id},
           {"ops_per_second", b.ops_per_second},
-          {"burst", b.burst}};
+          {"burst", b.burst},
+          {"spread", b.spread}};
 }
 
 json statuses_json(const std::map<int, uint64_t>& by_status) {

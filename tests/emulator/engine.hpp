@@ -246,17 +246,20 @@ struct bulk_op_fault {
 /// matching range gets its own token bucket: `ops_per_second` tokens a
 /// second, holding at most `burst`. Each bulk operation addressed to the
 /// range takes one token when it runs; an operation that finds none answers
-/// 429/3200 with `retryAfterMilliseconds` = the time the bucket needs to
-/// earn a token for it, counting the operations turned away before it in
-/// the same request (so a request's retries come back spread out). The
-/// first matching budget applies (by id). Budgets are limits, like the
-/// request-unit throughput: `clear_faults` and the admin reset leave them.
+/// 429/3200 with `retryAfterMilliseconds`: with `spread` (the default) the
+/// time the bucket needs to earn a token for it, counting the operations
+/// turned away before it in the same request (the k-th waits k tokens, so a
+/// request's retries come back spread out); without, the time to the next
+/// token, the same for every operation of the request. The first matching
+/// budget applies (by id). Budgets are limits, like the request-unit
+/// throughput: `clear_faults` and the admin reset leave them.
 struct range_ops_budget {
   std::string region;        ///< "" = every region
   std::string collection;    ///< "" = every collection
   std::string range_id;      ///< "" = every range (each its own bucket)
   double ops_per_second = 0; ///< > 0
   double burst = 0;          ///< bucket size in ops; 0 = ops_per_second, >= 1
+  bool spread = true;        ///< see above
 };
 
 /// One document as the write region holds it: the engine's record of how

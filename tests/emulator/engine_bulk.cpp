@@ -102,12 +102,12 @@ engine::state::take_op_token(const request_ctx& ctx,
       bucket.tokens -= 1;
       return std::nullopt;
     }
-    // The k-th operation turned away in this request waits for the k-th
-    // token to come.
+    // Spread: the k-th operation turned away in this request waits for the
+    // k-th token to come; else every one for the next token.
     ++turned_away;
+    auto needed = b.spread ? static_cast<double>(turned_away) : 1.0;
     auto wait = static_cast<int64_t>(
-        std::ceil((static_cast<double>(turned_away) - bucket.tokens) /
-                  b.ops_per_second * 1000.0));
+        std::ceil((needed - bucket.tokens) / b.ops_per_second * 1000.0));
     char rate[32];
     std::snprintf(rate, sizeof rate, "%g", b.ops_per_second);
     return refusal(429, 3200,

@@ -271,6 +271,21 @@ TEST_F(EngineBulk, OpsBudget_ExcessOps429_RetryAfterFromTheBudget_PerRange) {
   EXPECT_EQ(json::parse(res.body)[5]["retryAfterMilliseconds"], 100);
   // Lifted: everything runs.
   EXPECT_TRUE(eng->remove_ops_budget(*id));
+  // Not spread: every operation turned away waits for the next token.
+  emulator::range_ops_budget flat;
+  flat.ops_per_second = 10;
+  flat.spread = false;
+  flat.range_id = r1;
+  flat.collection = "dbs/d/colls/c";
+  auto flat_id = eng->add_ops_budget(flat);
+  ASSERT_TRUE(flat_id);
+  res = bulk(r1, creates(r1, 12, "flat"), {}, west, t0 + 500ms);
+  auto flat_results = json::parse(res.body);
+  ASSERT_EQ(flat_results.size(), 12u);
+  EXPECT_EQ(flat_results[10]["statusCode"], 429) << res.body;
+  EXPECT_EQ(flat_results[10]["retryAfterMilliseconds"], 100) << res.body;
+  EXPECT_EQ(flat_results[11]["retryAfterMilliseconds"], 100) << res.body;
+  EXPECT_TRUE(eng->remove_ops_budget(*flat_id));
   EXPECT_EQ(bulk(r0, creates(r0, 20, "free"), {}, west, t0 + 500ms).status,
             200);
   // A scoped budget: only that range.
