@@ -170,7 +170,7 @@ struct collection {
   int64_t change_floor = 0;
   /// Change LSN -> the document whose version took it, for every version
   /// still kept (the change feed walks it from a position upwards). A
-  /// multimap: a group of writes may one day share an LSN.
+  /// multimap: the writes of a transactional batch share one LSN.
   std::multimap<int64_t, document*> by_change;
 
   std::string name_path() const { return "dbs/" + db_id + "/colls/" + id; }
