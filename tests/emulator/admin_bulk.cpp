@@ -84,18 +84,8 @@ result<bulk_op_fault> parse_op_fault(const json& j) {
     (std::string_view{field} == "status" ? f.status : f.substatus) =
         static_cast<int>(*v);
   }
-  if (j.contains("retry_after_ms")) {
-    auto v = get_int(j, "retry_after_ms", -1, max_ms);
-    if (!v) return v.error();
-    f.retry_after_ms = *v;
-  }
-  if (j.contains("count")) {
-    auto v = get_int(j, "count", -1, INT64_MAX);
-    if (!v) return v.error();
-    if (*v == 0)
-      return problem{"count: 0 would never match (use -1 for unlimited)"};
-    f.count = *v;
-  }
+  if (auto r = read_retry_and_count(j, max_ms, f.retry_after_ms, f.count); !r)
+    return r.error();
   return f;
 }
 

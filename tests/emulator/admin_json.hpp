@@ -114,4 +114,25 @@ inline result<double> get_number(const json& j, const char* field, double min,
   return v;
 }
 
+/// The optional "retry_after_ms" (-1 = none, up to `max_ms`) and "count"
+/// (-1 = unlimited, never 0) of a fault rule, into `retry_after_ms` and
+/// `count` when present.
+inline result<bool> read_retry_and_count(const json& j, int64_t max_ms,
+                                         int64_t& retry_after_ms,
+                                         int64_t& count) {
+  if (j.contains("retry_after_ms")) {
+    auto v = get_int(j, "retry_after_ms", -1, max_ms);
+    if (!v) return v.error();
+    retry_after_ms = *v;
+  }
+  if (j.contains("count")) {
+    auto v = get_int(j, "count", -1, INT64_MAX);
+    if (!v) return v.error();
+    if (*v == 0)
+      return problem{"count: 0 would never match (use -1 for unlimited)"};
+    count = *v;
+  }
+  return true;
+}
+
 } // namespace georoute::emulator::admin_json

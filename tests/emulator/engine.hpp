@@ -254,7 +254,7 @@ struct bulk_op_fault {
 /// budget applies (by id). Budgets are limits, like the request-unit
 /// throughput: `clear_faults` and the admin reset leave them.
 struct range_ops_budget {
-  std::string region;        ///< "" = every region
+  std::string region;        ///< "" = every region; else the serving one
   std::string collection;    ///< "" = every collection
   std::string range_id;      ///< "" = every range (each its own bucket)
   double ops_per_second = 0; ///< > 0

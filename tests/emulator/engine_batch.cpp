@@ -195,12 +195,10 @@ http_response engine::state::transactional_batch(request_ctx& ctx,
                           "a transactional batch (x-ms-cosmos-batch-atomic: "
                           "true) needs x-ms-documentdb-partitionkey: every "
                           "operation is in that one logical partition");
-  auto pk = header_pk(ctx, coll, true, false);
-  if (auto* err = std::get_if<http_response>(&pk)) return std::move(*err);
-  const auto& key = std::get<std::vector<pk_component>>(pk);
-  auto* range = range_of(coll, epk_of(coll, key));
-  if (range == nullptr)
-    return error_response(500, 0, "no range holds the partition key");
+  auto target = point_target(ctx, coll);
+  if (auto* err = std::get_if<http_response>(&target)) return std::move(*err);
+  const auto& key = std::get<0>(target).first;
+  auto* range = std::get<0>(target).second;
   auto parsed = detail::parse_batch_ops(ctx.req.body);
   if (auto* err = std::get_if<http_response>(&parsed)) return std::move(*err);
   auto& ops = std::get<std::vector<detail::batch_op>>(parsed);

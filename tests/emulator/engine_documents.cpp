@@ -188,6 +188,18 @@ engine::state::header_pk(request_ctx& ctx, const detail::collection& coll,
   return std::move(*pk);
 }
 
+std::variant<std::pair<std::vector<pk_component>, detail::pk_range*>,
+             http_response>
+engine::state::point_target(request_ctx& ctx, detail::collection& coll) {
+  auto pk = header_pk(ctx, coll, true, false);
+  if (auto* err = std::get_if<http_response>(&pk)) return std::move(*err);
+  auto& key = std::get<std::vector<pk_component>>(pk);
+  auto* range = range_of(coll, epk_of(coll, key));
+  if (range == nullptr)
+    return error_response(500, 0, "no range holds the partition key");
+  return std::make_pair(std::move(key), range);
+}
+
 std::string engine::state::epk_of(const detail::collection& coll,
                                   const std::vector<pk_component>& pk) const {
   return coll.pk.kind == "MultiHash" ? epk_v2_multihash(pk) : epk_v2(pk);
@@ -268,12 +280,10 @@ http_response engine::state::read_doc(request_ctx& ctx,
                                       detail::collection& coll,
                                       const std::string& id) {
   ctx.charge = 1;
-  auto pk = header_pk(ctx, coll, true, false);
-  if (auto* err = std::get_if<http_response>(&pk)) return std::move(*err);
-  const auto& key = std::get<std::vector<pk_component>>(pk);
-  auto* range = range_of(coll, epk_of(coll, key));
-  if (range == nullptr)
-    return error_response(500, 0, "no range holds the partition key");
+  auto target = point_target(ctx, coll);
+  if (auto* err = std::get_if<http_response>(&target)) return std::move(*err);
+  const auto& key = std::get<0>(target).first;
+  auto* range = std::get<0>(target).second;
   if (auto behind = check_session(ctx, {range})) {
     add_doc_headers(*behind, coll);
     return std::move(*behind);
@@ -338,12 +348,10 @@ http_response engine::state::write_doc(request_ctx& ctx,
     else
       op.kind = detail::op_kind::create;
   }
-  auto pk = header_pk(ctx, coll, true, false);
-  if (auto* err = std::get_if<http_response>(&pk)) return std::move(*err);
-  const auto& key = std::get<std::vector<pk_component>>(pk);
-  auto* range = range_of(coll, epk_of(coll, key));
-  if (range == nullptr)
-    return error_response(500, 0, "no range holds the partition key");
+  auto target = point_target(ctx, coll);
+  if (auto* err = std::get_if<http_response>(&target)) return std::move(*err);
+  const auto& key = std::get<0>(target).first;
+  auto* range = std::get<0>(target).second;
 
   return point_write(ctx, coll, *range, op, key);
 }

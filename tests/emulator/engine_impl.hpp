@@ -605,6 +605,11 @@ struct engine::state {
   /// is behind the header's token for it; nullopt when the read may go on.
   std::optional<http_response>
   check_session(request_ctx& ctx, const std::vector<detail::pk_range*>& ranges);
+  /// The partition key of a point operation (the header, required) and the
+  /// range holding it, or the 400 (500 when no range holds it).
+  std::variant<std::pair<std::vector<pk_component>, detail::pk_range*>,
+               http_response>
+  point_target(request_ctx& ctx, detail::collection& coll);
   /// The partition key of a point operation or query, or a 400.
   std::variant<std::vector<pk_component>, http_response>
   header_pk(request_ctx& ctx, const detail::collection& coll, bool required,

@@ -242,12 +242,10 @@ http_response engine::state::patch_doc(request_ctx& ctx,
   // none), the body is JSON.
   auto parsed = detail::parse_body(ctx.req.body);
   if (!parsed) return error_response(400, 0, parsed.error().what);
-  auto pk = header_pk(ctx, coll, true, false);
-  if (auto* err = std::get_if<http_response>(&pk)) return std::move(*err);
-  const auto& key = std::get<std::vector<pk_component>>(pk);
-  auto* range = range_of(coll, epk_of(coll, key));
-  if (range == nullptr)
-    return error_response(500, 0, "no range holds the partition key");
+  auto target = point_target(ctx, coll);
+  if (auto* err = std::get_if<http_response>(&target)) return std::move(*err);
+  const auto& key = std::get<0>(target).first;
+  auto* range = std::get<0>(target).second;
   detail::item_op op;
   op.kind = detail::op_kind::patch;
   op.id = id;
