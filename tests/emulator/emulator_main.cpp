@@ -46,6 +46,9 @@ constexpr const char* help_text =
     "  --ru-per-second=N       request units per second per region, 0 = "
     "unlimited\n"
     "                          (default: 0)\n"
+    "  --bulk-response-cap=N   bytes of operation results in one bulk "
+    "response;\n"
+    "                          the rest answer 413/3402 (default: 4194304)\n"
     "  --io-threads=N          server io threads, 1..64 (default: 1)\n"
     "  --account-id=ID         the account id in GET / (default: "
     "georoute-emulator;\n"
@@ -81,7 +84,13 @@ constexpr const char* help_text =
     "/_emulator/ppaf {\"enabled\":true|false|null} (the account property),\n"
     "/ppaf/move {\"db\",\"coll\",\"range\",\"region\"} (that range's\n"
     "writes go to that region only; others answer 403/3), /ppaf/clear\n"
-    "{\"db\",\"coll\",\"range\"}, GET /_emulator/ppaf.\n";
+    "{\"db\",\"coll\",\"range\"}, GET /_emulator/ppaf. Bulk: POST\n"
+    "/_emulator/ops-budget {\"collection\",\"range\",\"ops_per_second\":N,\n"
+    "\"burst\":B,\"spread\":b} (bulk ops per second per range; the excess\n"
+    "429 with retryAfterMilliseconds), /bulk-op-faults {\"collection\",\n"
+    "\"range\",\"operation_type\",\"status\",\"retry_after_ms\",\"count\"},\n"
+    "/bulk-response-cap {\"bytes\":N}; GET /_emulator/counters/kinds,\n"
+    "/counters/ops, /documents/{db}/{coll} (writes per document).\n";
 
 /// One bad flag: printed as a single line, exit status 2.
 struct flag_error {
@@ -218,6 +227,12 @@ std::optional<flag_error> apply_flag(const std::string& arg,
         end != value.data() + value.size() || !(v >= 0 && v <= 1e12))
       return bad_value(flag, value, "expected a number >= 0 (0 = unlimited)");
     o.engine.ru_per_second = v;
+  } else if (flag == "--bulk-response-cap") {
+    if (auto e = need_value()) return e;
+    auto n = parse_uint<size_t>(value, size_t{1} << 40);
+    if (!n || *n == 0)
+      return bad_value(flag, value, "expected bytes in 1..2^40");
+    o.engine.bulk_response_cap_bytes = *n;
   } else if (flag == "--io-threads") {
     if (auto e = need_value()) return e;
     auto n = parse_uint<size_t>(value, 64);
