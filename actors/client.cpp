@@ -44,6 +44,11 @@ caf::expected<data_response> client::execute(data_request req) {
                                    std::move(req));
 }
 
+caf::expected<batch_response> client::batch(batch_request req) {
+  return ask_router<batch_response>(*sys_, *engine_, timeout_, route_atom_v,
+                                    std::move(req));
+}
+
 caf::expected<change_feed_page>
 client::read_change_feed(change_feed_request req) {
   return ask_router<change_feed_page>(*sys_, *engine_, timeout_, route_atom_v,
@@ -110,6 +115,14 @@ caf::expected<data_response> client::query(const std::string& link,
                                            request_options options) {
   return execute(
       make(data_op::query, link, {}, std::move(spec), std::move(options)));
+}
+
+caf::expected<data_response> client::patch(const std::string& link,
+                                           const std::string& id,
+                                           std::string patch,
+                                           request_options options) {
+  return execute(
+      make(data_op::patch, link, id, std::move(patch), std::move(options)));
 }
 
 } // namespace georoute

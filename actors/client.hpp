@@ -54,6 +54,19 @@ public:
   caf::expected<data_response> query(const std::string& collection_link,
                                      std::string spec, request_options options);
 
+  /// A partial update of document `id`: `patch` is the service's patch
+  /// body, `[{"op": "incr", "path": "/n", "value": 1}]` or `{"condition":
+  /// "FROM c WHERE c.n < 10", "operations": [...]}` (at most ten
+  /// operations; actors/policy/README.md says when a patch is resent).
+  caf::expected<data_response> patch(const std::string& collection_link,
+                                     const std::string& id, std::string patch,
+                                     request_options options);
+
+  /// A transactional batch (see `batch_request`): `committed()` when all
+  /// its operations were applied; otherwise none was, and each result
+  /// says why (the failing one its status, the others 424).
+  caf::expected<batch_response> batch(batch_request req);
+
   /// Any request.
   caf::expected<data_response> execute(data_request req);
 

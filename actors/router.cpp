@@ -100,6 +100,9 @@ router_impl_actor::behavior_type router_impl(self_ptr self, router_config cfg,
       },
       [=](route_atom, change_feed_request& req)
           -> caf::result<change_feed_page> { return start_feed(self, req); },
+      [=](route_atom, batch_request& req) -> caf::result<batch_response> {
+        return start_batch(self, req);
+      },
       [=](feed_ranges_atom, const std::string& link)
           -> caf::result<std::vector<partition_key_range>> {
         return feed_ranges(self, link);

@@ -245,6 +245,59 @@ caf::result<change_feed_page> start_feed(self_ptr self,
   return caf::delegated<change_feed_page>{}; // the executor answers
 }
 
+caf::result<batch_response> start_batch(self_ptr self, batch_request& req) {
+  auto what = [&] { return "batch on '" + req.collection_link + "': "; };
+  if (req.partition_key_json.empty())
+    return make_error(errc::validation_error,
+                      what() + "a batch needs its partition key "
+                               "(partition_key_json, e.g. [\"p0\"])");
+  if (auto pk = parse_partition_key_json(req.partition_key_json); !pk)
+    return make_error(errc::validation_error,
+                      what() + "the partition key " + req.partition_key_json +
+                          " is not valid: " + pk.error().what);
+  auto body = batch_wire_body(req.operations, req.partition_key_json);
+  if (!body)
+    return make_error(errc::validation_error, what() + body.error().what);
+  data_request d;
+  d.op = data_op::batch;
+  d.collection_link = std::move(req.collection_link);
+  d.body = std::move(*body);
+  d.options = std::move(req.options);
+  d.options.partition_key_json = std::move(req.partition_key_json);
+  d.options.max_item_count = -1;
+  d.options.continuation.clear();
+  d.options.if_match.clear();
+  d.options.if_none_match.clear();
+  d.options.hedge = 0;
+  d.options.write_retries = 0;
+  auto count = req.operations.size();
+  auto rp = self->make_response_promise<batch_response>();
+  // One operation of the driver like any write; the answer is read here.
+  self->request(caf::actor_cast<router_actor>(self), caf::infinite,
+                route_atom_v, std::move(d))
+      .then(
+          [rp, count](data_response& r) mutable {
+            auto results = parse_batch_results(r.body, count);
+            if (!results) {
+              rp.deliver(make_error(
+                  errc::protocol_violation,
+                  "batch answered " + std::to_string(r.status) + " but " +
+                      results.error().what +
+                      (r.status == 200 ? "; it was applied" : "")));
+              return;
+            }
+            batch_response b;
+            b.status = r.status;
+            b.results = std::move(*results);
+            b.request_charge = r.request_charge;
+            b.session_token = std::move(r.session_token);
+            b.diag = std::move(r.diag);
+            rp.deliver(std::move(b));
+          },
+          [rp](caf::error& e) mutable { rp.deliver(std::move(e)); });
+  return rp;
+}
+
 caf::result<std::vector<partition_key_range>>
 feed_ranges(self_ptr self, const std::string& link) {
   auto& st = self->state;
@@ -314,10 +367,17 @@ caf::result<data_response> start(self_ptr self, data_request& req) {
   // Writes that survive a hang: the request's setting wins.
   auto tracking = plan_write_tracking(req.op, req.options.write_retries,
                                       st.cfg.write_retries);
+  std::optional<patch_spec> patch;
+  if (req.op == data_op::patch) {
+    patch = std::move(*parse_patch(req.body)); // checked by validate()
+    tracking = plan_patch_tracking(
+        *patch, resolve_switch(req.options.write_retries, st.cfg.write_retries));
+  }
   std::string tracking_id;
   if (tracking.tracked) {
     tracking_id = make_tracking_id(st.rng(), st.rng());
-    auto body = with_tracking_id(req.body, tracking_id);
+    auto body = patch ? with_patch_tracking(req.body, *patch, tracking_id)
+                      : with_tracking_id(req.body, tracking_id);
     if (!body)
       return make_error(errc::validation_error, std::string{to_string(req.op)} +
                                                     " of " + *link + ": " +

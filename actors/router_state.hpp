@@ -22,6 +22,7 @@
 #include "georoute/actors/policy/node_pool.hpp"
 #include "georoute/actors/policy/operation_histograms.hpp"
 #include "georoute/actors/policy/partition_breaker.hpp"
+#include "georoute/actors/policy/patch.hpp"
 #include "georoute/actors/policy/range_lookup.hpp"
 #include "georoute/actors/policy/routing_map.hpp"
 #include "georoute/actors/policy/session_container.hpp"
@@ -292,6 +293,9 @@ transport::request attempt_wire(const data_request& req,
                                 const attempt_plan& plan);
 std::optional<caf::error> refuse_if_overloaded(self_ptr self);
 caf::result<data_response> start(self_ptr self, data_request& req);
+/// A transactional batch: checked and written here, carried out as one
+/// `data_op::batch` operation, its results read from the answer.
+caf::result<batch_response> start_batch(self_ptr self, batch_request& req);
 /// One page of a change feed: checked here, read by a feed executor.
 caf::result<change_feed_page> start_feed(self_ptr self,
                                          change_feed_request& req);

@@ -2,6 +2,7 @@
 
 #include "georoute/actors/policy/epk.hpp"
 #include "georoute/actors/policy/json_check.hpp"
+#include "georoute/actors/policy/patch.hpp"
 #include "georoute/transport/url.hpp"
 
 #include <nlohmann/json.hpp>
@@ -24,6 +25,10 @@ const char* to_string(data_op op) {
     return "query";
   case data_op::change_feed:
     return "change feed read";
+  case data_op::patch:
+    return "patch";
+  case data_op::batch:
+    return "batch";
   }
   return "?";
 }
@@ -31,20 +36,13 @@ const char* to_string(data_op op) {
 namespace {
 
 bool needs_id(data_op op) {
-  return op == data_op::read || op == data_op::replace || op == data_op::remove;
+  return op == data_op::read || op == data_op::replace ||
+         op == data_op::remove || op == data_op::patch;
 }
 
 bool needs_document(data_op op) {
   return op == data_op::create || op == data_op::upsert ||
          op == data_op::replace;
-}
-
-// Document ids go into the path: '/', '\\', '?' and '#' cannot.
-bool valid_id(const std::string& id) {
-  if (id.empty() || id.size() > 1023) return false;
-  for (char c : id)
-    if (c == '/' || c == '\\' || c == '?' || c == '#') return false;
-  return true;
 }
 
 } // namespace
@@ -108,7 +106,7 @@ std::optional<std::string> validate(const data_request& req) {
       return what() + "the partition key " + req.options.partition_key_json +
              " is not valid: " + pk.error().what;
   }
-  if (needs_id(req.op) && !valid_id(req.id))
+  if (needs_id(req.op) && !is_document_id(req.id))
     return what() + "'" + req.id +
            "' is not a document id (1 to 1023 characters, none of / \\ ? #)";
   if (needs_document(req.op)) {
@@ -117,12 +115,23 @@ std::optional<std::string> validate(const data_request& req) {
       return what() + "the document must be a JSON object";
     auto id = doc.find("id");
     if (id == doc.end() || !id->is_string() ||
-        !valid_id(id->get<std::string>()))
+        !is_document_id(id->get<std::string>()))
       return what() + "the document needs a string \"id\" (1 to 1023 "
                       "characters, none of / \\ ? #)";
     if (req.op == data_op::replace && id->get<std::string>() != req.id)
       return what() + "the document's id \"" + id->get<std::string>() +
              "\" differs from the id replaced, \"" + req.id + "\"";
+  }
+  if (req.op == data_op::patch) {
+    if (auto spec = parse_patch(req.body); !spec)
+      return what() + spec.error().what;
+  }
+  if (req.op == data_op::batch) {
+    // The router writes a batch's body from a `batch_request` (checked
+    // there); here only its shape.
+    auto first = req.body.find_first_not_of(" \t\r\n");
+    if (first == std::string::npos || req.body[first] != '[')
+      return what() + "a batch's body is the JSON array of its operations";
   }
   if (req.op == data_op::query) {
     auto spec = nlohmann::json::parse(req.body, nullptr, false);
@@ -211,6 +220,19 @@ transport::request to_wire(const data_request& req, const wire_target& t) {
     if (!req.if_modified_since.empty())
       r.headers.emplace_back("if-modified-since", req.if_modified_since);
     break;
+  case data_op::patch:
+    r.method = "PATCH";
+    with_id();
+    r.body = req.body;
+    r.headers.emplace_back("content-type", "application/json-patch+json");
+    break;
+  case data_op::batch:
+    r.method = "POST";
+    r.body = req.body;
+    r.headers.emplace_back("content-type", "application/json");
+    r.headers.emplace_back("x-ms-cosmos-is-batch-request", "True");
+    r.headers.emplace_back("x-ms-cosmos-batch-atomic", "True");
+    break;
   }
   r.headers.emplace_back("accept", "application/json");
   if (!req.options.partition_key_json.empty())
@@ -257,7 +279,17 @@ std::optional<std::string> success_body_problem(data_op op,
   if (o.status == 204 || o.status == 304) return std::nullopt;
   if (o.body.empty()) {
     if (op == data_op::remove) return std::nullopt;
-    return std::string{"the body is empty; expected a JSON object"};
+    return std::string{"the body is empty; expected a JSON "} +
+           (op == data_op::batch ? "array" : "object");
+  }
+  // A batch answers the array of its operations' results (read by the
+  // router, which says what is wrong with it).
+  if (op == data_op::batch) {
+    auto first = o.body.find_first_not_of(" \t\r\n");
+    if (first == std::string::npos || o.body[first] != '[')
+      return std::string{"the body is not a JSON array of the batch's "
+                         "results"};
+    return std::nullopt;
   }
   // One pass on the hot path, without a heap allocation: the scanner says
   // yes only to a JSON object. Anything else (including objects nested

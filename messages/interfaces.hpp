@@ -180,6 +180,12 @@ using query_plan_actor = caf::typed_actor<
 ///   lookup for a continuation of a collection that was created again;
 ///   otherwise the failure of a read, as for a data request. A caller that
 ///   gets an error keeps the continuation it sent: nothing is lost.
+/// - `(route_atom, batch_request)` → `batch_response`: a transactional
+///   batch, 200 (applied) or 207 (not applied, each operation's status).
+///   Errors as for a data request; `errc::validation_error` before any
+///   trip for a malformed batch (the message names the operation). A batch
+///   that may have been applied (a timeout, a connection lost after it was
+///   sent) is never sent again: its error says so.
 /// - `(feed_ranges_atom, std::string collection_link)` →
 ///   `std::vector<partition_key_range>`: the collection's ranges now, in
 ///   EPK order; their bounds are the feed ranges a change feed can be
@@ -192,6 +198,7 @@ using query_plan_actor = caf::typed_actor<
 using router_actor = caf::typed_actor<
     caf::replies_to<route_atom, data_request>::with<data_response>,
     caf::replies_to<route_atom, change_feed_request>::with<change_feed_page>,
+    caf::replies_to<route_atom, batch_request>::with<batch_response>,
     caf::replies_to<feed_ranges_atom,
                     std::string>::with<std::vector<partition_key_range>>,
     caf::replies_to<route_atom, document_request>::with<transport::outcome>,

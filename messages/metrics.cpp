@@ -27,6 +27,10 @@ const char* operation_name(data_op op) {
     return "query_items";
   case data_op::change_feed:
     return "read_change_feed";
+  case data_op::patch:
+    return "patch_item";
+  case data_op::batch:
+    return "execute_batch";
   }
   return "unknown";
 }

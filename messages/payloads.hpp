@@ -4,6 +4,7 @@
 // it can cross CAF's network layer; the snapshots (immutable tables shared by
 // pointer) are the exception and stay process-local by design.
 
+#include "georoute/actors/policy/batch.hpp"
 #include "georoute/actors/policy/location_table.hpp"
 #include "georoute/actors/policy/model.hpp"
 #include "georoute/actors/policy/operation.hpp"
@@ -274,6 +275,36 @@ struct change_feed_page {
   diagnostics diag;
 };
 
+/// A transactional batch: operations on one logical partition that the
+/// service applies all or none, in order (actors/policy/batch.hpp has the
+/// operations, the limits and the rules of resending).
+struct batch_request {
+  std::string collection_link; ///< "dbs/d/colls/c"
+  /// The batch's logical partition, JSON array text (`["p0"]`). Every
+  /// operation belongs to it.
+  std::string partition_key_json;
+  std::vector<batch_operation> operations;
+  /// Consistency, session token, excluded regions and budget. Not used:
+  /// the options' partition key (the field above is), paging, if-match
+  /// (each operation has its own), hedging and write retries (a batch is
+  /// never sent twice once it may have been applied).
+  request_options options;
+};
+
+/// The answer to a `batch_request`.
+struct batch_response {
+  /// 200: every operation was applied. 207: none was; the operation that
+  /// failed has its status and every other one 424.
+  int status = 0;
+  /// One per operation, in the request's order.
+  std::vector<batch_op_result> results;
+  double request_charge = 0;
+  std::string session_token;
+  diagnostics diag;
+
+  bool committed() const { return status == 200; }
+};
+
 /// A query plan request.
 struct query_plan_request {
   std::string collection_link; ///< "dbs/d/colls/c"
@@ -498,6 +529,28 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, change_feed_page& x) {
   return f(x.documents, x.count, x.continuation, x.caught_up, x.ranges,
            x.request_charge, x.diag);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, batch_operation& x) {
+  return f(x.kind, x.id, x.body, x.partition_key_json, x.if_match,
+           x.if_none_match);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, batch_request& x) {
+  return f(x.collection_link, x.partition_key_json, x.operations, x.options);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, batch_op_result& x) {
+  return f(x.status, x.substatus, x.etag, x.body, x.request_charge,
+           x.retry_after_ms);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, batch_response& x) {
+  return f(x.status, x.results, x.request_charge, x.session_token, x.diag);
 }
 
 template <class Inspector>

@@ -11,8 +11,18 @@
 // request's attempt loop consults.
 
 #include <cstdint>
+#include <string_view>
 
 namespace georoute {
+
+/// Whether `id` can name a document: 1 to 1023 characters, none of '/',
+/// '\\', '?' and '#' (ids travel in the path).
+constexpr bool is_document_id(std::string_view id) {
+  if (id.empty() || id.size() > 1023) return false;
+  for (char c : id)
+    if (c == '/' || c == '\\' || c == '?' || c == '#') return false;
+  return true;
+}
 
 /// A data-plane operation. The values travel in `data_request`.
 enum class data_op : uint8_t {
@@ -27,6 +37,14 @@ enum class data_op : uint8_t {
   /// partition. A read. Callers read a whole feed with
   /// `change_feed_request`; the router sends these for it.
   change_feed = 6,
+  /// PATCH .../docs/{id}: a partial update (`body` is the patch, see
+  /// patch.hpp). A write.
+  patch = 7,
+  /// POST .../docs with `x-ms-cosmos-is-batch-request`: a transactional
+  /// batch on one logical partition (`body` is its JSON array, see
+  /// batch.hpp). A write, answered 200 or 207. Callers send a
+  /// `batch_request`; the router sends this for it.
+  batch = 8,
 };
 
 /// Whether a request reads or writes.
@@ -65,6 +83,8 @@ constexpr bool is_write(data_op op) {
   case data_op::upsert:
   case data_op::replace:
   case data_op::remove:
+  case data_op::patch:
+  case data_op::batch:
     return true;
   case data_op::read:
   case data_op::query:

@@ -38,6 +38,8 @@ write_echo classify_write_echo(data_op op, bool conditional, bool maybe_applied,
   if (op == data_op::create && status == 409) return write_echo::check_tracking;
   if (op == data_op::replace && conditional && status == 412)
     return write_echo::check_tracking;
+  // A tracked patch is conditional on not being applied yet.
+  if (op == data_op::patch && status == 412) return write_echo::check_tracking;
   if (op == data_op::remove && status == 404)
     return write_echo::deleted_maybe_by_self;
   return write_echo::none;

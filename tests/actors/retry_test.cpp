@@ -31,6 +31,9 @@ fake_router_actor::behavior_type fake_router(fake_router_actor::pointer self,
       [](route_atom, change_feed_request&) -> caf::result<change_feed_page> {
         return make_error(errc::validation_error, "not used here");
       },
+      [](route_atom, batch_request&) -> caf::result<batch_response> {
+        return make_error(errc::validation_error, "not used here");
+      },
       [](feed_ranges_atom,
          std::string&) -> caf::result<std::vector<partition_key_range>> {
         return make_error(errc::validation_error, "not used here");

@@ -1183,3 +1183,219 @@ TEST_F(RouterFeed, ARegionReplaysWhatWasRead_OnlyTheNewDocumentsComeBack) {
   ASSERT_EQ(docs.size(), 1u);
   EXPECT_EQ(docs[0]["id"], "b");
 }
+
+// -- patch and transactional batch ---------------------------------------------
+
+namespace {
+
+// A patch of document doc1 in ["p0"], write retries on.
+data_request tracked_patch(std::string ops) {
+  data_request r;
+  r.op = data_op::patch;
+  r.collection_link = "dbs/d/colls/c";
+  r.id = "doc1";
+  r.body = std::move(ops);
+  r.options.partition_key_json = R"(["p0"])";
+  r.options.write_retries = 1;
+  r.options.hedge = 0;
+  return r;
+}
+
+std::string ten_ops(const char* op) {
+  auto ops = nlohmann::json::array();
+  for (int i = 0; i < 10; ++i)
+    ops.push_back({{"op", op}, {"path", "/f" + std::to_string(i)}, {"value", 1}});
+  return ops.dump();
+}
+
+// An increment that timed out in West goes to East, guarded: the patch sets
+// its tracking id and holds only where the document lacks it. East answers
+// 412 (the first copy was applied, and replicated): the router reads the
+// document back, finds its own id and reports the patch as the success it
+// was; it was applied once.
+TEST_F(Router, TrackedPatch_TimedOut_GuardedCopy412_ReadBackSaysApplied) {
+  start({}, multi_write_account());
+  auto h = route(tracked_patch(R"([{"op":"incr","path":"/n","value":1}])"));
+  ASSERT_EQ(http->count(), 1u);
+  EXPECT_EQ(http->at(0).request.method, "PATCH");
+  EXPECT_EQ(http->at(0).request.target, "/dbs/d/colls/c/docs/doc1");
+  auto sent = nlohmann::json::parse(http->at(0).request.body);
+  ASSERT_EQ(sent["operations"].size(), 2u) << sent;
+  EXPECT_EQ(sent["operations"][1]["path"], "/_trackingId");
+  auto id = sent["operations"][1]["value"].get<std::string>();
+  ASSERT_EQ(id.size(), 32u);
+  EXPECT_NE(sent["condition"].get<std::string>().find(
+                "c._trackingId != \"" + id + "\""),
+            std::string::npos)
+      << sent;
+  answer(0, transport_failure(transport::failure::timeout));
+  if (http->count() == 1u) advance(1s);
+  ASSERT_EQ(http->count(), 2u) << "the tracked patch was not retried";
+  EXPECT_EQ(endpoint_of(1), east_ep);
+  EXPECT_EQ(http->at(1).request.body, http->at(0).request.body);
+  answer(1, status_response(412));
+  ASSERT_EQ(http->count(), 3u) << "no read-back";
+  EXPECT_EQ(http->at(2).request.method, "GET");
+  EXPECT_TRUE(self->mailbox().empty()) << "answered before the read-back";
+  answer(2, ok_response(R"({"id":"doc1","pk":"p0","n":2,"_trackingId":")" +
+                        id + R"("})"));
+  receive_now(
+      self, h, [](data_response& r) { EXPECT_EQ(r.status, 200); },
+      [](caf::error& e) { ADD_FAILURE() << caf::to_string(e); });
+}
+
+// Ten increments leave no room for the tracking operation: once a copy may
+// have been applied, the patch is not sent again, and the caller is told.
+TEST_F(Router, UntrackablePatch_TimedOut_NotSentAgain) {
+  start({}, multi_write_account());
+  auto h = route(tracked_patch(ten_ops("incr")));
+  ASSERT_EQ(http->count(), 1u);
+  EXPECT_EQ(nlohmann::json::parse(http->at(0).request.body).size(), 10u)
+      << "the caller's patch went as it was";
+  answer(0, transport_failure(transport::failure::timeout));
+  advance(2s);
+  EXPECT_EQ(http->count(), 1u) << "an increment was sent twice";
+  receive_now(
+      self, h, [](data_response&) { ADD_FAILURE() << "expected an error"; },
+      [](caf::error& e) { EXPECT_NE(code_of(e), errc::none); });
+}
+
+// Ten sets: a second copy changes nothing, so it goes again untracked.
+TEST_F(Router, UntrackableButResendSafePatch_TimedOut_SentAgain) {
+  start({}, multi_write_account());
+  auto h = route(tracked_patch(ten_ops("set")));
+  answer(0, transport_failure(transport::failure::timeout));
+  if (http->count() == 1u) advance(1s);
+  ASSERT_EQ(http->count(), 2u);
+  EXPECT_EQ(http->at(1).request.body, http->at(0).request.body);
+  answer(1, ok_response(R"({"id":"doc1","pk":"p0"})"));
+  receive_now(
+      self, h, [](data_response& r) { EXPECT_EQ(r.status, 200); },
+      [](caf::error& e) { ADD_FAILURE() << caf::to_string(e); });
+}
+
+TEST_F(Router, Patch_IncrByAString_RefusedBeforeAnyTrip) {
+  start();
+  auto h = route(tracked_patch(R"([{"op":"incr","path":"/n","value":"1"}])"));
+  EXPECT_EQ(http->count(), 0u);
+  receive_now(
+      self, h, [](data_response&) { ADD_FAILURE() << "expected an error"; },
+      [](caf::error& e) {
+        EXPECT_EQ(code_of(e), errc::validation_error);
+        EXPECT_NE(context_of(e).find("patch operation 0 (incr) needs a number"),
+                  std::string::npos)
+            << context_of(e);
+      });
+}
+
+batch_request two_op_batch() {
+  batch_request b;
+  b.collection_link = "dbs/d/colls/c";
+  b.partition_key_json = R"(["p0"])";
+  batch_operation create;
+  create.kind = batch_op_kind::create;
+  create.body = R"({"id":"a","pk":"p0"})";
+  batch_operation patch;
+  patch.kind = batch_op_kind::patch;
+  patch.id = "b";
+  patch.body = R"([{"op":"incr","path":"/n","value":1}])";
+  b.operations = {create, patch};
+  b.options.write_retries = 1; // not for a batch: never sent twice
+  return b;
+}
+
+class RouterBatch : public Router {
+protected:
+  auto route_batch(batch_request req) {
+    auto h = self->request(router, caf::infinite, route_atom_v, std::move(req));
+    run();
+    return h;
+  }
+};
+
+TEST_F(RouterBatch, Answered207_EachOperationsStatus_NothingResent) {
+  start();
+  auto h = route_batch(two_op_batch());
+  ASSERT_EQ(http->count(), 1u);
+  const auto& req = http->at(0).request;
+  EXPECT_EQ(req.method, "POST");
+  EXPECT_EQ(req.target, "/dbs/d/colls/c/docs");
+  auto header = [&](const std::string& name) {
+    for (const auto& [k, v] : req.headers)
+      if (k == name) return v;
+    return std::string{"(absent)"};
+  };
+  EXPECT_EQ(header("x-ms-cosmos-is-batch-request"), "True");
+  EXPECT_EQ(header("x-ms-cosmos-batch-atomic"), "True");
+  EXPECT_EQ(header("x-ms-documentdb-partitionkey"), R"(["p0"])");
+  EXPECT_EQ(nlohmann::json::parse(req.body).size(), 2u);
+  answer(0, ok_response(R"([{"statusCode":424},
+                            {"statusCode":404,"requestCharge":1.5}])",
+                        207));
+  EXPECT_EQ(http->count(), 1u);
+  receive_now(
+      self, h,
+      [](batch_response& r) {
+        EXPECT_EQ(r.status, 207);
+        EXPECT_FALSE(r.committed());
+        ASSERT_EQ(r.results.size(), 2u);
+        EXPECT_EQ(r.results[0].status, 424);
+        EXPECT_EQ(r.results[1].status, 404);
+      },
+      [](caf::error& e) { ADD_FAILURE() << caf::to_string(e); });
+}
+
+// A throttled batch was not applied: it goes again after the wait. One that
+// timed out may have been: never again, even with write retries asked for
+// on a multi-write account.
+TEST_F(RouterBatch, Throttled_SentAgain_TimedOut_Never) {
+  start({}, multi_write_account());
+  auto h = route_batch(two_op_batch());
+  auto throttled = status_response(429);
+  throttled.retry_after_ms = 100;
+  answer(0, throttled);
+  if (http->count() == 1u) advance(100ms);
+  ASSERT_EQ(http->count(), 2u) << "a throttled batch was not retried";
+  answer(1, transport_failure(transport::failure::timeout));
+  advance(5s);
+  EXPECT_EQ(http->count(), 2u) << "a batch that may have been applied went "
+                                  "again";
+  receive_now(
+      self, h, [](batch_response&) { ADD_FAILURE() << "expected an error"; },
+      [](caf::error& e) { EXPECT_NE(code_of(e), errc::none); });
+}
+
+TEST_F(RouterBatch, TwoPartitionKeys_RefusedBeforeAnyTrip) {
+  start();
+  auto b = two_op_batch();
+  b.operations[1].partition_key_json = R"(["p1"])";
+  auto h = route_batch(b);
+  EXPECT_EQ(http->count(), 0u);
+  receive_now(
+      self, h, [](batch_response&) { ADD_FAILURE() << "expected an error"; },
+      [](caf::error& e) {
+        EXPECT_EQ(code_of(e), errc::validation_error);
+        EXPECT_NE(context_of(e).find("batch operation 1 (Patch): its "
+                                     "partition key [\"p1\"] is not the "
+                                     "batch's"),
+                  std::string::npos)
+            << context_of(e);
+      });
+}
+
+TEST_F(RouterBatch, AnswerWithTheWrongCount_AProtocolViolation) {
+  start();
+  auto h = route_batch(two_op_batch());
+  answer(0, ok_response(R"([{"statusCode":201}])", 200));
+  receive_now(
+      self, h, [](batch_response&) { ADD_FAILURE() << "expected an error"; },
+      [](caf::error& e) {
+        EXPECT_EQ(code_of(e), errc::protocol_violation);
+        EXPECT_NE(context_of(e).find("1 results for 2 operations; it was "
+                                     "applied"),
+                  std::string::npos)
+            << context_of(e);
+      });
+}
+
+} // namespace

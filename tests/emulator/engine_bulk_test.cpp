@@ -357,6 +357,23 @@ TEST_F(EngineBulk, OutsideTheWriteRegion_403_3) {
   EXPECT_EQ(writes_of("e0"), -1);
 }
 
+TEST_F(EngineBulk, PartitionMovedToAnotherRegion_BulkAndBatchFollowIt) {
+  ASSERT_TRUE(eng->move_partition_write_region("d", "c", r0, east));
+  auto res = bulk(r0, creates(r0, 1, "m"));
+  EXPECT_EQ(res.status, 403) << res.body;
+  EXPECT_EQ(res.get("x-ms-substatus"), "3");
+  EXPECT_EQ(bulk(r0, creates(r0, 1, "m"), {}, east).status, 200);
+  EXPECT_EQ(bulk(r1, creates(r1, 1, "w"), {}, west).status, 200);
+  auto k = keys[r0][0];
+  auto ops = json::array({op("Create", {}, {{"id", "bt"}, {"pk", k}})});
+  EXPECT_EQ(batch(k, ops).status, 403);
+  EXPECT_EQ(batch(k, ops, {}, east).status, 200);
+  EXPECT_EQ(patch("bt", k,
+                  json::array({{{"op", "set"}, {"path", "/n"}, {"value", 1}}}))
+                .status,
+            403);
+}
+
 TEST_F(EngineBulk, Counters_ByKindAndByOperation) {
   emulator::bulk_op_fault f;
   f.count = 1;
