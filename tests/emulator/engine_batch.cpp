@@ -240,7 +240,7 @@ http_response engine::state::transactional_batch(request_ctx& ctx,
   double total = 0;
   std::optional<size_t> failed;
   for (size_t i = 0; i < ops.size() && !failed; ++i) {
-    auto r = run_op(ctx, coll, ops[i].op, key, ws);
+    auto r = run_op(ctx, coll, std::move(ops[i].op), key, ws);
     double charge = 0;
     texts.push_back(detail::op_result_text(r, minimal, charge));
     statuses.push_back(r.status);

@@ -215,7 +215,7 @@ http_response engine::state::bulk(request_ctx& ctx, detail::collection& coll) {
     if (refused)
       r = std::move(*refused);
     else
-      r = run_op(ctx, coll, b.op, key, ws);
+      r = run_op(ctx, coll, std::move(ops[i].op), key, ws);
     double charge = 0;
     auto text = detail::op_result_text(r, minimal, charge);
     if (ran_one && used + text.size() + 1 > cap) {

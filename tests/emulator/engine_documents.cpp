@@ -353,16 +353,16 @@ http_response engine::state::write_doc(request_ctx& ctx,
   const auto& key = std::get<0>(target).first;
   auto* range = std::get<0>(target).second;
 
-  return point_write(ctx, coll, *range, op, key);
+  return point_write(ctx, coll, *range, std::move(op), key);
 }
 
 http_response engine::state::point_write(request_ctx& ctx,
                                          detail::collection& coll,
                                          detail::pk_range& range,
-                                         const detail::item_op& op,
+                                         detail::item_op op,
                                          const std::vector<pk_component>& key) {
   detail::write_set ws;
-  auto r = run_op(ctx, coll, op, key, ws);
+  auto r = run_op(ctx, coll, std::move(op), key, ws);
   if (r.failed()) {
     auto res = error_response(r.status, r.substatus, r.message);
     add_doc_headers(res, coll);

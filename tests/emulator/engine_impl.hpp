@@ -633,7 +633,7 @@ struct engine::state {
   /// else what the region sees, and stages its write in `ws`. Failures
   /// stage nothing.
   detail::op_result run_op(request_ctx& ctx, detail::collection& coll,
-                           const detail::item_op& op,
+                           detail::item_op op,
                            const std::vector<pk_component>& key,
                            detail::write_set& ws);
   /// The checks of a document body against the partition key `key`; a 400
@@ -679,7 +679,7 @@ struct engine::state {
   /// `range` and answers it: the error, or the document (204 for a delete)
   /// with its etag, session token and LSN.
   http_response point_write(request_ctx& ctx, detail::collection& coll,
-                            detail::pk_range& range, const detail::item_op& op,
+                            detail::pk_range& range, detail::item_op op,
                             const std::vector<pk_component>& key);
 
   // -- engine_query.cpp ------------------------------------------------------

@@ -78,7 +78,7 @@ engine::state::check_resource(const detail::collection& coll, const json& body,
 
 detail::op_result engine::state::run_op(request_ctx& ctx,
                                         detail::collection& coll,
-                                        const detail::item_op& op,
+                                        detail::item_op op,
                                         const std::vector<pk_component>& key,
                                         detail::write_set& ws) {
   using detail::op_kind;
@@ -87,7 +87,7 @@ detail::op_result engine::state::run_op(request_ctx& ctx,
   std::string id = op.id;
   if (has_body) {
     if (auto bad = check_resource(coll, op.body, key)) return *bad;
-    auto body_id = op.body["id"].get<std::string>();
+    auto body_id = op.body.at("id").get<std::string>();
     if (op.kind == op_kind::replace && !id.empty() && body_id != id)
       return failure(400, 0,
                      "the id in the body ('" + body_id +
@@ -154,7 +154,7 @@ detail::op_result engine::state::run_op(request_ctx& ctx,
 
   json next;
   if (has_body) {
-    next = op.body;
+    next = std::move(op.body);
   } else if (op.kind == op_kind::patch) {
     std::vector<std::string> guarded{"/id"};
     guarded.insert(guarded.end(), coll.pk.paths.begin(), coll.pk.paths.end());
@@ -251,7 +251,7 @@ http_response engine::state::patch_doc(request_ctx& ctx,
   op.id = id;
   op.body = std::move(*parsed);
   op.if_match = ctx.req.header("if-match");
-  return point_write(ctx, coll, *range, op, key);
+  return point_write(ctx, coll, *range, std::move(op), key);
 }
 
 } // namespace georoute::emulator
