@@ -279,11 +279,11 @@ caf::result<batch_response> start_batch(self_ptr self, batch_request& req) {
           [rp, count](data_response& r) mutable {
             auto results = parse_batch_results(r.body, count);
             if (!results) {
-              rp.deliver(make_error(
-                  errc::protocol_violation,
-                  "batch answered " + std::to_string(r.status) + " but " +
-                      results.error().what +
-                      (r.status == 200 ? "; it was applied" : "")));
+              rp.deliver(
+                  make_error(errc::protocol_violation,
+                             "batch answered " + std::to_string(r.status) +
+                                 " but " + results.error().what +
+                                 (r.status == 200 ? "; it was applied" : "")));
               return;
             }
             batch_response b;
@@ -370,8 +370,9 @@ caf::result<data_response> start(self_ptr self, data_request& req) {
   std::optional<patch_spec> patch;
   if (req.op == data_op::patch) {
     patch = std::move(*parse_patch(req.body)); // checked by validate()
-    tracking = plan_patch_tracking(
-        *patch, resolve_switch(req.options.write_retries, st.cfg.write_retries));
+    tracking =
+        plan_patch_tracking(*patch, resolve_switch(req.options.write_retries,
+                                                   st.cfg.write_retries));
   }
   std::string tracking_id;
   if (tracking.tracked) {

@@ -1184,7 +1184,8 @@ TEST_F(RouterFeed, ARegionReplaysWhatWasRead_OnlyTheNewDocumentsComeBack) {
   EXPECT_EQ(docs[0]["id"], "b");
 }
 
-// -- patch and transactional batch ---------------------------------------------
+// -- patch and transactional batch
+// ---------------------------------------------
 
 namespace {
 
@@ -1204,7 +1205,8 @@ data_request tracked_patch(std::string ops) {
 std::string ten_ops(const char* op) {
   auto ops = nlohmann::json::array();
   for (int i = 0; i < 10; ++i)
-    ops.push_back({{"op", op}, {"path", "/f" + std::to_string(i)}, {"value", 1}});
+    ops.push_back(
+        {{"op", op}, {"path", "/f" + std::to_string(i)}, {"value", 1}});
   return ops.dump();
 }
 
@@ -1224,8 +1226,8 @@ TEST_F(Router, TrackedPatch_TimedOut_GuardedCopy412_ReadBackSaysApplied) {
   EXPECT_EQ(sent["operations"][1]["path"], "/_trackingId");
   auto id = sent["operations"][1]["value"].get<std::string>();
   ASSERT_EQ(id.size(), 32u);
-  EXPECT_NE(sent["condition"].get<std::string>().find(
-                "c._trackingId != \"" + id + "\""),
+  EXPECT_NE(sent["condition"].get<std::string>().find("c._trackingId != \"" +
+                                                      id + "\""),
             std::string::npos)
       << sent;
   answer(0, transport_failure(transport::failure::timeout));
@@ -1237,8 +1239,8 @@ TEST_F(Router, TrackedPatch_TimedOut_GuardedCopy412_ReadBackSaysApplied) {
   ASSERT_EQ(http->count(), 3u) << "no read-back";
   EXPECT_EQ(http->at(2).request.method, "GET");
   EXPECT_TRUE(self->mailbox().empty()) << "answered before the read-back";
-  answer(2, ok_response(R"({"id":"doc1","pk":"p0","n":2,"_trackingId":")" +
-                        id + R"("})"));
+  answer(2, ok_response(R"({"id":"doc1","pk":"p0","n":2,"_trackingId":")" + id +
+                        R"("})"));
   receive_now(
       self, h, [](data_response& r) { EXPECT_EQ(r.status, 200); },
       [](caf::error& e) { ADD_FAILURE() << caf::to_string(e); });

@@ -423,8 +423,8 @@ fake_router(georoute::router_actor::pointer, int id,
         p.diag.attempts.push_back(a);
         return p;
       },
-      [](georoute::route_atom, georoute::batch_request&)
-          -> caf::result<georoute::batch_response> {
+      [](georoute::route_atom,
+         georoute::batch_request&) -> caf::result<georoute::batch_response> {
         return make_error(errc::validation_error, "not used here");
       },
       [](georoute::feed_ranges_atom, std::string&)
