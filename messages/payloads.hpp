@@ -283,12 +283,14 @@ struct batch_request {
   /// The batch's logical partition, JSON array text (`["p0"]`). Every
   /// operation belongs to it.
   std::string partition_key_json;
-  std::vector<batch_operation> operations;
+  /// (This and `options` have `{}` so that `batch_request{link, key}`
+  /// builds without -Wmissing-field-initializers.)
+  std::vector<batch_operation> operations{};
   /// Consistency, session token, excluded regions and budget. Not used:
   /// the options' partition key (the field above is), paging, if-match
   /// (each operation has its own), hedging and write retries (a batch is
   /// never sent twice once it may have been applied).
-  request_options options;
+  request_options options{};
 };
 
 /// The answer to a `batch_request`.

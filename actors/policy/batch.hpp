@@ -44,16 +44,19 @@ enum class batch_op_kind : uint8_t {
 const char* wire_name(batch_op_kind k);
 
 /// One operation of a batch.
+///
+/// (The `{}` initializers keep `{kind, id}` and `{kind, id, body}` free of
+/// -Wmissing-field-initializers.)
 struct batch_operation {
   batch_op_kind kind = batch_op_kind::create;
-  std::string id;
-  std::string body;
+  std::string id{};
+  std::string body{};
   /// Its partition key as JSON array text; "" (the usual) means the
   /// batch's. Another key than the batch's is refused: a batch is one
   /// logical partition.
-  std::string partition_key_json;
-  std::string if_match;
-  std::string if_none_match;
+  std::string partition_key_json{};
+  std::string if_match{};
+  std::string if_none_match{};
 };
 
 /// The body of a batch of `ops` on the logical partition

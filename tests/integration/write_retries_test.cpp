@@ -217,6 +217,95 @@ TEST_F(WriteRetries, HedgedCreate_EchoOfItsOwnFirstCopy_201) {
   EXPECT_EQ(went[2], "East US 200") << ::testing::PrintToString(went);
 }
 
+// -- patch and batch: the same rows
+// ----------------------------------------------
+
+data_request patch_of(const std::string& id, const std::string& ops) {
+  auto r = point(data_op::read, id);
+  r.op = data_op::patch;
+  r.body = ops;
+  return r;
+}
+
+const std::string incr = R"([{"op":"incr","path":"/n","value":1}])";
+
+// The tracked increment: West applies it and goes silent; East meets the
+// guard (the document already carries the tracking id) with 412 and
+// changes nothing; the read-back says the patch was applied. Applied once.
+TEST_F(WriteRetries, PatchIncr_Applied_ReadBackSaysSo_AppliedOnce) {
+  ASSERT_TRUE(route(point(data_op::create, "c1"))); // n = 1
+  west_writes(true);
+  auto r = route(patch_of("c1", incr));
+  ASSERT_TRUE(r) << sys->render(r.error());
+  EXPECT_EQ(r->status, 200);
+  EXPECT_EQ(attempts_of(r->diag),
+            (strings{"West US timeout", "East US 412", "East US 200"}));
+  emu->control().clear_faults();
+  auto doc = route(point(data_op::read, "c1"));
+  ASSERT_TRUE(doc);
+  EXPECT_EQ(nlohmann::json::parse(doc->body)["n"], 2) << doc->body;
+  auto docs = emu->control().documents("d", "c");
+  ASSERT_TRUE(docs);
+  ASSERT_EQ(docs->size(), 1u);
+  EXPECT_EQ((*docs)[0].writes, 2u) << "the create and one patch";
+}
+
+TEST_F(WriteRetries, PatchIncr_NotApplied_200_AppliedOnce) {
+  ASSERT_TRUE(route(point(data_op::create, "c1")));
+  west_writes(false);
+  auto r = route(patch_of("c1", incr));
+  ASSERT_TRUE(r) << sys->render(r.error());
+  EXPECT_EQ(attempts_of(r->diag), (strings{"West US timeout", "East US 200"}));
+  EXPECT_EQ(nlohmann::json::parse(r->body)["n"], 2) << r->body;
+}
+
+// Ten increments leave no room for the tracking operation: not sent again.
+TEST_F(WriteRetries, PatchOfTenIncrements_Applied_NotSentAgain) {
+  ASSERT_TRUE(route(point(data_op::create, "c1")));
+  west_writes(true);
+  auto ops = nlohmann::json::array();
+  for (int i = 0; i < 10; ++i)
+    ops.push_back({{"op", "incr"}, {"path", "/n"}, {"value", 1}});
+  auto r = route(patch_of("c1", ops.dump()));
+  ASSERT_FALSE(r);
+  EXPECT_NE(text(r.error()).find("may have been applied"), std::string::npos)
+      << text(r.error());
+  std::this_thread::sleep_for(1200ms); // West's late answer lands
+  emu->control().clear_faults();
+  auto doc = route(point(data_op::read, "c1"));
+  ASSERT_TRUE(doc);
+  EXPECT_EQ(nlohmann::json::parse(doc->body)["n"], 11) << "applied once";
+}
+
+// A batch that may have been applied is never sent again, write retries or
+// not: its error says so, and it was applied once.
+TEST_F(WriteRetries, Batch_Applied_NotSentAgain) {
+  ASSERT_TRUE(route(point(data_op::create, "c1")));
+  west_writes(true);
+  batch_request b;
+  b.collection_link = "dbs/d/colls/c";
+  b.partition_key_json = R"(["p0"])";
+  b.operations.resize(2);
+  b.operations[0].kind = batch_op_kind::patch;
+  b.operations[0].id = "c1";
+  b.operations[0].body = incr;
+  b.operations[1].kind = batch_op_kind::create;
+  b.operations[1].body = R"({"id":"c2","pk":"p0"})";
+  b.options.write_retries = 1;
+  auto r = ask<batch_response>(eng->router(), 10s, route_atom_v, b);
+  ASSERT_FALSE(r);
+  EXPECT_NE(text(r.error()).find("may have been applied"), std::string::npos)
+      << text(r.error());
+  const auto* d = diagnostics_of(r.error());
+  ASSERT_NE(d, nullptr);
+  EXPECT_EQ(attempts_of(*d), (strings{"West US timeout"}));
+  std::this_thread::sleep_for(1200ms);
+  emu->control().clear_faults();
+  auto doc = route(point(data_op::read, "c1"));
+  ASSERT_TRUE(doc);
+  EXPECT_EQ(nlohmann::json::parse(doc->body)["n"], 2);
+}
+
 TEST_F(WriteRetries, BodyNotAnObject_ValidationError) {
   auto req = point(data_op::create, "c1");
   req.body = "[1]";
