@@ -16,7 +16,7 @@ std::string describe(const data_payload& op) {
            (op.req.range_id.empty() ? std::string{}
                                     : " range " + op.req.range_id);
   if (op.req.op == data_op::query || op.req.op == data_op::create ||
-      op.req.op == data_op::upsert)
+      op.req.op == data_op::upsert || op.req.op == data_op::batch)
     return what + op.link;
   return what + op.link + "/docs/" + op.req.id;
 }

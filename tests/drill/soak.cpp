@@ -80,9 +80,24 @@ void require_flat_memory(scenario_run& run) {
 #endif
   run.note("resident MiB, median of each tenth:" +
            tenths(run, &memory_point::rss_mib));
-  if (judged)
+  if (judged) {
     run.note("heap in use MiB, median of each tenth:" +
              tenths(run, &memory_point::heap_mib));
+    // How far the heap swings within the judged half, for the reader of a
+    // slope: a slope of a few hundredths of a MiB a minute means little
+    // beside a swing of several MiB (a CPU hog makes hangs hold requests).
+    double low = 0, high = 0;
+    bool any = false;
+    for (const auto& m : run.memory())
+      if (m.t_ms >= run.at_ms(0.5)) {
+        low = any ? std::min(low, m.heap_mib) : m.heap_mib;
+        high = any ? std::max(high, m.heap_mib) : m.heap_mib;
+        any = true;
+      }
+    if (any)
+      run.note("heap in use over the second half: " + fixed1(low) + " to " +
+               fixed1(high) + " MiB");
+  }
   // The level: the first fifth is warm-up; the second is the baseline.
   auto early = median_of(run, &memory_point::rss_mib, 0.2, 0.4);
   auto late = median_of(run, &memory_point::rss_mib, 0.8, 1.0);
