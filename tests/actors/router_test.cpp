@@ -956,7 +956,8 @@ TEST_F(Router, HedgeArmRefused_MarksAndRefreshes) {
       [](caf::error& e) { ADD_FAILURE() << caf::to_string(e); });
 }
 
-// -- the change feed ------------------------------------------------------------
+// -- the change feed
+// ------------------------------------------------------------
 //
 // A change-feed page through the router and its feed executor, in virtual
 // time, with a partition-range cache whose topology the test changes: what
@@ -1026,7 +1027,8 @@ std::string header(const transport::request& r, const std::string& name) {
 }
 
 transport::outcome feed_page(const std::string& docs, const std::string& etag) {
-  auto o = ok_response(R"({"_rid":"x","Documents":)" + docs + R"(,"_count":1})");
+  auto o =
+      ok_response(R"({"_rid":"x","Documents":)" + docs + R"(,"_count":1})");
   o.etag = etag;
   return o;
 }
@@ -1044,8 +1046,7 @@ protected:
   void start_feed() {
     topo->current = {pk_range("0", "", "FF")};
     topo->published = topo->current;
-    start({}, three_region_account(), true,
-          sys.spawn(topology_pkranges, topo));
+    start({}, three_region_account(), true, sys.spawn(topology_pkranges, topo));
   }
 
   auto read_page(const std::string& continuation) {
