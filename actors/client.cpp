@@ -1,8 +1,10 @@
 #include "georoute/actors/client.hpp"
 
+#include "georoute/actors/bulk_executor.hpp"
 #include "georoute/messages/error.hpp"
 
 #include <caf/scoped_actor.hpp>
+#include <deque>
 #include <nlohmann/json.hpp>
 
 namespace georoute {
@@ -47,6 +49,81 @@ caf::expected<data_response> client::execute(data_request req) {
 caf::expected<batch_response> client::batch(batch_request req) {
   return ask_router<batch_response>(*sys_, *engine_, timeout_, route_atom_v,
                                     std::move(req));
+}
+
+caf::expected<bulk_summary> client::bulk(bulk_open open,
+                                         const bulk_source& next,
+                                         const bulk_sink& done,
+                                         size_t chunks_in_flight) {
+  if (chunks_in_flight < 1 || chunks_in_flight > 16)
+    return make_error(errc::validation_error,
+                      "bulk: chunks_in_flight is " +
+                          std::to_string(chunks_in_flight) +
+                          "; it must be 1 to 16");
+  if (!next || !done)
+    return make_error(errc::validation_error,
+                      "bulk: the source and the sink must both be set");
+  if (!engine_->running())
+    return make_error(errc::shutting_down, "engine stopped: no request runs");
+  auto router = engine_->router();
+  if (!router)
+    return make_error(errc::collaborator_down,
+                      "the request router is down and was not restarted");
+  // The session lives while the actor that opened it does: this one, which
+  // also sends the chunks.
+  caf::scoped_actor self{*sys_};
+  caf::expected<caf::actor> opened{caf::error{}};
+  self->request(router, timeout_, route_atom_v, std::move(open))
+      .receive([&](caf::actor& a) { opened = std::move(a); },
+               [&](caf::error& e) { opened = std::move(e); });
+  if (!opened) return opened.error();
+  auto session = caf::actor_cast<bulk_actor>(*opened);
+  // The session bounds each operation by its budget and answers every
+  // chunk: the wait needs no deadline of its own, and a session that dies
+  // answers with an error.
+  using handle = decltype(self->request(session, caf::infinite, route_atom_v,
+                                        bulk_chunk{}));
+  struct out_chunk {
+    uint64_t first;
+    handle h;
+  };
+  std::deque<out_chunk> out;
+  uint64_t taken = 0;
+  bool exhausted = false;
+  caf::error failure;
+  for (;;) {
+    while (!failure && !exhausted && out.size() < chunks_in_flight) {
+      auto ops = next();
+      if (ops.empty()) {
+        exhausted = true;
+        break;
+      }
+      auto first = taken;
+      taken += ops.size();
+      out.push_back({first, self->request(session, caf::infinite, route_atom_v,
+                                          bulk_chunk{std::move(ops)})});
+    }
+    if (out.empty()) break;
+    auto c = std::move(out.front());
+    out.pop_front();
+    c.h.receive([&](bulk_chunk_result& r) { done(c.first, r.results); },
+                [&](caf::error& e) {
+                  if (failure) return;
+                  auto code = code_of(e) == errc::none ? errc::collaborator_down
+                                                       : code_of(e);
+                  auto text = context_of(e);
+                  if (text.empty()) text = sys_->render(e);
+                  failure = make_error(code, "bulk: the chunk from operation " +
+                                                 std::to_string(c.first) +
+                                                 ": " + text);
+                });
+  }
+  caf::expected<bulk_summary> result{caf::error{}};
+  self->request(session, timeout_, stop_atom_v)
+      .receive([&](bulk_summary& s) { result = std::move(s); },
+               [&](caf::error& e) { result = std::move(e); });
+  if (failure) return failure;
+  return result;
 }
 
 caf::expected<change_feed_page>

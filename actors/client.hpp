@@ -16,12 +16,25 @@
 #include <caf/actor_system.hpp>
 #include <caf/expected.hpp>
 #include <chrono>
+#include <cstdint>
+#include <functional>
 #include <string>
+#include <vector>
 
 namespace georoute {
 
 /// Options with just the partition key set: `pk("o1")` is `["o1"]`.
 request_options pk(const std::string& value);
+
+/// Where `client::bulk` takes its operations from: the next chunk, each
+/// operation with its own partition key; an empty vector when there are no
+/// more.
+using bulk_source = std::function<std::vector<batch_operation>()>;
+/// Where `client::bulk` hands each chunk's results, in the order the chunks
+/// were taken: `first` is the index of the chunk's first operation in the
+/// whole stream, `results` one per operation.
+using bulk_sink =
+    std::function<void(uint64_t first, std::vector<bulk_op_result>& results)>;
 
 /// See the file comment. Cheap to copy; thread-safe.
 class client {
@@ -66,6 +79,28 @@ public:
   /// its operations were applied; otherwise none was, and each result
   /// says why (the failing one its status, the others 424).
   caf::expected<batch_response> batch(batch_request req);
+
+  /// Bulk: every operation `next` hands over, grouped per partition-key
+  /// range and sent as non-atomic batches (actors/bulk_executor.hpp);
+  /// each one's result goes to `done`. At most `chunks_in_flight` chunks
+  /// (1 to 16) are held at once, so memory stays bounded however many
+  /// operations `next` has. The answer is the session's counters; an error
+  /// is one of the session's (the client timeout bounds opening it), or a
+  /// chunk refused before any of it was sent: its context names the
+  /// chunk's first operation in the stream, and every other chunk's results
+  /// reached `done` first. Each chunk is waited for as long as its
+  /// operations' budget (`bulk_options::budget_ms`) and the last request.
+  ///
+  ///   size_t n = 0;
+  ///   auto summary = db.bulk(bulk_open{"dbs/shop/colls/orders"},
+  ///       [&] { return next_thousand_orders(n); },
+  ///       [&](uint64_t first, std::vector<bulk_op_result>& rs) {
+  ///         for (size_t i = 0; i < rs.size(); ++i)
+  ///           if (!rs[i].ok()) report(first + i, rs[i]);
+  ///       });
+  caf::expected<bulk_summary> bulk(bulk_open open, const bulk_source& next,
+                                   const bulk_sink& done,
+                                   size_t chunks_in_flight = 4);
 
   /// Any request.
   caf::expected<data_response> execute(data_request req);

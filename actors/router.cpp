@@ -103,6 +103,9 @@ router_impl_actor::behavior_type router_impl(self_ptr self, router_config cfg,
       [=](route_atom, batch_request& req) -> caf::result<batch_response> {
         return start_batch(self, req);
       },
+      [=](route_atom, bulk_open& req) -> caf::result<caf::actor> {
+        return open_bulk(self, req);
+      },
       [=](feed_ranges_atom, const std::string& link)
           -> caf::result<std::vector<partition_key_range>> {
         return feed_ranges(self, link);

@@ -298,6 +298,47 @@ caf::result<batch_response> start_batch(self_ptr self, batch_request& req) {
   return rp;
 }
 
+caf::result<caf::actor> open_bulk(self_ptr self, bulk_open& req) {
+  auto& st = self->state;
+  auto link = normalize_collection_link(req.collection_link);
+  if (!link)
+    return make_error(errc::validation_error,
+                      "bulk on '" + req.collection_link +
+                          "': not a collection link (dbs/{db}/colls/{coll})");
+  auto what = "bulk on " + *link + ": ";
+  if (auto problem = check_bulk_options(req.options))
+    return make_error(errc::validation_error, what + *problem);
+  const std::pair<const char*, const std::string*> header_options[] = {
+      {"consistency_level", &req.request.consistency_level},
+      {"session_token", &req.request.session_token}};
+  for (const auto& [name, value] : header_options)
+    if (value->find_first_of(std::string_view{"\r\n\0", 3}) !=
+        std::string::npos)
+      return make_error(errc::validation_error,
+                        what + "request." + name +
+                            " contains a CR, LF or NUL character; it is "
+                            "sent as an HTTP header value, which must be "
+                            "one line");
+  if (!st.with.collections || !st.with.pkranges)
+    return make_error(errc::validation_error,
+                      what + "bulk needs the engine's metadata caches");
+  bulk_session s;
+  s.collection_link = std::move(*link);
+  s.options = req.options;
+  if (s.options.max_pending_operations == 0)
+    s.options.max_pending_operations = static_cast<uint32_t>(
+        std::min<size_t>(st.cfg.max_in_flight, UINT32_MAX));
+  if (s.options.budget_ms == 0)
+    s.options.budget_ms = st.cfg.default_budget.count();
+  s.request = std::move(req.request);
+  s.throttle = st.cfg.client.throttle;
+  s.opener = caf::actor_cast<caf::actor_addr>(self->current_sender());
+  return spawn_bulk_executor(self->system(),
+                             {caf::actor_cast<router_actor>(self),
+                              st.with.collections, st.with.pkranges},
+                             std::move(s));
+}
+
 caf::result<std::vector<partition_key_range>>
 feed_ranges(self_ptr self, const std::string& link) {
   auto& st = self->state;

@@ -11,7 +11,7 @@ int64_t micros(clock_type::duration d) {
 
 std::string describe(const data_payload& op) {
   auto what = std::string{to_string(op.req.op)} + " of ";
-  if (op.req.op == data_op::change_feed)
+  if (op.req.op == data_op::change_feed || op.req.op == data_op::bulk)
     return what + op.link +
            (op.req.range_id.empty() ? std::string{}
                                     : " range " + op.req.range_id);

@@ -5,6 +5,7 @@
 // private messages, and the functions each file offers the others. The
 // public interface is actors/router.hpp.
 
+#include "georoute/actors/bulk_executor.hpp"
 #include "georoute/actors/change_feed_executor.hpp"
 #include "georoute/actors/collection_cache.hpp"
 #include "georoute/actors/home_thread.hpp"
@@ -296,6 +297,8 @@ caf::result<data_response> start(self_ptr self, data_request& req);
 /// A transactional batch: checked and written here, carried out as one
 /// `data_op::batch` operation, its results read from the answer.
 caf::result<batch_response> start_batch(self_ptr self, batch_request& req);
+/// A bulk session: its options checked here, its executor spawned.
+caf::result<caf::actor> open_bulk(self_ptr self, bulk_open& req);
 /// One page of a change feed: checked here, read by a feed executor.
 caf::result<change_feed_page> start_feed(self_ptr self,
                                          change_feed_request& req);

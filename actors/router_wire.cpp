@@ -29,6 +29,8 @@ const char* to_string(data_op op) {
     return "patch";
   case data_op::batch:
     return "batch";
+  case data_op::bulk:
+    return "bulk request";
   }
   return "?";
 }
@@ -85,17 +87,20 @@ std::optional<std::string> validate(const data_request& req) {
   // A part may start at the lowest EPK, "", but always ends somewhere.
   if (!req.start_epk.empty() && req.end_epk.empty())
     return what() + "start_epk needs end_epk (\"FF\" is the end)";
-  if (!req.range_id.empty() && req.op != data_op::query && !feed)
+  const bool bulk = req.op == data_op::bulk;
+  if (!req.range_id.empty() && req.op != data_op::query && !feed && !bulk)
     return what() +
-           "only a query or a change-feed read can target a partition-key "
-           "range";
+           "only a query, a change-feed read or a bulk request can target a "
+           "partition-key range";
+  if (bulk && req.range_id.empty())
+    return what() + "a bulk request targets a partition-key range (range_id)";
   if (!req.range_id.empty() && !req.options.partition_key_json.empty())
     return what() + "a query targets a partition key or a range, not both";
   if (feed && req.range_id.empty() && req.options.partition_key_json.empty())
     return what() + "a change-feed read targets a range (range_id) or a "
                     "partition key; read a whole collection's feed with "
                     "change_feed_request";
-  if ((req.op != data_op::query && !feed) ||
+  if ((req.op != data_op::query && !feed && !bulk) ||
       !req.options.partition_key_json.empty()) {
     if (req.options.partition_key_json.empty())
       return what() +
@@ -126,12 +131,13 @@ std::optional<std::string> validate(const data_request& req) {
     if (auto spec = parse_patch(req.body); !spec)
       return what() + spec.error().what;
   }
-  if (req.op == data_op::batch) {
-    // The router writes a batch's body from a `batch_request` (checked
-    // there); here only its shape.
+  if (req.op == data_op::batch || bulk) {
+    // The router writes a batch's body from a `batch_request`, the bulk
+    // executor a bulk request's from its operations (checked there); here
+    // only its shape.
     auto first = req.body.find_first_not_of(" \t\r\n");
     if (first == std::string::npos || req.body[first] != '[')
-      return what() + "a batch's body is the JSON array of its operations";
+      return what() + "the body is the JSON array of its operations";
   }
   if (req.op == data_op::query) {
     auto spec = nlohmann::json::parse(req.body, nullptr, false);
@@ -233,6 +239,16 @@ transport::request to_wire(const data_request& req, const wire_target& t) {
     r.headers.emplace_back("x-ms-cosmos-is-batch-request", "True");
     r.headers.emplace_back("x-ms-cosmos-batch-atomic", "True");
     break;
+  case data_op::bulk:
+    r.method = "POST";
+    r.body = req.body;
+    r.headers.emplace_back("content-type", "application/json");
+    r.headers.emplace_back("x-ms-cosmos-is-batch-request", "True");
+    r.headers.emplace_back("x-ms-cosmos-batch-atomic", "False");
+    r.headers.emplace_back("x-ms-cosmos-batch-continue-on-error", "True");
+    r.headers.emplace_back("x-ms-documentdb-partitionkeyrangeid",
+                           req.range_id);
+    break;
   }
   r.headers.emplace_back("accept", "application/json");
   if (!req.options.partition_key_json.empty())
@@ -280,14 +296,15 @@ std::optional<std::string> success_body_problem(data_op op,
   if (o.body.empty()) {
     if (op == data_op::remove) return std::nullopt;
     return std::string{"the body is empty; expected a JSON "} +
-           (op == data_op::batch ? "array" : "object");
+           (op == data_op::batch || op == data_op::bulk ? "array"
+                                                        : "object");
   }
   // A batch answers the array of its operations' results (read by the
   // router, which says what is wrong with it).
-  if (op == data_op::batch) {
+  if (op == data_op::batch || op == data_op::bulk) {
     auto first = o.body.find_first_not_of(" \t\r\n");
     if (first == std::string::npos || o.body[first] != '[')
-      return std::string{"the body is not a JSON array of the batch's "
+      return std::string{"the body is not a JSON array of the operations' "
                          "results"};
     return std::nullopt;
   }

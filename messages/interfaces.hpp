@@ -186,6 +186,11 @@ using query_plan_actor = caf::typed_actor<
 ///   trip for a malformed batch (the message names the operation). A batch
 ///   that may have been applied (a timeout, a connection lost after it was
 ///   sent) is never sent again: its error says so.
+/// - `(route_atom, bulk_open)` → `caf::actor`: a bulk session
+///   (actors/bulk_executor.hpp; `caf::actor_cast<bulk_actor>` the answer),
+///   which takes operations in chunks and answers each operation's result.
+///   Errors, before any trip: `errc::validation_error` for a malformed
+///   link or option (named).
 /// - `(feed_ranges_atom, std::string collection_link)` →
 ///   `std::vector<partition_key_range>`: the collection's ranges now, in
 ///   EPK order; their bounds are the feed ranges a change feed can be
@@ -199,6 +204,7 @@ using router_actor = caf::typed_actor<
     caf::replies_to<route_atom, data_request>::with<data_response>,
     caf::replies_to<route_atom, change_feed_request>::with<change_feed_page>,
     caf::replies_to<route_atom, batch_request>::with<batch_response>,
+    caf::replies_to<route_atom, bulk_open>::with<caf::actor>,
     caf::replies_to<feed_ranges_atom,
                     std::string>::with<std::vector<partition_key_range>>,
     caf::replies_to<route_atom, document_request>::with<transport::outcome>,

@@ -31,6 +31,8 @@ const char* operation_name(data_op op) {
     return "patch_item";
   case data_op::batch:
     return "execute_batch";
+  case data_op::bulk:
+    return "execute_bulk";
   }
   return "unknown";
 }

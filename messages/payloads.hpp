@@ -5,6 +5,7 @@
 // pointer) are the exception and stay process-local by design.
 
 #include "georoute/actors/policy/batch.hpp"
+#include "georoute/actors/policy/bulk.hpp"
 #include "georoute/actors/policy/location_table.hpp"
 #include "georoute/actors/policy/model.hpp"
 #include "georoute/actors/policy/operation.hpp"
@@ -307,6 +308,85 @@ struct batch_response {
   bool committed() const { return status == 200; }
 };
 
+/// Opens a bulk session: the router answers the session's actor
+/// (`bulk_actor`, actors/bulk_executor.hpp), which takes the operations in
+/// chunks and answers each chunk with every operation's result.
+struct bulk_open {
+  std::string collection_link; ///< "dbs/d/colls/c"
+  /// (`{}`: so that `bulk_open{link}` builds without
+  /// -Wmissing-field-initializers.)
+  bulk_options options{};
+  /// Consistency and excluded regions for every request of the session.
+  /// Not used: the partition key (each operation has its own), paging,
+  /// if-match (each operation has its own), the budget (`options.budget_ms`
+  /// is each operation's), hedging and write retries (a bulk request is
+  /// never sent twice once it may have been applied).
+  request_options request{};
+};
+
+/// Operations handed to a bulk session, at most
+/// `bulk_options::max_pending_operations` held at once.
+struct bulk_chunk {
+  /// Each has its own partition key (`partition_key_json`).
+  std::vector<batch_operation> operations{};
+};
+
+/// One bulk operation's result.
+struct bulk_op_result {
+  /// The service's final status for the operation (201 created, 409,
+  /// 429 once its throttle retries were spent, ...); 0 when it has none:
+  /// then `error_code` and `error` say why.
+  int status = 0;
+  int substatus = 0;
+  std::string etag;
+  /// The document the service sent back, or "".
+  std::string body;
+  double request_charge = 0;
+  /// Requests that carried it (1 unless it was sent again).
+  uint32_t sends = 0;
+  /// With status 0: the `errc` value (e.g. deadline_exceeded; or
+  /// transport_timeout when its request may have been applied) ...
+  uint16_t error_code = 0;
+  /// ... and what happened, naming the operation.
+  std::string error;
+
+  bool ok() const { return status >= 200 && status < 300; }
+};
+
+/// The answer to a `bulk_chunk`: one result per operation, in its order.
+struct bulk_chunk_result {
+  std::vector<bulk_op_result> results;
+  double request_charge = 0;
+};
+
+/// What one range of a bulk session saw.
+struct bulk_range_stats {
+  std::string range_id;
+  uint64_t operations = 0; ///< operations with a final result from it
+  uint64_t requests = 0;   ///< bulk requests sent to it
+  uint64_t throttled = 0;  ///< operations it answered 429
+  uint32_t cuts = 0;       ///< times its congestion window was halved
+  uint32_t peak_window = 0;
+  uint32_t window = 0; ///< the window now
+};
+
+/// A bulk session's counters: `(stats_atom)` at any time, and the answer
+/// to `(stop_atom)` once every chunk is answered.
+struct bulk_summary {
+  uint64_t operations = 0; ///< taken by the session
+  uint64_t succeeded = 0;  ///< final 2xx
+  uint64_t failed = 0;     ///< final otherwise
+  uint64_t pending = 0;    ///< not final yet
+  uint64_t requests = 0;   ///< bulk requests sent
+  uint64_t throttled = 0;  ///< per-operation 429s, each sent again
+  uint64_t regrouped = 0;  ///< operations re-grouped after a split or merge
+  uint64_t resent = 0;     ///< operations sent again at once (413/3402, 410)
+  uint64_t map_reads = 0;  ///< routing-map reads after a split or merge
+  double request_charge = 0;
+  /// Ranges in the order the session first sent to them.
+  std::vector<bulk_range_stats> ranges;
+};
+
 /// A query plan request.
 struct query_plan_request {
   std::string collection_link; ///< "dbs/d/colls/c"
@@ -553,6 +633,46 @@ typename Inspector::result_type inspect(Inspector& f, batch_op_result& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, batch_response& x) {
   return f(x.status, x.results, x.request_charge, x.session_token, x.diag);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, bulk_options& x) {
+  return f(x.max_operations_per_request, x.max_request_bytes,
+           x.max_requests_per_range, x.max_pending_operations, x.budget_ms);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, bulk_open& x) {
+  return f(x.collection_link, x.options, x.request);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, bulk_chunk& x) {
+  return f(x.operations);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, bulk_op_result& x) {
+  return f(x.status, x.substatus, x.etag, x.body, x.request_charge, x.sends,
+           x.error_code, x.error);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, bulk_chunk_result& x) {
+  return f(x.results, x.request_charge);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, bulk_range_stats& x) {
+  return f(x.range_id, x.operations, x.requests, x.throttled, x.cuts,
+           x.peak_window, x.window);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, bulk_summary& x) {
+  return f(x.operations, x.succeeded, x.failed, x.pending, x.requests,
+           x.throttled, x.regrouped, x.resent, x.map_reads, x.request_charge,
+           x.ranges);
 }
 
 template <class Inspector>

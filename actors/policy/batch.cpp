@@ -1,5 +1,7 @@
 #include "georoute/actors/policy/batch.hpp"
 
+#include "georoute/actors/policy/bulk.hpp"
+#include "georoute/actors/policy/epk.hpp"
 #include "georoute/actors/policy/operation.hpp"
 #include "georoute/actors/policy/patch.hpp"
 
@@ -46,6 +48,61 @@ bool one_line(const std::string& s) {
 
 } // namespace
 
+namespace {
+
+// One operation as its JSON object, with `key_json` as its partitionKey
+// (checked JSON array text); problems start with `where`.
+result<json> op_object(const batch_operation& op, const std::string& where,
+                       std::string_view key_json) {
+  json o;
+  o["operationType"] = wire_name(op.kind);
+  if (needs_id(op.kind)) {
+    if (!is_document_id(op.id))
+      return problem{where + ": '" + op.id.substr(0, 80) +
+                     "' is not a document id (1 to 1023 characters, none "
+                     "of / \\ ? #)"};
+    o["id"] = op.id;
+  }
+  o["partitionKey"] = std::string{key_json};
+  if (needs_document(op.kind)) {
+    auto doc = json::parse(op.body, nullptr, false);
+    if (doc.is_discarded() || !doc.is_object())
+      return problem{where + ": the document must be a JSON object"};
+    auto id = doc.find("id");
+    if (id == doc.end() || !id->is_string() ||
+        !is_document_id(id->get_ref<const std::string&>()))
+      return problem{where + ": the document needs a string \"id\" (1 to "
+                             "1023 characters, none of / \\ ? #)"};
+    if (op.kind == batch_op_kind::replace && id->get<std::string>() != op.id)
+      return problem{where + ": the document's id \"" + id->get<std::string>() +
+                     "\" differs from the id "
+                     "replaced, \"" +
+                     op.id + "\""};
+    o["resourceBody"] = std::move(doc);
+  } else if (op.kind == batch_op_kind::patch) {
+    auto spec = parse_patch(op.body);
+    if (!spec) return problem{where + ": " + spec.error().what};
+    auto doc = json::parse(op.body);
+    if (doc.is_array()) doc = json{{"operations", std::move(doc)}};
+    o["resourceBody"] = std::move(doc);
+  } else if (!op.body.empty()) {
+    return problem{where + " takes no body"};
+  }
+  if (!one_line(op.if_match) || !one_line(op.if_none_match))
+    return problem{where + ": if_match or if_none_match holds a CR, LF or "
+                           "NUL character"};
+  if (!op.if_match.empty()) o["ifMatch"] = op.if_match;
+  if (!op.if_none_match.empty()) o["ifNoneMatch"] = op.if_none_match;
+  return o;
+}
+
+std::string op_where(const char* what, size_t n, batch_op_kind k) {
+  return std::string{what} + " operation " + std::to_string(n) + " (" +
+         wire_name(k) + ")";
+}
+
+} // namespace
+
 result<std::string> batch_wire_body(const std::vector<batch_operation>& ops,
                                     std::string_view partition_key_json) {
   if (ops.empty()) return problem{"a batch needs at least one operation"};
@@ -57,17 +114,7 @@ result<std::string> batch_wire_body(const std::vector<batch_operation>& ops,
   json out = json::array();
   for (size_t n = 0; n < ops.size(); ++n) {
     const auto& op = ops[n];
-    auto where = "batch operation " + std::to_string(n) + " (" +
-                 wire_name(op.kind) + ")";
-    json o;
-    o["operationType"] = wire_name(op.kind);
-    if (needs_id(op.kind)) {
-      if (!is_document_id(op.id))
-        return problem{where + ": '" + op.id.substr(0, 80) +
-                       "' is not a document id (1 to 1023 characters, none "
-                       "of / \\ ? #)"};
-      o["id"] = op.id;
-    }
+    auto where = op_where("batch", n, op.kind);
     if (!op.partition_key_json.empty()) {
       auto key = json::parse(op.partition_key_json, nullptr, false);
       if (key.is_discarded() || key != batch_key)
@@ -77,43 +124,34 @@ result<std::string> batch_wire_body(const std::vector<batch_operation>& ops,
                        std::string{partition_key_json} +
                        " (a batch is one logical partition)"};
     }
-    o["partitionKey"] = std::string{partition_key_json};
-    if (needs_document(op.kind)) {
-      auto doc = json::parse(op.body, nullptr, false);
-      if (doc.is_discarded() || !doc.is_object())
-        return problem{where + ": the document must be a JSON object"};
-      auto id = doc.find("id");
-      if (id == doc.end() || !id->is_string() ||
-          !is_document_id(id->get_ref<const std::string&>()))
-        return problem{where + ": the document needs a string \"id\" (1 to "
-                               "1023 characters, none of / \\ ? #)"};
-      if (op.kind == batch_op_kind::replace && id->get<std::string>() != op.id)
-        return problem{where + ": the document's id \"" +
-                       id->get<std::string>() +
-                       "\" differs from the id "
-                       "replaced, \"" +
-                       op.id + "\""};
-      o["resourceBody"] = std::move(doc);
-    } else if (op.kind == batch_op_kind::patch) {
-      auto spec = parse_patch(op.body);
-      if (!spec) return problem{where + ": " + spec.error().what};
-      auto doc = json::parse(op.body);
-      if (doc.is_array()) doc = json{{"operations", std::move(doc)}};
-      o["resourceBody"] = std::move(doc);
-    } else if (!op.body.empty()) {
-      return problem{where + " takes no body"};
-    }
-    if (!one_line(op.if_match) || !one_line(op.if_none_match))
-      return problem{where + ": if_match or if_none_match holds a CR, LF or "
-                             "NUL character"};
-    if (!op.if_match.empty()) o["ifMatch"] = op.if_match;
-    if (!op.if_none_match.empty()) o["ifNoneMatch"] = op.if_none_match;
-    out.push_back(std::move(o));
+    auto o = op_object(op, where, partition_key_json);
+    if (!o) return o.error();
+    out.push_back(std::move(*o));
   }
   auto text = out.dump();
   if (text.size() > max_batch_bytes)
     return problem{"the batch's body is " + std::to_string(text.size()) +
                    " bytes; the service takes at most " +
+                   std::to_string(max_batch_bytes) + " (2 MiB)"};
+  return text;
+}
+
+result<std::string> bulk_op_json(const batch_operation& op, size_t index) {
+  auto where = op_where("bulk", index, op.kind);
+  if (op.partition_key_json.empty())
+    return problem{where + ": a bulk operation needs its partition key "
+                           "(partition_key_json, e.g. [\"p0\"])"};
+  auto key = parse_partition_key_json(op.partition_key_json);
+  if (!key)
+    return problem{where + ": the partition key " +
+                   op.partition_key_json.substr(0, 80) +
+                   " is not valid: " + key.error().what};
+  auto o = op_object(op, where, op.partition_key_json);
+  if (!o) return o.error();
+  auto text = o->dump();
+  if (text.size() > max_batch_bytes)
+    return problem{where + " is " + std::to_string(text.size()) +
+                   " bytes as JSON; a request takes at most " +
                    std::to_string(max_batch_bytes) + " (2 MiB)"};
   return text;
 }

@@ -45,6 +45,13 @@ enum class data_op : uint8_t {
   /// batch.hpp). A write, answered 200 or 207. Callers send a
   /// `batch_request`; the router sends this for it.
   batch = 8,
+  /// POST .../docs with `x-ms-cosmos-is-batch-request` and
+  /// `x-ms-cosmos-batch-atomic: False`: a bulk request, independent
+  /// operations of one partition-key range (`range_id`; `body` their JSON
+  /// array, see bulk.hpp). A write, answered 200 or 207 with each
+  /// operation's status. Callers open a bulk session (`bulk_open`); its
+  /// executor sends these.
+  bulk = 9,
 };
 
 /// Whether a request reads or writes.
@@ -85,6 +92,7 @@ constexpr bool is_write(data_op op) {
   case data_op::remove:
   case data_op::patch:
   case data_op::batch:
+  case data_op::bulk:
     return true;
   case data_op::read:
   case data_op::query:

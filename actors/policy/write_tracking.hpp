@@ -74,9 +74,10 @@ struct write_tracking_plan {
 constexpr write_tracking_plan plan_write_tracking(data_op op, int requested,
                                                   bool engine_default) {
   write_tracking_plan p;
-  // A batch is never sent again once it may have been applied (batch.hpp);
-  // a patch's plan depends on its operations (plan_patch_tracking).
-  p.retries = is_write(op) && op != data_op::batch &&
+  // A batch or a bulk request is never sent again once it may have been
+  // applied (batch.hpp, bulk.hpp); a patch's plan depends on its operations
+  // (plan_patch_tracking).
+  p.retries = is_write(op) && op != data_op::batch && op != data_op::bulk &&
               resolve_switch(requested, engine_default);
   p.tracked = p.retries && tracks(op);
   return p;

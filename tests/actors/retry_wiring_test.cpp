@@ -104,6 +104,9 @@ router_actor::behavior_type silent_router(router_actor::pointer self) {
       [](route_atom, batch_request&) -> caf::result<batch_response> {
         return make_error(errc::validation_error, "not used here");
       },
+      [](route_atom, bulk_open&) -> caf::result<caf::actor> {
+        return make_error(errc::validation_error, "not used here");
+      },
       [](feed_ranges_atom,
          std::string&) -> caf::result<std::vector<partition_key_range>> {
         return make_error(errc::validation_error, "not used here");

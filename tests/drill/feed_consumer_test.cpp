@@ -427,6 +427,10 @@ fake_router(georoute::router_actor::pointer, int id,
          georoute::batch_request&) -> caf::result<georoute::batch_response> {
         return make_error(errc::validation_error, "not used here");
       },
+      [](georoute::route_atom,
+         georoute::bulk_open&) -> caf::result<caf::actor> {
+        return make_error(errc::validation_error, "not used here");
+      },
       [](georoute::feed_ranges_atom, std::string&)
           -> caf::result<std::vector<georoute::partition_key_range>> {
         return make_error(errc::validation_error, "not used here");

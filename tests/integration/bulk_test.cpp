@@ -1,0 +1,323 @@
+// Bulk through the engine's blocking client against the emulator: many
+// operations across ranges, each applied once with its result in order;
+// per-operation throttling under a per-range ops budget; a split during the
+// load; answers cut by the response cap; a lost answer that may have been
+// applied (never sent again); and bad input refused before any trip.
+
+#include "georoute/actors/bulk_executor.hpp"
+#include "georoute/actors/client.hpp"
+#include "tests/integration/engine_fixture.hpp"
+
+#include <atomic>
+
+namespace bulk_integration_test {
+
+using namespace georoute;
+using namespace georoute::test;
+using namespace std::chrono_literals;
+using json = nlohmann::json;
+
+const std::string coll_link = "dbs/d/colls/c";
+
+batch_operation create_of(size_t n) {
+  batch_operation o;
+  o.kind = batch_op_kind::create;
+  auto id = "doc" + std::to_string(n);
+  auto key = "k" + std::to_string(n % 97);
+  o.body = json{{"id", id}, {"pk", key}, {"n", n}}.dump();
+  o.partition_key_json = json::array({key}).dump();
+  return o;
+}
+
+class Bulk : public engine_test {
+protected:
+  struct outcome {
+    caf::expected<bulk_summary> summary{caf::error{}};
+    std::vector<bulk_op_result> results; // by stream index
+    std::vector<uint64_t> firsts;        // each chunk's first index
+  };
+
+  /// Streams `count` creates (chunks of `chunk`) through client::bulk;
+  /// `after_chunk(k)` runs after the k-th chunk's results arrived.
+  outcome load(size_t count, size_t chunk, bulk_options o = {},
+               std::function<void(size_t)> after_chunk = {}) {
+    outcome out;
+    out.results.resize(count);
+    client db{*sys, *eng, 30s};
+    size_t next = 0;
+    size_t chunks_done = 0;
+    bulk_open open{coll_link};
+    open.options = o;
+    out.summary = db.bulk(
+        open,
+        [&] {
+          std::vector<batch_operation> ops;
+          for (; next < count && ops.size() < chunk; ++next)
+            ops.push_back(create_of(next));
+          return ops;
+        },
+        [&](uint64_t first, std::vector<bulk_op_result>& rs) {
+          out.firsts.push_back(first);
+          for (size_t i = 0; i < rs.size(); ++i)
+            out.results[first + i] = std::move(rs[i]);
+          if (after_chunk) after_chunk(chunks_done);
+          ++chunks_done;
+        });
+    return out;
+  }
+
+  /// The writes the write region committed per document id.
+  std::map<std::string, uint64_t> writes() {
+    std::map<std::string, uint64_t> out;
+    auto docs = emu->control().documents("d", "c");
+    EXPECT_TRUE(docs) << docs.error().what;
+    if (docs)
+      for (const auto& d : *docs)
+        out[d.id] = d.writes;
+    return out;
+  }
+
+  /// Splits the collection's first range twice: two more ranges.
+  void two_more_ranges() {
+    auto a = emu->control().split_range("d", "c", "0");
+    ASSERT_TRUE(a) << a.error().what;
+    auto b = emu->control().split_range("d", "c", a->front());
+    ASSERT_TRUE(b) << b.error().what;
+  }
+
+  uint64_t bulk_requests() {
+    uint64_t n = 0;
+    for (const auto& [region, kinds] : emu->control().counters_by_kind())
+      if (auto k = kinds.find("bulk"); k != kinds.end())
+        for (const auto& [status, count] : k->second)
+          n += count;
+    return n;
+  }
+};
+
+TEST_F(Bulk, ManyCreates_AcrossRanges_EachAppliedOnce_ResultsInOrder) {
+  two_more_ranges();
+  auto out = load(2000, 250);
+  ASSERT_TRUE(out.summary) << describe(out.summary.error());
+  EXPECT_EQ(out.summary->operations, 2000u);
+  EXPECT_EQ(out.summary->succeeded, 2000u);
+  EXPECT_EQ(out.summary->failed, 0u);
+  EXPECT_EQ(out.summary->pending, 0u);
+  client db{*sys, *eng, 30s};
+  auto ranges = db.feed_ranges(coll_link);
+  ASSERT_TRUE(ranges) << describe(ranges.error());
+  EXPECT_EQ(out.summary->ranges.size(), ranges->size());
+  // Chunks come back in the order they were taken.
+  std::vector<uint64_t> firsts;
+  for (uint64_t f = 0; f < 2000; f += 250)
+    firsts.push_back(f);
+  EXPECT_EQ(out.firsts, firsts);
+  for (size_t i = 0; i < out.results.size(); ++i) {
+    ASSERT_EQ(out.results[i].status, 201) << i << ": " << out.results[i].error;
+    ASSERT_EQ(json::parse(out.results[i].body)["id"],
+              "doc" + std::to_string(i));
+    ASSERT_EQ(out.results[i].sends, 1u);
+  }
+  auto w = writes();
+  EXPECT_EQ(w.size(), 2000u);
+  for (const auto& [id, n] : w)
+    ASSERT_EQ(n, 1u) << id;
+  // Batches, not one request per operation.
+  EXPECT_LE(out.summary->requests, 2000u / 10);
+  EXPECT_EQ(bulk_requests(), out.summary->requests);
+}
+
+TEST_F(Bulk, UnderAnOpsBudget_ThrottledOpsWaitAndGoAgain_EachAppliedOnce) {
+  emulator::range_ops_budget b;
+  b.ops_per_second = 2000;
+  b.burst = 100;
+  ASSERT_TRUE(emu->control().add_ops_budget(b));
+  auto out = load(1500, 500);
+  ASSERT_TRUE(out.summary) << describe(out.summary.error());
+  EXPECT_EQ(out.summary->succeeded, 1500u);
+  EXPECT_GT(out.summary->throttled, 0u);
+  uint32_t cuts = 0;
+  for (const auto& r : out.summary->ranges)
+    cuts += r.cuts;
+  EXPECT_GT(cuts, 0u) << "the throttles never cut a window";
+  size_t resent = 0;
+  for (const auto& r : out.results) {
+    ASSERT_EQ(r.status, 201) << r.error;
+    if (r.sends > 1) ++resent;
+  }
+  EXPECT_GT(resent, 0u);
+  for (const auto& [id, n] : writes())
+    ASSERT_EQ(n, 1u) << id;
+}
+
+TEST_F(Bulk, PerOperation429WithoutBudget_RetriedAfterItsRetryAfter) {
+  emulator::bulk_op_fault f;
+  f.status = 429;
+  f.substatus = 3200;
+  f.retry_after_ms = 20;
+  f.count = 30;
+  ASSERT_TRUE(emu->control().add_bulk_op_fault(f));
+  auto out = load(200, 200);
+  ASSERT_TRUE(out.summary) << describe(out.summary.error());
+  EXPECT_EQ(out.summary->succeeded, 200u);
+  EXPECT_EQ(out.summary->throttled, 30u);
+  for (const auto& [id, n] : writes())
+    ASSERT_EQ(n, 1u) << id;
+}
+
+TEST_F(Bulk, SplitDuringTheLoad_Regrouped_NothingLostNothingTwice) {
+  std::atomic<bool> split{false};
+  auto out = load(1500, 100, {}, [&](size_t k) {
+    if (k != 2) return;
+    auto s = emu->control().split_range("d", "c", "0");
+    ASSERT_TRUE(s) << s.error().what;
+    split = true;
+  });
+  ASSERT_TRUE(split);
+  ASSERT_TRUE(out.summary) << describe(out.summary.error());
+  EXPECT_EQ(out.summary->succeeded, 1500u);
+  EXPECT_GE(out.summary->ranges.size(), 3u) << "the children were never used";
+  EXPECT_GT(out.summary->regrouped + out.summary->map_reads, 0u);
+  for (const auto& r : out.results)
+    ASSERT_EQ(r.status, 201) << r.error;
+  auto w = writes();
+  EXPECT_EQ(w.size(), 1500u);
+  for (const auto& [id, n] : w)
+    ASSERT_EQ(n, 1u) << id;
+}
+
+TEST_F(Bulk, AnswersCutByTheResponseCap_413_3402_ResentAtOnce) {
+  emu->control().set_bulk_response_cap(4000);
+  auto out = load(300, 300);
+  ASSERT_TRUE(out.summary) << describe(out.summary.error());
+  EXPECT_EQ(out.summary->succeeded, 300u);
+  EXPECT_GT(out.summary->resent, 0u);
+  EXPECT_EQ(out.summary->throttled, 0u);
+  for (const auto& [id, n] : writes())
+    ASSERT_EQ(n, 1u) << id;
+}
+
+TEST_F(Bulk, AnswerLost_MayHaveBeenApplied_NeverSentAgain) {
+  emulator::fault_rule slow;
+  slow.operation = "bulk";
+  slow.action = emulator::fault_action::delay;
+  slow.delay = 1500ms; // applied at once, answered after the ladder's end
+  slow.count = 1;
+  emu->control().add_fault(slow);
+  auto out = load(100, 100);
+  ASSERT_TRUE(out.summary) << describe(out.summary.error());
+  // One request's answer was late (its range's operations), the others'
+  // came.
+  ASSERT_GT(out.summary->failed, 0u);
+  ASSERT_GT(out.summary->succeeded, 0u);
+  EXPECT_EQ(out.summary->failed + out.summary->succeeded, 100u);
+  for (const auto& r : out.results) {
+    EXPECT_EQ(r.sends, 1u);
+    if (r.ok()) continue;
+    EXPECT_EQ(r.status, 0);
+    EXPECT_EQ(r.error_code, static_cast<uint16_t>(errc::transport_timeout));
+    EXPECT_NE(r.error.find("may have been applied"), std::string::npos)
+        << r.error;
+  }
+  std::this_thread::sleep_for(1600ms); // the late answer, for the record
+  auto w = writes();
+  EXPECT_EQ(w.size(), 100u);
+  for (const auto& [id, n] : w)
+    ASSERT_EQ(n, 1u) << id;
+  EXPECT_EQ(bulk_requests(), out.summary->requests);
+}
+
+TEST_F(Bulk, MalformedOperation_ItsChunkRefusedBeforeAnyTrip_OthersAnswered) {
+  client db{*sys, *eng, 30s};
+  int chunk = 0;
+  std::vector<uint64_t> firsts;
+  auto r = db.bulk(
+      bulk_open{coll_link},
+      [&]() -> std::vector<batch_operation> {
+        ++chunk;
+        if (chunk == 1) return {create_of(0), create_of(1)};
+        if (chunk == 2) {
+          auto bad = create_of(3);
+          bad.partition_key_json.clear();
+          return {create_of(2), bad};
+        }
+        return {};
+      },
+      [&](uint64_t first, std::vector<bulk_op_result>&) {
+        firsts.push_back(first);
+      },
+      1);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(code_of(r.error()), errc::validation_error);
+  EXPECT_NE(context_of(r.error()).find(
+                "the chunk from operation 2: bulk on dbs/d/colls/c: "
+                "bulk operation 1 (Create): a bulk operation needs its "
+                "partition key"),
+            std::string::npos)
+      << describe(r.error());
+  EXPECT_EQ(firsts, (std::vector<uint64_t>{0}));
+  auto w = writes();
+  EXPECT_EQ(w.size(), 2u) << "nothing of the refused chunk may be written";
+}
+
+TEST_F(Bulk, BadSessionOptions_RefusedBeforeAnyTrip) {
+  auto open = [&](bulk_open o) {
+    return ask<caf::actor>(eng->router(), 5s, route_atom_v, std::move(o));
+  };
+  auto r = open(bulk_open{"dbs/d"});
+  ASSERT_FALSE(r);
+  EXPECT_EQ(code_of(r.error()), errc::validation_error);
+  EXPECT_NE(context_of(r.error()).find("not a collection link"),
+            std::string::npos);
+  bulk_open o{coll_link};
+  o.options.max_operations_per_request = 500;
+  r = open(o);
+  ASSERT_FALSE(r);
+  EXPECT_NE(context_of(r.error()).find("max_operations_per_request is 500"),
+            std::string::npos)
+      << describe(r.error());
+  EXPECT_EQ(bulk_requests(), 0u);
+}
+
+TEST_F(Bulk, EveryKind_ItsOwnStatus) {
+  client db{*sys, *eng, 30s};
+  auto seed = load(3, 3);
+  ASSERT_TRUE(seed.summary) << describe(seed.summary.error());
+  auto with_key = [](batch_operation o, size_t n) {
+    o.partition_key_json = json::array({"k" + std::to_string(n % 97)}).dump();
+    return o;
+  };
+  std::vector<batch_operation> ops;
+  ops.push_back(with_key({batch_op_kind::read, "doc0"}, 0));
+  ops.push_back(with_key({batch_op_kind::replace, "doc1",
+                          json{{"id", "doc1"}, {"pk", "k1"}, {"n", 10}}.dump()},
+                         1));
+  ops.push_back(with_key({batch_op_kind::remove, "doc2"}, 2));
+  ops.push_back(with_key({batch_op_kind::patch, "doc0",
+                          R"([{"op":"incr","path":"/n","value":5}])"},
+                         0));
+  ops.push_back(with_key(
+      {batch_op_kind::upsert, "", json{{"id", "doc9"}, {"pk", "k9"}}.dump()},
+      9));
+  ops.push_back(create_of(0)); // exists: 409
+  ops.push_back(with_key({batch_op_kind::read, "nobody"}, 4));
+  bool given = false;
+  std::vector<bulk_op_result> got;
+  auto s = db.bulk(
+      bulk_open{coll_link},
+      [&] {
+        if (given) return std::vector<batch_operation>{};
+        given = true;
+        return ops;
+      },
+      [&](uint64_t, std::vector<bulk_op_result>& rs) { got = std::move(rs); });
+  ASSERT_TRUE(s) << describe(s.error());
+  std::vector<int> statuses;
+  for (const auto& r : got)
+    statuses.push_back(r.status);
+  EXPECT_EQ(statuses, (std::vector<int>{200, 200, 204, 200, 201, 409, 404}));
+  EXPECT_EQ(s->succeeded, 5u);
+  EXPECT_EQ(s->failed, 2u);
+}
+
+} // namespace bulk_integration_test
