@@ -186,6 +186,21 @@ TEST_F(Bulk, SplitDuringTheLoad_Regrouped_NothingLostNothingTwice) {
     ASSERT_EQ(n, 1u) << id;
 }
 
+TEST_F(Bulk, PerOperation410_1002_RoutingMapReadAgain_Regrouped) {
+  emulator::bulk_op_fault f;
+  f.status = 410;
+  f.substatus = 1002;
+  f.retry_after_ms = -1;
+  f.count = 40;
+  ASSERT_TRUE(emu->control().add_bulk_op_fault(f));
+  auto out = load(300, 300);
+  ASSERT_TRUE(out.summary) << describe(out.summary.error());
+  EXPECT_EQ(out.summary->succeeded, 300u);
+  EXPECT_EQ(out.summary->regrouped, 40u);
+  EXPECT_GT(out.summary->map_reads, 0u);
+  for (const auto& [id, n] : writes()) ASSERT_EQ(n, 1u) << id;
+}
+
 TEST_F(Bulk, AnswersCutByTheResponseCap_413_3402_ResentAtOnce) {
   emu->control().set_bulk_response_cap(4000);
   auto out = load(300, 300);
