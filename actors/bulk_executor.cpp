@@ -60,6 +60,9 @@ struct op_slot {
   std::string pk_json;
   std::string epk; // set when first routed
   time_point deadline;
+  time_point not_before{}; // throttled: not sent again before this
+  bool waits = false;      // queued after a throttle, not yet sent again
+  bool early = false;      // released before its retry-after (on_answer)
   uint32_t sends = 0;
   uint32_t throttles = 0;
   uint32_t regroups = 0;
@@ -81,8 +84,12 @@ struct range_slot {
   }
   range_congestion cc;
   std::deque<uint64_t> queue;
-  time_point paused_until{};
   bool wake_pending = false;
+  time_point wake_at{};
+  // Queued operations that wait after a throttle: while there are any, the
+  // range has one request in flight at most (see dispatch).
+  size_t backlog = 0;
+  time_point last_send{};
   bulk_range_stats stats;
 };
 
@@ -92,6 +99,13 @@ struct prepared_chunk {
   std::vector<std::string> keys;
   caf::response_promise rp;
 };
+
+// How long a range whose front waits for a throttle's retry-after stays
+// silent at most before it sends that operation alone, early: a
+// retry-after reckoned while the service held the range to a lower budget
+// overstates the wait once the budget is back, and a probe that passes
+// releases the whole backlog.
+constexpr auto probe_every = milliseconds{100};
 
 // Chunks that wait for room at most; one more is refused (overloaded).
 constexpr size_t max_waiting_chunks = 16;
@@ -307,11 +321,13 @@ void requeue_front(range_slot& r, const std::vector<uint64_t>& again) {
     r.queue.push_front(*it);
 }
 
-void pause(self_ptr self, range_slot& r, time_point until) {
-  if (until > r.paused_until) r.paused_until = until;
-  if (r.wake_pending) return;
+// The range's queue front waits until `at`: a wake then (unless an
+// earlier one is due).
+void wake_at(self_ptr self, range_slot& r, time_point at) {
+  if (r.wake_pending && r.wake_at <= at) return;
   r.wake_pending = true;
-  auto delay = r.paused_until - self->clock().now();
+  r.wake_at = at;
+  auto delay = at - self->clock().now();
   self->delayed_send(self, std::max(delay, clock_type::duration::zero()),
                      wake_atom_v, r.stats.range_id);
 }
@@ -345,7 +361,8 @@ bool was_throttled(const diagnostics& d) {
 }
 
 void on_answer(self_ptr self, const std::string& range_id, uint64_t seq,
-               const std::vector<uint64_t>& ids, data_response& resp) {
+               bool probe, const std::vector<uint64_t>& ids,
+               data_response& resp) {
   auto& st = self->state;
   auto& r = range_of(st, range_id);
   auto now = self->clock().now();
@@ -364,7 +381,6 @@ void on_answer(self_ptr self, const std::string& range_id, uint64_t seq,
   bool throttled = was_throttled(resp.diag);
   std::vector<uint64_t> again;
   std::vector<uint64_t> gone;
-  time_point wait_until = now;
   for (size_t n = 0; n < ids.size(); ++n) {
     auto id = ids[n];
     auto it = st.ops.find(id);
@@ -389,8 +405,14 @@ void on_answer(self_ptr self, const std::string& range_id, uint64_t seq,
       ++st.sum.throttled;
       auto wait = x.retry_after_ms > 0 ? milliseconds{x.retry_after_ms}
                                        : st.s.throttle.default_delay;
-      ++op.throttles;
-      op.throttle_wait += wait;
+      // Sent before its retry-after by the engine's own probing: the
+      // service's schedule still holds, and the operation's throttle budget
+      // is not charged (its time budget still is).
+      if (!op.early) {
+        ++op.throttles;
+        op.throttle_wait += wait;
+      }
+      op.early = false;
       if (op.throttles > st.s.throttle.max_attempts ||
           op.throttle_wait > st.s.throttle.max_wait) {
         ++r.stats.operations;
@@ -405,7 +427,13 @@ void on_answer(self_ptr self, const std::string& range_id, uint64_t seq,
                     "service's retry-after of " +
                     std::to_string(wait.count()) + " ms");
       } else {
-        wait_until = std::max(wait_until, now + wait);
+        // Each waits for its own retry-after: the service spreads them so
+        // that they come back as its budget frees up.
+        op.not_before = now + wait;
+        if (!op.waits) {
+          op.waits = true;
+          ++r.backlog;
+        }
         again.push_back(id);
       }
       break;
@@ -429,9 +457,27 @@ void on_answer(self_ptr self, const std::string& range_id, uint64_t seq,
   }
   st.sum.request_charge += resp.request_charge;
   r.cc.on_answer(seq, throttled);
+  // A clear answer while operations wait after a throttle: their
+  // retry-afters may be stale (reckoned while the service held the range
+  // to a lower budget). Twice as many as this request carried go now,
+  // whatever their retry-after says, so the range finds its budget again
+  // in a few round trips, as a window grows in slow start; if the service
+  // still throttles, they get fresh retry-afters. A probe that went through
+  // releases them all.
+  if (!throttled && r.backlog > 0) {
+    size_t release = probe ? r.backlog : 2 * ids.size();
+    for (auto id : r.queue) {
+      if (release == 0) break;
+      auto it = st.ops.find(id);
+      if (it == st.ops.end() || !it->second.waits) continue;
+      if (it->second.not_before > now) {
+        it->second.not_before = now;
+        it->second.early = true;
+      }
+      --release;
+    }
+  }
   requeue_front(r, again);
-  // The range waits once, for the longest retry-after of the request.
-  if (wait_until > now) pause(self, r, wait_until);
   if (!gone.empty()) regroup(self, gone, "range " + range_id + " answered 410");
   dispatch_all(self);
 }
@@ -452,10 +498,13 @@ void on_failure(self_ptr self, const std::string& range_id, uint64_t seq,
     // The engine is full: a throttle in all but name.
     r.cc.on_answer(seq, true);
     std::vector<uint64_t> live;
+    auto later = self->clock().now() + milliseconds{100};
     for (auto id : ids)
-      if (st.ops.count(id) > 0) live.push_back(id);
+      if (auto it = st.ops.find(id); it != st.ops.end()) {
+        it->second.not_before = later;
+        live.push_back(id);
+      }
     requeue_front(r, live);
-    pause(self, r, self->clock().now() + milliseconds{100});
     break;
   }
   case bulk_failure_verdict::final:
@@ -475,7 +524,8 @@ void on_failure(self_ptr self, const std::string& range_id, uint64_t seq,
   dispatch_all(self);
 }
 
-void send(self_ptr self, range_slot& r, std::vector<uint64_t> ids) {
+void send(self_ptr self, range_slot& r, std::vector<uint64_t> ids,
+          bool probe = false) {
   auto& st = self->state;
   std::string body = "[";
   auto earliest = time_point::max();
@@ -505,13 +555,14 @@ void send(self_ptr self, range_slot& r, std::vector<uint64_t> ids) {
       milliseconds{1},
       std::chrono::duration_cast<milliseconds>(earliest - self->clock().now()));
   auto seq = r.cc.on_send();
+  r.last_send = self->clock().now();
   ++r.stats.requests;
   ++st.sum.requests;
   auto range_id = r.stats.range_id;
   self->request(st.with.router, caf::infinite, route_atom_v, std::move(d))
       .then(
           [=](data_response& resp) {
-            on_answer(self, range_id, seq, ids, resp);
+            on_answer(self, range_id, seq, probe, ids, resp);
           },
           [=](caf::error& e) { on_failure(self, range_id, seq, ids, e); });
 }
@@ -519,12 +570,17 @@ void send(self_ptr self, range_slot& r, std::vector<uint64_t> ids) {
 void dispatch(self_ptr self, range_slot& r) {
   auto& st = self->state;
   auto now = self->clock().now();
-  if (!r.queue.empty() && now < r.paused_until) {
-    pause(self, r, r.paused_until);
-    return;
-  }
   const auto& o = st.s.options;
-  while (!r.queue.empty() && r.cc.can_send()) {
+  bool front_waits = false;
+  // After a throttle the service's retry-afters are its schedule for the
+  // operations it turned away, reckoned per request: a second request in
+  // flight meanwhile would claim the same budget and both would be turned
+  // away again. So while any operation waits after a throttle, one request
+  // at a time.
+  auto may_send = [&] {
+    return r.cc.can_send() && (r.backlog == 0 || r.cc.in_flight() == 0);
+  };
+  while (!front_waits && !r.queue.empty() && may_send()) {
     std::vector<uint64_t> ids;
     size_t bytes = 2;
     while (!r.queue.empty() && ids.size() < o.max_operations_per_request) {
@@ -537,17 +593,45 @@ void dispatch(self_ptr self, range_slot& r) {
       auto& op = it->second;
       if (op.deadline <= now) {
         r.queue.pop_front();
+        if (op.waits) {
+          op.waits = false;
+          --r.backlog;
+        }
         fail_op(self, id, errc::deadline_exceeded,
                 what_of(st) + ": operation " + std::to_string(op.index) +
                     "'s budget was spent after " + std::to_string(op.sends) +
                     " sends; it is not sent again");
         continue;
       }
+      // The queue is served in order: a throttled operation at the front
+      // holds back the ones behind it until its retry-after has passed.
+      if (op.not_before > now) {
+        front_waits = true;
+        auto probe_at = r.last_send + probe_every;
+        if (ids.empty() && r.cc.in_flight() == 0 && op.not_before > probe_at) {
+          if (probe_at <= now) {
+            r.queue.pop_front();
+            op.waits = false;
+            op.early = true;
+            --r.backlog;
+            send(self, r, {id}, true);
+            break;
+          }
+          wake_at(self, r, probe_at);
+        } else {
+          wake_at(self, r, op.not_before);
+        }
+        break;
+      }
       auto more = op.json.size() + (ids.empty() ? 0 : 1);
       if (!ids.empty() && bytes + more > o.max_request_bytes) break;
       bytes += more;
       ids.push_back(id);
       r.queue.pop_front();
+      if (op.waits) {
+        op.waits = false;
+        --r.backlog;
+      }
     }
     if (ids.empty()) break;
     send(self, r, std::move(ids));
@@ -684,8 +768,9 @@ caf::behavior executor_impl(self_ptr self, bulk_collaborators with,
         }
         auto it = st.ranges.find(range_id);
         if (it == st.ranges.end()) return;
-        it->second.wake_pending = false;
-        dispatch(self, it->second);
+        auto& r = it->second;
+        if (self->clock().now() >= r.wake_at) r.wake_pending = false;
+        dispatch(self, r);
       },
   };
 }

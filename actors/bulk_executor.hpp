@@ -20,8 +20,10 @@
 //   flight), which grows while its requests come back clear and halves when
 //   the service throttles; a request takes up to 100 operations or
 //   `max_request_bytes`.
-// - Per operation: 429 waits for its retry-after (the range waits once, for
-//   the longest of a request's) up to the throttle budget
+// - Per operation: 429 waits for its own retry-after (the range's queue is
+//   served in order, and while any operation waits the range has one
+//   request in flight; a clear answer releases waiting operations early,
+//   as actors/policy/README.md explains) up to the throttle budget
 //   (`georoute.throttle-retries`, `georoute.throttle-max-wait`); 410/1002,
 //   1007, 1008 re-reads the routing map and re-groups it (ten times at
 //   most); 413/3402 and other 410s go again at once. Every other answer is

@@ -90,6 +90,9 @@ public:
   /// chunk's first operation in the stream, and every other chunk's results
   /// reached `done` first. Each chunk is waited for as long as its
   /// operations' budget (`bulk_options::budget_ms`) and the last request.
+  /// A chunk is answered once its slowest range is through: when one range
+  /// is throttled harder than the others, more chunks in flight keep the
+  /// others busy.
   ///
   ///   size_t n = 0;
   ///   auto summary = db.bulk(bulk_open{"dbs/shop/colls/orders"},

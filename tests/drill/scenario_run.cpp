@@ -243,6 +243,19 @@ bool scenario_run::setup(world_options w) {
       return false;
     }
   }
+  for (const auto& id : w.extra_collections) {
+    auto o = direct.send(direct_client::make(
+        "POST", global, "/dbs/d/colls",
+        nlohmann::json{{"id", id},
+                       {"partitionKey",
+                        {{"paths", {"/pk"}}, {"kind", "Hash"}, {"version", 2}}}}
+            .dump()));
+    if (o.status != 201) {
+      note("creating collection " + id +
+           " failed: " + describe_outcome_short(o));
+      return false;
+    }
+  }
   seeds_ = std::make_shared<seed_set>();
   std::vector<transport::request> creates;
   for (size_t i = 0; i < seed_count; ++i) {

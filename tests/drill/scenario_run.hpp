@@ -57,6 +57,10 @@ struct world_options {
   /// The write order to start with (single-write: its first region takes
   /// the writes); empty: the account order.
   std::vector<std::string> write_order;
+  /// More collections of database "d", each partitioned on /pk and empty
+  /// (B1 loads one: the workload's cross-partition queries, which the
+  /// emulator answers by scanning every document of "c", stay as they are).
+  std::vector<std::string> extra_collections;
 };
 
 class scenario_run {
@@ -94,6 +98,8 @@ public:
 
   const std::vector<std::string>& regions() const { return regions_; }
   emulator::emulator& emu() { return *emu_; }
+  /// The actor system the sites and the callers run in.
+  caf::actor_system& system() { return *sys_; }
   /// The engine of site `i` (the region `regions()[i]`).
   engine& site(size_t i) { return sites_.at(i); }
   int64_t now_ms() const;
@@ -222,5 +228,9 @@ private:
   std::string feed_listing_problem_; ///< the final listing failed: why
   bool feed_paused_ = false;
 };
+
+/// B1, bulk ingestion under 429 bursts, a split and a region hang
+/// (scenario_bulk.cpp).
+void bulk_ingestion(scenario_run& run, scenario_report& out);
 
 } // namespace georoute::drill

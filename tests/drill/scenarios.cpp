@@ -957,6 +957,12 @@ const std::vector<scenario_def>& scenarios() {
        "that range's writes follow within one retry, the other range stays, "
        "no region is marked, failback costs one round trip per engine.",
        s8},
+      {"B1", "bulk ingestion under 429 bursts, a split and a region hang",
+       "One site loads documents with the bulk API while the workload runs: "
+       "every range's ops budget drops to a tenth twice, range 0 splits, "
+       "the loader's region hangs. Each operation answered, each document "
+       "written once (read back), throughput back after each burst.",
+       bulk_ingestion},
       {"G1", "a region hangs for 30 s (library defaults)",
        "Multi-write; the second region accepts connections and answers "
        "nothing for 30 s, with the library's own ladders and hedging.",

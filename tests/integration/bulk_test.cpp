@@ -150,6 +150,38 @@ TEST_F(Bulk, UnderAnOpsBudget_ThrottledOpsWaitAndGoAgain_EachAppliedOnce) {
     ASSERT_EQ(n, 1u) << id;
 }
 
+// The service spreads a throttled request's retry-afters by the tokens each
+// operation needs at its budget then (a tenth of a second apart at 10 ops/s:
+// up to ten seconds for a hundred). Once the budget is lifted those waits
+// are stale: a clear answer releases twice as many waiting operations each
+// time, so the load ends within a few round trips instead of on the old
+// schedule. (Measured against a margin of three: the old schedule needs
+// about ten seconds.)
+TEST_F(Bulk, BudgetLifted_StaleRetryAftersReleased_LoadEndsSoon) {
+  emulator::range_ops_budget b;
+  b.ops_per_second = 10;
+  b.burst = 1;
+  ASSERT_TRUE(emu->control().add_ops_budget(b));
+  std::promise<outcome> done;
+  auto finished = done.get_future();
+  std::thread loader([&] { done.set_value(load(200, 200)); });
+  std::this_thread::sleep_for(500ms); // every range throttled by now
+  emu->control().clear_ops_budgets();
+  auto lifted = std::chrono::steady_clock::now();
+  auto status = finished.wait_for(10s);
+  auto took = std::chrono::steady_clock::now() - lifted;
+  loader.join();
+  ASSERT_EQ(status, std::future_status::ready);
+  auto out = finished.get();
+  ASSERT_TRUE(out.summary) << describe(out.summary.error());
+  EXPECT_EQ(out.summary->succeeded, 200u);
+  EXPECT_GT(out.summary->throttled, 100u);
+  EXPECT_LT(took, 3s)
+      << "the load followed the stale retry-afters: "
+      << std::chrono::duration_cast<std::chrono::milliseconds>(took).count()
+      << " ms after the budget was lifted";
+}
+
 TEST_F(Bulk, PerOperation429WithoutBudget_RetriedAfterItsRetryAfter) {
   emulator::bulk_op_fault f;
   f.status = 429;
@@ -198,7 +230,8 @@ TEST_F(Bulk, PerOperation410_1002_RoutingMapReadAgain_Regrouped) {
   EXPECT_EQ(out.summary->succeeded, 300u);
   EXPECT_EQ(out.summary->regrouped, 40u);
   EXPECT_GT(out.summary->map_reads, 0u);
-  for (const auto& [id, n] : writes()) ASSERT_EQ(n, 1u) << id;
+  for (const auto& [id, n] : writes())
+    ASSERT_EQ(n, 1u) << id;
 }
 
 TEST_F(Bulk, AnswersCutByTheResponseCap_413_3402_ResentAtOnce) {
