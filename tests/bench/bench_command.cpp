@@ -1,7 +1,5 @@
 #include "tests/bench/bench_command.hpp"
 
-#include <nlohmann/json.hpp>
-
 #include "tests/bench/alloc_count.hpp"
 #include "tests/bench/bench_options.hpp"
 #include "tests/bench/echo_load.hpp"
@@ -15,6 +13,7 @@
 #include <csignal>
 #include <functional>
 #include <iostream>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <thread>
 
@@ -456,8 +455,7 @@ int run_bench_command(std::vector<std::string> args) {
     writes.clear();
     rep.feed_documents_written = written;
     if (failed_writes > 0)
-      log("change feed: " + std::to_string(failed_writes) +
-          " writes failed");
+      log("change feed: " + std::to_string(failed_writes) + " writes failed");
     for (int round = 0; round < 2; ++round) {
       log("change feed drain, round " + std::to_string(round + 1) +
           ": georoute");
@@ -470,6 +468,44 @@ int run_bench_command(std::vector<std::string> args) {
     for (const auto& f : rep.feed)
       if (f.client == "georoute" &&
           (!f.error.empty() || f.documents != written))
+        failed = true;
+  }
+  if (!o.skipped("bulk") && o.bulk_documents > 0) {
+    // Each load into an empty collection of its own: point creates and
+    // bulk through georoute, executeBulkOperations through the peer; then
+    // both bulk APIs again with every range held to an ops budget.
+    auto link = [](const std::string& c) { return "dbs/bench/colls/" + c; };
+    const auto n = o.bulk_documents;
+    log("bulk: " + std::to_string(n) + " point creates, 64 at a time");
+    rep.bulk.push_back((*drv)->point_load(link(bulk_colls[0]), n, 64));
+    log("bulk: " + std::to_string(n) + " creates through georoute's bulk");
+    rep.bulk.push_back((*drv)->bulk_load(link(bulk_colls[1]), n));
+    log("bulk: " + std::to_string(n) + " creates through the peer's bulk");
+    rep.bulk.push_back(peer_bulk(peer.get(), peer_skip, bulk_colls[2], n));
+    for (size_t k = 3; k < 5; ++k) {
+      auto budget =
+          nlohmann::json{{"collection", link(bulk_colls[k])},
+                         {"ops_per_second", o.bulk_budget},
+                         {"burst", std::max<size_t>(1, o.bulk_budget / 10)}};
+      if (auto a = em.admin("POST", "ops-budget", budget.dump()); !a)
+        log("bulk: the ops budget was refused: " + a.error().what);
+    }
+    auto ranges = (*drv)->ranges_of(link(bulk_colls[3]));
+    double allowed = static_cast<double>(o.bulk_budget * ranges);
+    log("bulk under 429: " + std::to_string(o.bulk_budget) +
+        " ops/s per range, " + std::to_string(ranges) + " ranges");
+    auto g = (*drv)->bulk_load(link(bulk_colls[3]), n);
+    g.mode = "bulk under 429";
+    g.allowed_per_second = allowed;
+    g.finish();
+    rep.bulk.push_back(g);
+    auto p = peer_bulk(peer.get(), peer_skip, bulk_colls[4], n);
+    p.mode = "bulk under 429";
+    p.allowed_per_second = allowed;
+    p.finish();
+    rep.bulk.push_back(p);
+    for (const auto& b : rep.bulk)
+      if (b.client == "georoute" && (!b.error.empty() || b.ok != n))
         failed = true;
   }
   peer.reset();

@@ -36,8 +36,12 @@ const char* const usage =
     "  --feed-docs=N          documents of the change-feed drain (default\n"
     "                         100000; 0 = skip)\n"
     "  --feed-page=N          documents per change-feed page (default 1000)\n"
+    "  --bulk-docs=N          creates of each bulk load (default 20000; 0: no\n"
+    "                         bulk rows)\n"
+    "  --bulk-budget=N        ops a second each range takes in the rows under\n"
+    "                         429 (default 2000)\n"
     "  --skip=LIST            any of raw,georoute,caf-echo,peer,failover,\n"
-    "                         cold,memory,accounting,sustain,feed\n"
+    "                         cold,memory,accounting,sustain,feed,bulk\n"
     "  --peer-dir=DIR         where npm installs @azure/cosmos (default: in "
     "the\n"
     "                         build tree)\n"
@@ -139,6 +143,12 @@ std::string parse(std::vector<std::string> args, options& o) {
     } else if (flag == "--feed-docs") {
       if (!parse_count(value, 0, 1000000, o.feed_documents))
         return bad("an integer in 0..1000000");
+    } else if (flag == "--bulk-docs") {
+      if (!parse_count(value, 0, 1000000, o.bulk_documents))
+        return bad("an integer in 0..1000000");
+    } else if (flag == "--bulk-budget") {
+      if (!parse_count(value, 1, 1000000, o.bulk_budget))
+        return bad("an integer in 1..1000000");
     } else if (flag == "--feed-page") {
       if (!parse_count(value, 1, 10000, o.feed_page))
         return bad("an integer in 1..10000");
@@ -147,9 +157,9 @@ std::string parse(std::vector<std::string> args, options& o) {
       for (const auto& s : o.skip)
         if (s != "raw" && s != "georoute" && s != "caf-echo" && s != "peer" &&
             s != "failover" && s != "cold" && s != "memory" &&
-            s != "accounting" && s != "sustain" && s != "feed")
+            s != "accounting" && s != "sustain" && s != "feed" && s != "bulk")
           return bad("any of raw,georoute,caf-echo,peer,failover,cold,memory,"
-                     "accounting,sustain,feed");
+                     "accounting,sustain,feed,bulk");
     } else if (flag == "--peer-dir") {
       if (value.empty()) return bad("a directory");
       o.peer_dir = value;
@@ -191,6 +201,9 @@ const std::string db = "bench";
 const std::string coll = "c";
 const std::string link = "dbs/bench/colls/c";
 const std::string feed_coll = "feed";
+const std::vector<std::string> bulk_colls{"bulk-point", "bulk-georoute",
+                                          "bulk-peer", "bulk-429-georoute",
+                                          "bulk-429-peer"};
 const std::string doc_id = "x";
 const std::string doc_pk = "p";
 const std::vector<std::string> regions{"West US", "East US", "North Europe"};

@@ -31,6 +31,10 @@ struct options {
   /// the page size both clients ask for.
   size_t feed_documents = 100000;
   size_t feed_page = 1000;
+  /// Creates of each bulk load (0: no bulk rows), and the per-range ops
+  /// budget of the rows under 429.
+  size_t bulk_documents = 20000;
+  size_t bulk_budget = 2000;
   std::vector<std::string> skip;
   std::string peer_dir = work_dir_default();
   std::string source_dir = source_dir_default();
@@ -63,6 +67,10 @@ extern const std::string coll;
 extern const std::string link; ///< "dbs/bench/colls/c"
 /// The change-feed drain's collection, "feed" ("dbs/bench/colls/feed").
 extern const std::string feed_coll;
+/// The bulk loads' collections, one per load (each starts empty):
+/// "bulk-point", "bulk-georoute", "bulk-peer", "bulk-429-georoute",
+/// "bulk-429-peer".
+extern const std::vector<std::string> bulk_colls;
 extern const std::string doc_id;
 extern const std::string doc_pk;
 /// In account order; also every client's preference list.

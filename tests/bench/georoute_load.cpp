@@ -1,18 +1,20 @@
 #include "tests/bench/georoute_load.hpp"
 
+#include "georoute/actors/client.hpp"
 #include "georoute/actors/engine.hpp"
 #include "georoute/actors/engine_loop.hpp"
 #include "georoute/actors/home_thread.hpp"
 #include "georoute/messages/error.hpp"
 #include "georoute/messages/types.hpp"
-#include "tests/engine_loop_choice.hpp"
 #include "georoute/transport/http_client.hpp"
+#include "tests/engine_loop_choice.hpp"
 
 #include <algorithm>
 #include <atomic>
 #include <caf/all.hpp>
 #include <condition_variable>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <thread>
 
@@ -348,13 +350,97 @@ feed_figures georoute_driver::drain_feed(const std::string& link,
     if (p->caught_up) break;
   }
   f.cpu_seconds = process_cpu_seconds() - cpu0;
-  f.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() -
-                                            t0)
-                  .count();
+  f.seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
+          .count();
   if (f.seconds > 0) f.documents_per_second = f.documents / f.seconds;
   if (f.documents > 0)
     f.cpu_us_per_document = f.cpu_seconds * 1e6 / f.documents;
   return f;
+}
+
+namespace {
+
+// Create number `n` of a bulk load: about 250 bytes, its own key.
+batch_operation bulk_doc(size_t n) {
+  static const std::string filler(200, 'x');
+  batch_operation o;
+  o.kind = batch_op_kind::create;
+  auto id = "b" + std::to_string(n);
+  o.body = nlohmann::json{{"id", id}, {"pk", id}, {"v", filler}}.dump();
+  o.partition_key_json = nlohmann::json::array({id}).dump();
+  return o;
+}
+
+} // namespace
+
+bulk_figures georoute_driver::bulk_load(const std::string& link, size_t count) {
+  bulk_figures f;
+  f.client = "georoute";
+  f.mode = "bulk";
+  f.operations = count;
+  client db{*impl_->sys, *impl_->eng, 120s};
+  size_t next = 0;
+  auto t0 = std::chrono::steady_clock::now();
+  auto cpu0 = process_cpu_seconds();
+  auto s = db.bulk(
+      bulk_open{link},
+      [&] {
+        std::vector<batch_operation> ops;
+        for (; next < count && ops.size() < 1000; ++next)
+          ops.push_back(bulk_doc(next));
+        return ops;
+      },
+      [&](uint64_t, std::vector<bulk_op_result>& rs) {
+        for (const auto& r : rs)
+          if (r.status == 201) ++f.ok;
+      });
+  f.cpu_seconds = process_cpu_seconds() - cpu0;
+  f.seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
+          .count();
+  if (!s)
+    f.error = impl_->sys->render(s.error());
+  else
+    f.throttled = s->throttled;
+  f.finish();
+  return f;
+}
+
+bulk_figures georoute_driver::point_load(const std::string& link, size_t count,
+                                         size_t in_flight) {
+  bulk_figures f;
+  f.client = "georoute";
+  f.mode = "point creates";
+  f.operations = count;
+  std::vector<data_request> reqs;
+  reqs.reserve(count);
+  for (size_t n = 0; n < count; ++n) {
+    auto op = bulk_doc(n);
+    data_request r;
+    r.op = data_op::create;
+    r.collection_link = link;
+    r.body = std::move(op.body);
+    r.options.partition_key_json = std::move(op.partition_key_json);
+    reqs.push_back(std::move(r));
+  }
+  auto t0 = std::chrono::steady_clock::now();
+  auto cpu0 = process_cpu_seconds();
+  auto [ok, failed] = route_many(reqs, in_flight);
+  f.cpu_seconds = process_cpu_seconds() - cpu0;
+  f.seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
+          .count();
+  f.ok = ok;
+  if (failed > 0) f.error = std::to_string(failed) + " creates failed";
+  f.finish();
+  return f;
+}
+
+size_t georoute_driver::ranges_of(const std::string& link) {
+  auto r = impl_->ask<std::vector<partition_key_range>>(
+      impl_->eng->router(), 10s, feed_ranges_atom_v, link);
+  return r ? r->size() : 0;
 }
 
 port_counts& georoute_driver::counts() {

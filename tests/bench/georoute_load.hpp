@@ -110,6 +110,15 @@ public:
   /// Drains the change feed of `link` from the beginning, `page_size`
   /// documents a page, one page at a time, until a page is caught up.
   feed_figures drain_feed(const std::string& link, int32_t page_size);
+  /// Creates `count` documents in `link` with the bulk API (client::bulk,
+  /// chunks of 1 000, four in flight).
+  bulk_figures bulk_load(const std::string& link, size_t count);
+  /// Creates `count` documents in `link` one by one, `in_flight` at a time
+  /// (waves).
+  bulk_figures point_load(const std::string& link, size_t count,
+                          size_t in_flight);
+  /// The number of partition-key ranges of `link` (0 when unknown).
+  size_t ranges_of(const std::string& link);
   /// Routes `req` once (blocking); true on a 2xx answer.
   bool route_once(const data_request& req, std::string* error = nullptr);
 

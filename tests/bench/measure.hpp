@@ -213,6 +213,33 @@ struct feed_figures {
   std::string skipped;
 };
 
+/// One bulk load: `operations` creates of about 250 bytes into an empty
+/// collection, by one client, in one way (`mode`).
+struct bulk_figures {
+  std::string client;
+  std::string mode;        ///< "point creates", "bulk", "bulk under 429"
+  uint64_t operations = 0; ///< handed over
+  uint64_t ok = 0;         ///< answered 201
+  uint64_t throttled = 0;  ///< per-operation 429s the client saw (georoute)
+  double seconds = 0;      ///< from the first operation to the last answer
+  double cpu_seconds = 0;  ///< of the client's process, over `seconds`
+  double ops_per_second = 0;
+  double cpu_us_per_op = 0;
+  /// Under 429: the operations a second the service allowed (its budget
+  /// per range times the ranges) and the share of it reached.
+  double allowed_per_second = 0;
+  double share_of_allowed = 0;
+  std::string error;
+  std::string skipped;
+
+  void finish() {
+    if (seconds > 0) ops_per_second = ok / seconds;
+    if (ok > 0) cpu_us_per_op = cpu_seconds * 1e6 / ok;
+    if (allowed_per_second > 0)
+      share_of_allowed = ops_per_second / allowed_per_second;
+  }
+};
+
 /// Resident memory of the caches.
 struct memory_figures {
   size_t collections = 0;

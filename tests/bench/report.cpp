@@ -413,8 +413,7 @@ std::string render_text(const report& r) {
         << pad(fmt("%.2f", f.seconds), 7) << " | "
         << pad(fmt("%.0f", f.documents_per_second), 7) << " | "
         << fmt("%.2f", f.cpu_us_per_document)
-        << (f.error.empty() ? std::string{} : "  stopped: " + f.error)
-        << "\n";
+        << (f.error.empty() ? std::string{} : "  stopped: " + f.error) << "\n";
       if (f.error.empty()) {
         rates[f.client].push_back(f.documents_per_second);
         cpus[f.client].push_back(f.cpu_us_per_document);
@@ -435,6 +434,43 @@ std::string render_text(const report& r) {
         << fmt("%.2f", pr > 0 ? gr / pr : 0) << "x the rate, "
         << fmt("%.2f", pc > 0 ? gc / pc : 0) << "x the CPU per document\n";
     }
+  }
+  if (!r.bulk.empty()) {
+    o << "\nbulk: creates of about 250 bytes into an empty collection, each "
+         "key its own\n"
+      << "client   | mode           | ok      | seconds | ops/s   | CPU us/op "
+         "| 429s    | share of allowed\n"
+      << "---------|----------------|---------|---------|---------|----------"
+         "-|---------|-----------------\n";
+    double point = 0, bulk_g = 0, bulk_p = 0;
+    for (const auto& b : r.bulk) {
+      o << pad(b.client, 8, false) << " | " << pad(b.mode, 14, false) << " | ";
+      if (!b.skipped.empty()) {
+        o << "skipped: " << b.skipped << "\n";
+        continue;
+      }
+      o << pad(std::to_string(b.ok), 7) << " | "
+        << pad(fmt("%.2f", b.seconds), 7) << " | "
+        << pad(fmt("%.0f", b.ops_per_second), 7) << " | "
+        << pad(fmt("%.2f", b.cpu_us_per_op), 9) << " | "
+        << pad(b.client == "georoute" ? std::to_string(b.throttled) : "-", 7)
+        << " | "
+        << (b.allowed_per_second > 0
+                ? fmt("%.1f", 100 * b.share_of_allowed) + " % of " +
+                      fmt("%.0f", b.allowed_per_second) + "/s"
+                : std::string{"-"})
+        << (b.error.empty() ? std::string{} : "  error: " + b.error) << "\n";
+      if (b.mode == "point creates") point = b.ops_per_second;
+      if (b.mode == "bulk" && b.client == "georoute") bulk_g = b.ops_per_second;
+      if (b.mode == "bulk" && b.client == "peer") bulk_p = b.ops_per_second;
+    }
+    if (point > 0 && bulk_g > 0)
+      o << "georoute bulk / point creates: " << fmt("%.2f", bulk_g / point)
+        << "x";
+    if (bulk_p > 0 && bulk_g > 0)
+      o << "; georoute bulk / peer bulk: " << fmt("%.2f", bulk_g / bulk_p)
+        << "x";
+    if (point > 0 || bulk_p > 0) o << "\n";
   }
   if (!r.cold.empty()) {
     o << "\ncold start: K callers at once, uncached collection\n"
@@ -593,6 +629,20 @@ bool write_json(const report& r, const std::string& file) {
          {"cpu_us_per_document", f.cpu_us_per_document},
          {"error", f.error},
          {"skipped", f.skipped}});
+  for (const auto& b : r.bulk)
+    j["bulk"].push_back({{"client", b.client},
+                         {"mode", b.mode},
+                         {"operations", b.operations},
+                         {"ok", b.ok},
+                         {"throttled", b.throttled},
+                         {"seconds", b.seconds},
+                         {"cpu_seconds", b.cpu_seconds},
+                         {"ops_per_second", b.ops_per_second},
+                         {"cpu_us_per_op", b.cpu_us_per_op},
+                         {"allowed_per_second", b.allowed_per_second},
+                         {"share_of_allowed", b.share_of_allowed},
+                         {"error", b.error},
+                         {"skipped", b.skipped}});
   for (const auto& c : r.cold)
     j["cold_start"].push_back(
         {{"client", c.client},

@@ -88,6 +88,8 @@ struct report {
   /// The change-feed drains (georoute and the peer, alternating) and the
   /// documents the drained collection holds.
   std::vector<feed_figures> feed;
+  /// The bulk loads, side by side.
+  std::vector<bulk_figures> bulk;
   uint64_t feed_documents_written = 0;
   double total_seconds = 0;
   /// The georoute client with hedging the other way round from the

@@ -1,8 +1,8 @@
 #include "tests/bench/scenarios.hpp"
 
-#include "tests/bench/georoute_load.hpp"
 #include "georoute/transport/auth.hpp"
 #include "georoute/transport/url.hpp"
+#include "tests/bench/georoute_load.hpp"
 
 #include <algorithm>
 #include <nlohmann/json.hpp>
@@ -43,6 +43,8 @@ std::string set_up(child_emulator& emu, const options& o) {
     return e;
   std::vector<std::string> colls{coll};
   if (!o.skipped("feed") && o.feed_documents > 0) colls.push_back(feed_coll);
+  const bool bulk = !o.skipped("bulk") && o.bulk_documents > 0;
+  if (bulk) colls.insert(colls.end(), bulk_colls.begin(), bulk_colls.end());
   for (auto k : o.cold) {
     colls.push_back(cold_name("georoute", k));
     colls.push_back(cold_name("peer", k));
@@ -57,6 +59,8 @@ std::string set_up(child_emulator& emu, const options& o) {
         !e.empty())
       return e;
     if (c == feed_coll) continue; // filled by the drain's set-up
+    if (std::find(bulk_colls.begin(), bulk_colls.end(), c) != bulk_colls.end())
+      continue; // the bulk loads start empty
     if (auto e = expect(
             emu.call("POST", writer, "/dbs/bench/colls/" + c + "/docs",
                      R"({"id":"x","pk":"p","payload":"0123456789abcdef"})",
@@ -211,6 +215,29 @@ cold_figures peer_cold(node_peer* peer, const std::string& why, size_t k) {
   return out;
 }
 
+bulk_figures peer_bulk(node_peer* peer, const std::string& why,
+                       const std::string& coll, size_t count) {
+  bulk_figures out;
+  out.client = "peer";
+  out.mode = "bulk";
+  out.operations = count;
+  if (!peer) {
+    out.skipped = why;
+    return out;
+  }
+  auto r =
+      peer->call({{"cmd", "bulk"}, {"coll", coll}, {"count", count}}, 600s);
+  if (!r) {
+    out.error = r.error().what;
+    return out;
+  }
+  out.ok = r->value("ok", uint64_t{0});
+  out.seconds = r->value("seconds", 0.0);
+  out.cpu_seconds = r->value("cpu", 0.0);
+  out.finish();
+  return out;
+}
+
 feed_figures peer_feed(node_peer* peer, const std::string& why,
                        const options& o, int round) {
   feed_figures out;
@@ -220,10 +247,8 @@ feed_figures peer_feed(node_peer* peer, const std::string& why,
     out.skipped = why;
     return out;
   }
-  auto r = peer->call({{"cmd", "feed"},
-                       {"coll", feed_coll},
-                       {"pageSize", o.feed_page}},
-                      600s);
+  auto r = peer->call(
+      {{"cmd", "feed"}, {"coll", feed_coll}, {"pageSize", o.feed_page}}, 600s);
   if (!r) {
     out.error = r.error().what;
     return out;

@@ -54,6 +54,9 @@ cold_figures peer_cold(node_peer* peer, const std::string& why, size_t k);
 /// The change feed of the feed collection drained from the beginning by the
 /// peer (a fresh CosmosClient, `getChangeFeedIterator`); `why` when there
 /// is no peer.
+/// The peer's `executeBulkOperations` of `count` creates into `coll`.
+bulk_figures peer_bulk(node_peer* peer, const std::string& why,
+                       const std::string& coll, size_t count);
 feed_figures peer_feed(node_peer* peer, const std::string& why,
                        const options& o, int round);
 
