@@ -5,7 +5,8 @@ execute_process(
   COMMAND "${GEOROUTE}" bench --seconds=0.4 --warmup=0.2 --rounds=1
           --in-flight=1,4 --fault-seconds=0.5 --cold=1,20
           --memory-collections=1000 --memory-ranges=10 --sustain=1.2
-          --feed-docs=600 --feed-page=50 --skip=peer
+          --feed-docs=600 --feed-page=50 --bulk-docs=400 --bulk-budget=200
+          --skip=peer
           --json=${OUT}
   RESULT_VARIABLE rc
   TIMEOUT 150)
@@ -20,6 +21,24 @@ function(expect_positive what)
     message(FATAL_ERROR "${what}: expected a positive number, got '${v}' ${err}")
   endif()
 endfunction()
+
+# The bulk rows: georoute's three loads created every document (the
+# peer's rows are skipped).
+string(JSON nb LENGTH "${doc}" bulk)
+if(NOT nb EQUAL 5)
+  message(FATAL_ERROR "bulk: expected 5 rows, got ${nb}")
+endif()
+foreach(i 0 1 3)
+  string(JSON client GET "${doc}" bulk ${i} client)
+  string(JSON ok GET "${doc}" bulk ${i} ok)
+  string(JSON error GET "${doc}" bulk ${i} error)
+  if(NOT client STREQUAL "georoute" OR NOT ok EQUAL 400 OR
+     NOT error STREQUAL "")
+    message(FATAL_ERROR "bulk ${i}: ${client} created ${ok} of 400 (${error})")
+  endif()
+  expect_positive("bulk ${i} ops/s" bulk ${i} ops_per_second)
+endforeach()
+expect_positive("bulk under 429: share of the allowed rate" bulk 3 share_of_allowed)
 
 # The change-feed drain: georoute read back every document it wrote, twice.
 string(JSON nf LENGTH "${doc}" change_feed)
