@@ -227,6 +227,9 @@ struct caller_state {
   caller_setup cfg;
   std::mt19937_64 rng;
   uint64_t next_write = 0;
+  /// The last document this caller wrote with a plain write and was told
+  /// so ("id\npk"): what its patches change.
+  std::string last_written;
   int64_t in_flight = 0;
   bool stopping = false;
   static inline const char* name = "georoute.drill.caller";
@@ -348,8 +351,87 @@ void issue_write(caller_ptr self, op_record r) {
           [=](data_response& resp) mutable {
             take_diagnostics(self->state.cfg, resp.diag, r);
             r.written_id = id + "\n" + pk;
+            self->state.last_written = r.written_id;
             // With write retries on, the stored document must carry this
             // write's own tracking id (checked at the read-back).
+            auto doc = nlohmann::json::parse(resp.body, nullptr, false);
+            if (doc.is_object() && doc.contains("_trackingId") &&
+                doc["_trackingId"].is_string())
+              r.tracking_id = doc["_trackingId"].get<std::string>();
+            finish(self, std::move(r));
+          },
+          [=](caf::error& e) mutable { fail(self, std::move(r), e); });
+}
+
+// A transactional batch of two upserts on one partition key: the caller's
+// id pair n (bounded like its writes). Acknowledged once committed; the
+// first document is what the read-back checks.
+void issue_batch(caller_ptr self, op_record r) {
+  auto& st = self->state;
+  auto n = st.next_write++;
+  if (st.cfg.write_ids > 0) n %= st.cfg.write_ids;
+  auto id = st.cfg.tag + "-b" + std::to_string(st.cfg.index) + "-" +
+            std::to_string(n);
+  auto pk = "p" + std::to_string((st.cfg.index * 31 + n) % 40);
+  batch_request b;
+  b.collection_link = st.cfg.collection_link;
+  b.partition_key_json = nlohmann::json::array({pk}).dump();
+  b.options.excluded_regions = st.cfg.excluded_regions;
+  if (st.cfg.budget_is_deadline) b.options.budget = st.cfg.deadline;
+  for (const char* part : {"a", "b"}) {
+    batch_operation o;
+    o.kind = batch_op_kind::upsert;
+    o.body = nlohmann::json{{"id", id + part},
+                            {"pk", pk},
+                            {"kind", "batch"},
+                            {"site", st.cfg.site}}
+                 .dump();
+    b.operations.push_back(std::move(o));
+  }
+  self->request(router_of(st.cfg), st.cfg.deadline, route_atom_v, std::move(b))
+      .then(
+          [=](batch_response& resp) mutable {
+            take_diagnostics(self->state.cfg, resp.diag, r);
+            if (!resp.committed()) {
+              r.result = op_result::failure;
+              r.error = "batch answered " + std::to_string(resp.status) +
+                        ": not applied (" +
+                        (resp.results.empty()
+                             ? std::string{"no results"}
+                             : std::to_string(resp.results.front().status)) +
+                        ")";
+              finish(self, std::move(r));
+              return;
+            }
+            // Not patched later: a batch's upserts carry no tracking id,
+            // and the read-back would take a patch's for the document's.
+            r.written_id = id + "a\n" + pk;
+            finish(self, std::move(r));
+          },
+          [=](caf::error& e) mutable { fail(self, std::move(r), e); });
+}
+
+// A patch of the last document this caller wrote: sets its "touched"
+// field. Acknowledged like a write (the document is read back).
+void issue_patch(caller_ptr self, op_record r) {
+  auto& st = self->state;
+  auto at = st.last_written.find('\n');
+  auto id = st.last_written.substr(0, at);
+  auto pk = st.last_written.substr(at + 1);
+  auto req = base_request(st.cfg, data_op::patch, st.cfg.deadline);
+  req.id = id;
+  req.body =
+      nlohmann::json::array(
+          {{{"op", "set"}, {"path", "/touched"}, {"value", st.next_write++}}})
+          .dump();
+  req.options.partition_key_json = nlohmann::json::array({pk}).dump();
+  self->request(router_of(st.cfg), st.cfg.deadline, route_atom_v,
+                std::move(req))
+      .then(
+          [=](data_response& resp) mutable {
+            take_diagnostics(self->state.cfg, resp.diag, r);
+            r.written_id = id + "\n" + pk;
+            // A tracked patch stores its own tracking id.
             auto doc = nlohmann::json::parse(resp.body, nullptr, false);
             if (doc.is_object() && doc.contains("_trackingId") &&
                 doc["_trackingId"].is_string())
@@ -434,7 +516,15 @@ void issue(caller_ptr self) {
                recorder::clock::now() + st.cfg.deadline);
   } else if (dice < st.cfg.mix.query_pct + st.cfg.mix.write_pct) {
     r.type = op_type::write;
-    issue_write(self, std::move(r));
+    auto kind = static_cast<uint32_t>(st.rng() % 100);
+    const auto& m = st.cfg.mix;
+    if (kind < m.batch_pct_of_writes)
+      issue_batch(self, std::move(r));
+    else if (kind < m.batch_pct_of_writes + m.patch_pct_of_writes &&
+             !st.last_written.empty())
+      issue_patch(self, std::move(r));
+    else
+      issue_write(self, std::move(r));
   } else {
     r.type = op_type::read;
     issue_read(self, std::move(r));

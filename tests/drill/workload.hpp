@@ -196,6 +196,11 @@ struct seed_set {
 struct op_mix {
   uint32_t write_pct = 25;
   uint32_t query_pct = 5;
+  /// Of the writes, the share (percent) sent as a transactional batch of
+  /// two upserts on one partition key, and as a patch of a document the
+  /// caller wrote before (both counted as writes; the soak uses them).
+  uint32_t batch_pct_of_writes = 0;
+  uint32_t patch_pct_of_writes = 0;
 };
 
 /// What one caller needs.
