@@ -11,6 +11,9 @@
 #include "tests/actors/recording_retry.hpp"
 #include "georoute/transport/codecs.hpp"
 
+// Named after the file as well: the unity build (tests/CMakeLists.txt)
+// compiles it in one translation unit with other tests.
+namespace cache_limits_test {
 namespace {
 
 using namespace georoute;
@@ -446,3 +449,4 @@ TEST_F(CacheLimits, QueryPlan_WaiterCap_RefusesTheNextCaller) {
 }
 
 } // namespace
+} // namespace cache_limits_test

@@ -10,6 +10,9 @@
 #include "tests/actors/recording_retry.hpp"
 #include "georoute/transport/codecs.hpp"
 
+// Named after the file as well: the unity build (tests/CMakeLists.txt)
+// compiles it in one translation unit with other tests.
+namespace collection_cache_test {
 namespace {
 
 using namespace georoute;
@@ -403,3 +406,4 @@ TEST_F(CollectionCache, MalformedBody_IsAProtocolError) {
 }
 
 } // namespace
+} // namespace collection_cache_test

@@ -9,6 +9,9 @@
 
 #include <memory>
 
+// Named after the file as well: the unity build (tests/CMakeLists.txt)
+// compiles it in one translation unit with other tests.
+namespace endpoint_manager_test {
 namespace {
 
 using namespace georoute;
@@ -371,3 +374,4 @@ TEST_F(EndpointManager, RegionRemovedAndAdded_AreCounted) {
 }
 
 } // namespace
+} // namespace endpoint_manager_test

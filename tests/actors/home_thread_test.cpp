@@ -17,6 +17,9 @@
 #include <thread>
 
 namespace georoute {
+// Named after the file as well: the unity build (tests/CMakeLists.txt)
+// compiles it in one translation unit with other tests.
+namespace home_thread_test {
 namespace {
 
 using namespace std::chrono_literals;
@@ -160,4 +163,5 @@ TEST_F(HomeThread, LastShareDroppedAtHome_ThreadEndsByItself) {
 }
 
 } // namespace
+} // namespace home_thread_test
 } // namespace georoute

@@ -3,6 +3,9 @@
 #include "georoute/actors/location_cache.hpp"
 #include "tests/actors/actor_fixture.hpp"
 
+// Named after the file as well: the unity build (tests/CMakeLists.txt)
+// compiles it in one translation unit with other tests.
+namespace location_cache_test {
 namespace {
 
 using namespace georoute;
@@ -134,3 +137,4 @@ TEST_F(LocationCache, MarkAndExpiry_LoggedOnceEach) {
 }
 
 } // namespace
+} // namespace location_cache_test

@@ -9,6 +9,9 @@
 #include <stdexcept>
 #include <vector>
 
+// Named after the file as well: the unity build (tests/CMakeLists.txt)
+// compiles it in one translation unit with other tests.
+namespace log_test {
 namespace {
 
 using namespace georoute;
@@ -69,3 +72,4 @@ TEST(Logger, StreamSink_OneLinePerRecord) {
 }
 
 } // namespace
+} // namespace log_test

@@ -11,6 +11,9 @@
 #include "tests/actors/recording_retry.hpp"
 #include "georoute/transport/codecs.hpp"
 
+// Named after the file as well: the unity build (tests/CMakeLists.txt)
+// compiles it in one translation unit with other tests.
+namespace pkrange_cache_test {
 namespace {
 
 using namespace georoute;
@@ -448,3 +451,4 @@ TEST_F(PkRangeCache, BadRid_IsRefusedWithoutAFetch) {
 }
 
 } // namespace
+} // namespace pkrange_cache_test

@@ -6,6 +6,9 @@
 #include "tests/actors/actor_fixture.hpp"
 #include "georoute/transport/codecs.hpp"
 
+// Named after the file as well: the unity build (tests/CMakeLists.txt)
+// compiles it in one translation unit with other tests.
+namespace query_plan_test {
 namespace {
 
 using namespace georoute;
@@ -245,3 +248,4 @@ TEST_F(QueryPlan, InvalidParameters_AreAValidationError) {
 }
 
 } // namespace
+} // namespace query_plan_test

@@ -9,6 +9,9 @@
 #include "georoute/messages/error.hpp"
 #include "tests/actors/actor_fixture.hpp"
 
+// Named after the file as well: the unity build (tests/CMakeLists.txt)
+// compiles it in one translation unit with other tests.
+namespace retry_hedge_test {
 namespace {
 
 using namespace georoute;
@@ -528,3 +531,4 @@ TEST_F(RetryHedge, HedgeRegionalFailure_MarksAndRefreshes) {
 }
 
 } // namespace
+} // namespace retry_hedge_test

@@ -7,6 +7,9 @@
 #include "georoute/messages/error.hpp"
 #include "tests/actors/actor_fixture.hpp"
 
+// Named after the file as well: the unity build (tests/CMakeLists.txt)
+// compiles it in one translation unit with other tests.
+namespace retry_test {
 namespace {
 
 using namespace georoute;
@@ -510,8 +513,6 @@ TEST_F(Retry, LiveGauge_ReturnsToZeroWhenWorkEnds) {
         self, h, [](transport::outcome&) {}, [](caf::error&) {});
 }
 
-} // namespace
-
 // -- What both planes do alike: the router's twins of these tests are in
 // router_test.cpp.
 
@@ -672,3 +673,6 @@ TEST_F(Retry, EndpointManagerDownDuringTheRefresh_GoesOnAfterThePause) {
       self, h, [](transport::outcome&) {},
       [](caf::error& e) { ADD_FAILURE() << caf::to_string(e); });
 }
+
+} // namespace
+} // namespace retry_test

@@ -10,6 +10,9 @@
 #include "georoute/messages/error.hpp"
 #include "tests/actors/actor_fixture.hpp"
 
+// Named after the file as well: the unity build (tests/CMakeLists.txt)
+// compiles it in one translation unit with other tests.
+namespace retry_wiring_test {
 namespace {
 
 using namespace georoute;
@@ -431,3 +434,4 @@ TEST_F(DetachDeadline, QueryPlanPath_ReportsTheLastUnderlyingFailure) {
 }
 
 } // namespace
+} // namespace retry_wiring_test

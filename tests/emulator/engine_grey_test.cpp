@@ -17,6 +17,9 @@
 #include <string>
 #include <vector>
 
+// Named after the file as well: the unity build (tests/CMakeLists.txt)
+// compiles it in one translation unit with other tests.
+namespace engine_grey_test {
 namespace {
 
 using namespace georoute;
@@ -394,3 +397,4 @@ TEST(FaultAction, NamesRoundTrip_UnknownIsProblem) {
 }
 
 } // namespace
+} // namespace engine_grey_test

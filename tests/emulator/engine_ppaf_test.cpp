@@ -13,6 +13,9 @@
 #include <string>
 #include <vector>
 
+// Named after the file as well: the unity build (tests/CMakeLists.txt)
+// compiles it in one translation unit with other tests.
+namespace engine_ppaf_test {
 namespace {
 
 using namespace georoute;
@@ -414,3 +417,4 @@ TEST_F(EnginePpaf, Split_ChildrenInheritTheWriteRegion) {
 }
 
 } // namespace
+} // namespace engine_ppaf_test

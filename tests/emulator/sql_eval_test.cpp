@@ -11,6 +11,9 @@
 using namespace georoute::emulator::sql;
 using nlohmann::json;
 
+// Named after the file as well: the unity build (tests/CMakeLists.txt)
+// compiles it in one translation unit with other tests.
+namespace sql_eval_test {
 namespace {
 
 std::vector<json> docs() {
@@ -45,8 +48,6 @@ json ids_where(const std::string& where, const json& params = json()) {
 json params(const char* name, json value) {
   return json::array({{{"name", name}, {"value", std::move(value)}}});
 }
-
-} // namespace
 
 TEST(SqlEval, Filters_SelectMatchingDocuments) {
   struct row {
@@ -338,3 +339,6 @@ TEST(SqlEval, DeepDocuments_DoNotMatter) {
   ASSERT_TRUE(rows.ok());
   EXPECT_EQ(rows->size(), 1u);
 }
+
+} // namespace
+} // namespace sql_eval_test

@@ -9,6 +9,9 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+// Named after the file as well: the unity build (tests/CMakeLists.txt)
+// compiles it in one translation unit with other tests.
+namespace query_test {
 namespace {
 
 using namespace georoute;
@@ -196,3 +199,4 @@ TEST_F(Query, BadContinuation_IsAValidationError) {
 }
 
 } // namespace
+} // namespace query_test

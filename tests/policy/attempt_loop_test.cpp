@@ -15,6 +15,9 @@ using namespace georoute::location_fixture;
 using georoute::test::data_plane;
 using namespace std::chrono_literals;
 
+// Named after the file as well: the unity build (tests/CMakeLists.txt)
+// compiles it in one translation unit with other tests.
+namespace attempt_loop_test {
 namespace {
 
 attempt_result status(int s, int sub = 0, int64_t retry_after = -1) {
@@ -326,3 +329,4 @@ TEST(AttemptLoop, WriteForbidden_MarksWriteForcesRefresh_WaitsForIt) {
 }
 
 } // namespace
+} // namespace attempt_loop_test

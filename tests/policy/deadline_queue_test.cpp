@@ -6,6 +6,9 @@
 
 #include <gtest/gtest.h>
 
+// Named after the file as well: the unity build (tests/CMakeLists.txt)
+// compiles it in one translation unit with other tests.
+namespace deadline_queue_test {
 namespace {
 
 using namespace georoute;
@@ -145,3 +148,4 @@ TEST(EffectiveBudget, TheRequestsWhenItNamesOne) {
 }
 
 } // namespace
+} // namespace deadline_queue_test

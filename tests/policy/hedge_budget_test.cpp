@@ -10,6 +10,9 @@
 #include <string>
 #include <vector>
 
+// Named after the file as well: the unity build (tests/CMakeLists.txt)
+// compiles it in one translation unit with other tests.
+namespace hedge_budget_test {
 namespace {
 
 using namespace georoute;
@@ -234,3 +237,4 @@ TEST(MetadataHedgeBudget, ReleaseWithoutAcquire_Refused) {
 }
 
 } // namespace
+} // namespace hedge_budget_test

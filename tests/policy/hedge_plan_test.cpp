@@ -3,6 +3,7 @@
 // last answer), stopping, late answers, and the RU accounting.
 
 #include "georoute/actors/policy/hedge_plan.hpp"
+#include "tests/policy/hedge_class_print.hpp"
 
 #include <gtest/gtest.h>
 #include <ostream>
@@ -11,12 +12,8 @@
 
 namespace georoute {
 
-// Readable names in failure messages (found by ADL).
-inline void PrintTo(hedge_class x, std::ostream* os) {
-  static const char* names[] = {"final_result", "start_next", "wait_for_timer"};
-  *os << names[static_cast<int>(x)];
-}
-
+// Readable names in failure messages (found by ADL); hedge_class's is in
+// hedge_class_print.hpp.
 inline void PrintTo(arm_state x, std::ostream* os) {
   static const char* names[] = {"not_started", "in_flight", "answered",
                                 "abandoned", "late"};
@@ -25,6 +22,9 @@ inline void PrintTo(arm_state x, std::ostream* os) {
 
 } // namespace georoute
 
+// Named after the file as well: the unity build (tests/CMakeLists.txt)
+// compiles it in one translation unit with other tests.
+namespace hedge_plan_test {
 namespace {
 
 using namespace georoute;
@@ -301,3 +301,4 @@ TEST(HedgeSummary, Records_Table) {
 }
 
 } // namespace
+} // namespace hedge_plan_test

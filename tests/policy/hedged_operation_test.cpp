@@ -17,6 +17,9 @@ using namespace georoute::location_fixture;
 using namespace georoute::test;
 using namespace std::chrono_literals;
 
+// Named after the file as well: the unity build (tests/CMakeLists.txt)
+// compiles it in one translation unit with other tests.
+namespace hedged_operation_test {
 namespace {
 
 const std::string rid = "aaaaAAAAAAA=";
@@ -555,3 +558,4 @@ TEST(ReplacesReportedFailure, Table) {
 }
 
 } // namespace
+} // namespace hedged_operation_test

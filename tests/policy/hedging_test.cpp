@@ -5,6 +5,7 @@
 #include "georoute/actors/policy/hedging.hpp"
 #include "georoute/actors/policy/write_copy.hpp"
 #include "location_fixture.hpp"
+#include "tests/policy/hedge_class_print.hpp"
 
 #include <cmath>
 #include <gtest/gtest.h>
@@ -14,12 +15,8 @@
 
 namespace georoute {
 
-// Readable names in failure messages (found by ADL).
-inline void PrintTo(hedge_class x, std::ostream* os) {
-  static const char* names[] = {"final_result", "start_next", "wait_for_timer"};
-  *os << names[static_cast<int>(x)];
-}
-
+// Readable names in failure messages (found by ADL); hedge_class's is in
+// hedge_class_print.hpp.
 inline void PrintTo(hedge_skip x, std::ostream* os) {
   *os << to_string(x);
 }

@@ -15,6 +15,9 @@ using namespace georoute::location_fixture;
 using namespace georoute::test;
 using namespace std::chrono_literals;
 
+// Named after the file as well: the unity build (tests/CMakeLists.txt)
+// compiles it in one translation unit with other tests.
+namespace metadata_hedge_test {
 namespace {
 
 const timeout_ladders ladders{};
@@ -224,3 +227,4 @@ TEST(MetadataHedgeMachine, Abandon_GivesSlotBack_ReturnsLoopInFlight) {
 }
 
 } // namespace
+} // namespace metadata_hedge_test

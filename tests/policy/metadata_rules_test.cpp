@@ -31,6 +31,9 @@ void PrintTo(range_verdict x, std::ostream* os) {
 
 } // namespace georoute
 
+// Named after the file as well: the unity build (tests/CMakeLists.txt)
+// compiles it in one translation unit with other tests.
+namespace metadata_rules_test {
 namespace {
 
 using namespace georoute;
@@ -365,3 +368,4 @@ TEST(LocateRange, Table) {
 }
 
 } // namespace
+} // namespace metadata_rules_test

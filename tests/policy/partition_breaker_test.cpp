@@ -21,6 +21,9 @@ using namespace georoute;
 using namespace std::chrono_literals;
 using std::chrono::milliseconds;
 
+// Named after the file as well: the unity build (tests/CMakeLists.txt)
+// compiles it in one translation unit with other tests.
+namespace partition_breaker_test {
 namespace {
 
 const policy_time t0 = policy_time{} + std::chrono::hours{1};
@@ -73,8 +76,6 @@ breaker_admission next_trial(partition_breaker& b, const breaker_key& k,
   EXPECT_EQ(a.kind, admission_kind::trial);
   return a;
 }
-
-} // namespace
 
 // -- which outcomes count ----------------------------------------------------
 
@@ -730,3 +731,6 @@ TEST(PartitionBreakerOptions, Defaults_MatchDocumentedValues) {
   EXPECT_EQ(o.half_open_steps, 3u);
   EXPECT_EQ(o.capacity, 10000u);
 }
+
+} // namespace
+} // namespace partition_breaker_test

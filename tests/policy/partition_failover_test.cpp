@@ -17,6 +17,9 @@ using namespace georoute::location_fixture;
 using namespace georoute::test;
 using namespace std::chrono_literals;
 
+// Named after the file as well: the unity build (tests/CMakeLists.txt)
+// compiles it in one translation unit with other tests.
+namespace partition_failover_test {
 namespace {
 
 const std::string rid = "aaaaAAAAAAA=";
@@ -449,3 +452,4 @@ TEST(PartitionFailoverLoop, Exhausted_FallsBackToAccountLevelPath) {
 }
 
 } // namespace
+} // namespace partition_failover_test

@@ -18,6 +18,9 @@
 #include <string>
 #include <vector>
 
+// Named after the file as well: the unity build (tests/CMakeLists.txt)
+// compiles it in one translation unit with other tests.
+namespace sdk_ports_test {
 namespace {
 
 using namespace georoute::test;
@@ -656,3 +659,4 @@ TEST(SdkMetadataHedge, Budget32_RefusedOperationDoesNotQueue) {
 }
 
 } // namespace
+} // namespace sdk_ports_test

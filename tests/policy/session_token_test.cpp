@@ -7,6 +7,9 @@
 
 using namespace georoute;
 
+// Named after the file as well: the unity build (tests/CMakeLists.txt)
+// compiles it in one translation unit with other tests.
+namespace session_token_test {
 namespace {
 
 vector_session_token token(const std::string& text) {
@@ -315,3 +318,4 @@ TEST(SessionToken, RangeIdLess_Numeric_ByValue) {
 }
 
 } // namespace
+} // namespace session_token_test

@@ -9,6 +9,9 @@
 #include <gtest/gtest.h>
 
 namespace georoute::testing {
+// Named after the file as well: the unity build (tests/CMakeLists.txt)
+// compiles it in one translation unit with other tests.
+namespace http_client_shutdown_test {
 namespace {
 
 using transport::failure;
@@ -124,4 +127,5 @@ TEST(HttpClientShutdown, IoThreads_TwoThreadsManyRequests_AllSucceedOnce) {
 }
 
 } // namespace
+} // namespace http_client_shutdown_test
 } // namespace georoute::testing
