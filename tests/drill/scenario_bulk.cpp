@@ -21,7 +21,8 @@
 
 namespace georoute::drill {
 
-namespace {
+// A named namespace: the drill library is built in unity batches.
+namespace scenario_bulk_detail {
 
 using namespace std::chrono_literals;
 using json = nlohmann::json;
@@ -146,7 +147,9 @@ std::string fixed1(double x) {
   return buf;
 }
 
-} // namespace
+} // namespace scenario_bulk_detail
+
+using namespace scenario_bulk_detail;
 
 void bulk_ingestion(scenario_run& run, scenario_report& out) {
   world_options w;
