@@ -47,6 +47,17 @@ bulk_failure_verdict classify_bulk_failure(errc code) {
   }
 }
 
+request_options unresent_write_options(request_options o) {
+  o.partition_key_json.clear();
+  o.max_item_count = -1;
+  o.continuation.clear();
+  o.if_match.clear();
+  o.if_none_match.clear();
+  o.hedge = 0;
+  o.write_retries = 0;
+  return o;
+}
+
 namespace {
 
 using clock_type = caf::actor_clock::clock_type;
@@ -542,14 +553,7 @@ void send(self_ptr self, range_slot& r, std::vector<uint64_t> ids,
   d.collection_link = st.s.collection_link;
   d.range_id = r.stats.range_id;
   d.body = std::move(body);
-  d.options = st.s.request;
-  d.options.partition_key_json.clear();
-  d.options.max_item_count = -1;
-  d.options.continuation.clear();
-  d.options.if_match.clear();
-  d.options.if_none_match.clear();
-  d.options.hedge = 0;
-  d.options.write_retries = 0;
+  d.options = unresent_write_options(st.s.request);
   // The request may use what is left of its operations' shortest budget.
   d.options.budget = std::max(
       milliseconds{1},

@@ -101,4 +101,10 @@ enum class bulk_failure_verdict {
 
 bulk_failure_verdict classify_bulk_failure(errc code);
 
+/// The options of a batch or bulk request the engine writes for a caller's
+/// `options`: no paging, no if-match (each operation has its own), no
+/// partition key (a batch sets its own), never hedged, never sent again
+/// once it may have been applied.
+request_options unresent_write_options(request_options options);
+
 } // namespace georoute

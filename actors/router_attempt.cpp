@@ -262,14 +262,8 @@ caf::result<batch_response> start_batch(self_ptr self, batch_request& req) {
   d.op = data_op::batch;
   d.collection_link = std::move(req.collection_link);
   d.body = std::move(*body);
-  d.options = std::move(req.options);
+  d.options = unresent_write_options(std::move(req.options));
   d.options.partition_key_json = std::move(req.partition_key_json);
-  d.options.max_item_count = -1;
-  d.options.continuation.clear();
-  d.options.if_match.clear();
-  d.options.if_none_match.clear();
-  d.options.hedge = 0;
-  d.options.write_retries = 0;
   auto count = req.operations.size();
   auto rp = self->make_response_promise<batch_response>();
   // One operation of the driver like any write; the answer is read here.

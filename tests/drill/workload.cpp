@@ -328,6 +328,15 @@ void issue_read(caller_ptr self, op_record r) {
           [=](caf::error& e) mutable { fail(self, std::move(r), e); });
 }
 
+// The tracking id a write's answer carries ("" when none).
+std::string tracking_id_in(const std::string& body) {
+  auto doc = nlohmann::json::parse(body, nullptr, false);
+  if (doc.is_object() && doc.contains("_trackingId") &&
+      doc["_trackingId"].is_string())
+    return doc["_trackingId"].get<std::string>();
+  return {};
+}
+
 void issue_write(caller_ptr self, op_record r) {
   auto& st = self->state;
   auto n = st.next_write++;
@@ -354,10 +363,7 @@ void issue_write(caller_ptr self, op_record r) {
             self->state.last_written = r.written_id;
             // With write retries on, the stored document must carry this
             // write's own tracking id (checked at the read-back).
-            auto doc = nlohmann::json::parse(resp.body, nullptr, false);
-            if (doc.is_object() && doc.contains("_trackingId") &&
-                doc["_trackingId"].is_string())
-              r.tracking_id = doc["_trackingId"].get<std::string>();
+            r.tracking_id = tracking_id_in(resp.body);
             finish(self, std::move(r));
           },
           [=](caf::error& e) mutable { fail(self, std::move(r), e); });
@@ -432,10 +438,7 @@ void issue_patch(caller_ptr self, op_record r) {
             take_diagnostics(self->state.cfg, resp.diag, r);
             r.written_id = id + "\n" + pk;
             // A tracked patch stores its own tracking id.
-            auto doc = nlohmann::json::parse(resp.body, nullptr, false);
-            if (doc.is_object() && doc.contains("_trackingId") &&
-                doc["_trackingId"].is_string())
-              r.tracking_id = doc["_trackingId"].get<std::string>();
+            r.tracking_id = tracking_id_in(resp.body);
             finish(self, std::move(r));
           },
           [=](caf::error& e) mutable { fail(self, std::move(r), e); });
