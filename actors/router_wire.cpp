@@ -246,8 +246,7 @@ transport::request to_wire(const data_request& req, const wire_target& t) {
     r.headers.emplace_back("x-ms-cosmos-is-batch-request", "True");
     r.headers.emplace_back("x-ms-cosmos-batch-atomic", "False");
     r.headers.emplace_back("x-ms-cosmos-batch-continue-on-error", "True");
-    r.headers.emplace_back("x-ms-documentdb-partitionkeyrangeid",
-                           req.range_id);
+    r.headers.emplace_back("x-ms-documentdb-partitionkeyrangeid", req.range_id);
     break;
   }
   r.headers.emplace_back("accept", "application/json");
@@ -296,8 +295,7 @@ std::optional<std::string> success_body_problem(data_op op,
   if (o.body.empty()) {
     if (op == data_op::remove) return std::nullopt;
     return std::string{"the body is empty; expected a JSON "} +
-           (op == data_op::batch || op == data_op::bulk ? "array"
-                                                        : "object");
+           (op == data_op::batch || op == data_op::bulk ? "array" : "object");
   }
   // A batch answers the array of its operations' results (read by the
   // router, which says what is wrong with it).

@@ -8,8 +8,8 @@
 #include "georoute/actors/pkrange_cache.hpp"
 #include "georoute/actors/policy/routing_map.hpp"
 #include "georoute/actors/query_plan.hpp"
-#include "tests/actors/recording_retry.hpp"
 #include "georoute/transport/codecs.hpp"
+#include "tests/actors/recording_retry.hpp"
 
 // Named after the file as well: the unity build (tests/CMakeLists.txt)
 // compiles it in one translation unit with other tests.

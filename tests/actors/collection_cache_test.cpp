@@ -6,9 +6,9 @@
 // time.
 
 #include "georoute/actors/collection_cache.hpp"
+#include "georoute/transport/codecs.hpp"
 #include "tests/actors/actor_fixture.hpp"
 #include "tests/actors/recording_retry.hpp"
-#include "georoute/transport/codecs.hpp"
 
 // Named after the file as well: the unity build (tests/CMakeLists.txt)
 // compiles it in one translation unit with other tests.

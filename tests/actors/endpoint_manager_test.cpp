@@ -4,8 +4,8 @@
 #include "georoute/actors/endpoint_manager.hpp"
 #include "georoute/actors/internal.hpp"
 #include "georoute/messages/error.hpp"
-#include "tests/actors/actor_fixture.hpp"
 #include "georoute/transport/codecs.hpp"
+#include "tests/actors/actor_fixture.hpp"
 
 #include <memory>
 
@@ -81,8 +81,9 @@ protected:
     endpoint_manager_stats result;
     auto h = self->request(em, caf::infinite, stats_atom_v);
     run();
-    receive_now(self, h,[&](endpoint_manager_stats s) { result = s; },
-              [](caf::error&) { ADD_FAILURE() << "stats failed"; });
+    receive_now(
+        self, h, [&](endpoint_manager_stats s) { result = s; },
+        [](caf::error&) { ADD_FAILURE() << "stats failed"; });
     return result;
   }
 
@@ -176,8 +177,9 @@ TEST_F(EndpointManager, NonForcedRefresh_WithinMinInterval_IsSkipped) {
   warm(make_account(false));
   auto h = self->request(em, caf::infinite, refresh_atom_v, false);
   run();
-  receive_now(self, h,[](database_account& a) { EXPECT_EQ(a.id, "acct"); },
-            [](caf::error& e) { ADD_FAILURE() << caf::to_string(e); });
+  receive_now(
+      self, h, [](database_account& a) { EXPECT_EQ(a.id, "acct"); },
+      [](caf::error& e) { ADD_FAILURE() << caf::to_string(e); });
   EXPECT_EQ(http->count(), 1u);
   EXPECT_EQ(stats().refreshes_skipped, 1u);
   // After the minimum interval, a non-forced refresh fetches.
@@ -248,12 +250,13 @@ TEST_F(EndpointManager, Unauthorized_StopsTheSweepAtOnce) {
   http->respond(1, status_response(401));
   run();
   EXPECT_EQ(http->count(), 2u); // no regional attempt
-  receive_now(self, h,[](database_account&) { ADD_FAILURE() << "expected an error"; },
-            [](caf::error& e) {
-              EXPECT_EQ(code_of(e), errc::unauthorized);
-              EXPECT_NE(context_of(e).find("GEOROUTE_ACCOUNT_KEY"),
-                        std::string::npos);
-            });
+  receive_now(
+      self, h, [](database_account&) { ADD_FAILURE() << "expected an error"; },
+      [](caf::error& e) {
+        EXPECT_EQ(code_of(e), errc::unauthorized);
+        EXPECT_NE(context_of(e).find("GEOROUTE_ACCOUNT_KEY"),
+                  std::string::npos);
+      });
 }
 
 TEST_F(EndpointManager, PlainForbidden_StopsTheSweepAtOnce) {
@@ -333,11 +336,12 @@ TEST_F(EndpointManager, AllCandidatesFail_ReportsTheLastFailure) {
     run();
   }
   EXPECT_EQ(http->count(), 5u); // initial + global + 3 regions
-  receive_now(self, h,[](database_account&) { ADD_FAILURE() << "expected an error"; },
-            [](caf::error& e) {
-              EXPECT_EQ(code_of(e), errc::service_unavailable);
-              EXPECT_NE(context_of(e).find(north_ep), std::string::npos);
-            });
+  receive_now(
+      self, h, [](database_account&) { ADD_FAILURE() << "expected an error"; },
+      [](caf::error& e) {
+        EXPECT_EQ(code_of(e), errc::service_unavailable);
+        EXPECT_NE(context_of(e).find(north_ep), std::string::npos);
+      });
 }
 
 TEST_F(EndpointManager, Timeout_ClimbsTheControlPlaneLadder) {

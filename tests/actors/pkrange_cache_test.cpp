@@ -7,9 +7,9 @@
 
 #include "georoute/actors/pkrange_cache.hpp"
 #include "georoute/actors/policy/routing_map.hpp"
+#include "georoute/transport/codecs.hpp"
 #include "tests/actors/actor_fixture.hpp"
 #include "tests/actors/recording_retry.hpp"
-#include "georoute/transport/codecs.hpp"
 
 // Named after the file as well: the unity build (tests/CMakeLists.txt)
 // compiles it in one translation unit with other tests.

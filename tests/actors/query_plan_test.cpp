@@ -3,8 +3,8 @@
 
 #include "georoute/actors/query_plan.hpp"
 #include "georoute/messages/error.hpp"
-#include "tests/actors/actor_fixture.hpp"
 #include "georoute/transport/codecs.hpp"
+#include "tests/actors/actor_fixture.hpp"
 
 // Named after the file as well: the unity build (tests/CMakeLists.txt)
 // compiles it in one translation unit with other tests.
@@ -23,7 +23,7 @@ struct detach_log {
 };
 
 fake_retry_actor::behavior_type fake_retry(fake_retry_actor::pointer self,
-                                      std::shared_ptr<detach_log> log) {
+                                           std::shared_ptr<detach_log> log) {
   return {
       [](execute_atom, metadata_request&) -> caf::result<transport::outcome> {
         return make_error(errc::validation_error, "unexpected");

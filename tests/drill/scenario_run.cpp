@@ -2,9 +2,9 @@
 
 #include "georoute/messages/error.hpp"
 #include "georoute/messages/types.hpp"
-#include "tests/engine_loop_choice.hpp"
 #include "georoute/transport/auth.hpp"
 #include "georoute/transport/http_client.hpp"
+#include "tests/engine_loop_choice.hpp"
 
 #include <algorithm>
 #include <caf/all.hpp>

@@ -3,8 +3,8 @@
 // hang, delay) for point reads, writes, queries and feeds; the checks of
 // add_checked_fault; the per-range counters; the lift listener.
 
-#include "tests/emulator/engine.hpp"
 #include "georoute/transport/auth.hpp"
+#include "tests/emulator/engine.hpp"
 
 #include <algorithm>
 #include <chrono>

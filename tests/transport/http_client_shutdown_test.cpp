@@ -2,9 +2,9 @@
 // exactly once with failure::reset ("client shut down"), promptly; and the
 // client stays correct with several io threads.
 
+#include "georoute/transport/http_client.hpp"
 #include "tests/transport/client_test_util.hpp"
 #include "tests/transport/loopback_server.hpp"
-#include "georoute/transport/http_client.hpp"
 
 #include <gtest/gtest.h>
 
