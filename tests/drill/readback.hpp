@@ -14,6 +14,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -55,6 +56,44 @@ readback_result verify_writes(const std::vector<std::string>& ids,
                               const send_round& send, int max_rounds,
                               std::chrono::milliseconds pause,
                               const std::vector<std::string>& tracking = {});
+
+/// The two documents a transactional batch of the workload upserts (`a` and
+/// `b`, one partition key) both carry the batch's own `batch` property: read
+/// back, they must come from one batch, or be both absent (all or nothing).
+enum class batch_pair_verdict {
+  whole,     ///< both found, carrying the same batch
+  absent,    ///< both 404: no batch of the pair was applied
+  torn,      ///< one without the other, or from two batches
+  undecided, ///< either answer decides nothing (ask again)
+};
+
+/// What the answers for a pair's documents say; `batch` (when not null)
+/// gets the batch both carry when whole.
+batch_pair_verdict classify_batch_pair(const transport::outcome& a,
+                                       const transport::outcome& b,
+                                       std::string* batch = nullptr);
+
+/// The tally of the pairs' read-back.
+struct batch_pair_result {
+  uint64_t pairs = 0;
+  uint64_t whole = 0;
+  uint64_t absent = 0;
+  uint64_t torn = 0;
+  uint64_t undecided = 0; ///< still undecided after the last round
+  uint64_t rounds = 0;
+  std::string torn_example; ///< "pair: what each document said"
+  std::string undecided_example;
+  /// Per whole pair, the batch its documents carry.
+  std::map<std::string, std::string> batch_of;
+};
+
+/// Reads back every pair (`pairs`, and two requests per pair in `reads`:
+/// its `a` then its `b` document), in rounds like `verify_writes`.
+batch_pair_result
+verify_batch_pairs(const std::vector<std::string>& pairs,
+                   const std::vector<transport::request>& reads,
+                   const send_round& send, int max_rounds,
+                   std::chrono::milliseconds pause);
 
 /// "timeout connect to ..." or "503 {...}", short.
 std::string describe_outcome_short(const transport::outcome& o);

@@ -150,3 +150,63 @@ TEST(Readback, TrackingId_AnotherOne_IsSomebodyElsesDocument) {
 }
 
 } // namespace
+
+namespace {
+
+transport::outcome doc_of(const char* batch) {
+  auto o = status(200);
+  o.body = std::string{R"({"id":"x","batch":")"} + batch + "\"}";
+  return o;
+}
+
+TEST(BatchPairs, Classify_WholeAbsentTornUndecided) {
+  std::string b;
+  EXPECT_EQ(classify_batch_pair(doc_of("c1"), doc_of("c1"), &b),
+            batch_pair_verdict::whole);
+  EXPECT_EQ(b, "c1");
+  EXPECT_EQ(classify_batch_pair(status(404), status(404)),
+            batch_pair_verdict::absent);
+  // One without the other, or from two batches.
+  EXPECT_EQ(classify_batch_pair(doc_of("c1"), status(404)),
+            batch_pair_verdict::torn);
+  EXPECT_EQ(classify_batch_pair(status(404), doc_of("c1")),
+            batch_pair_verdict::torn);
+  EXPECT_EQ(classify_batch_pair(doc_of("c1"), doc_of("c2")),
+            batch_pair_verdict::torn);
+  // A document without the property cannot show it came from one batch.
+  EXPECT_EQ(classify_batch_pair(status(200), status(200)),
+            batch_pair_verdict::torn);
+  EXPECT_EQ(
+      classify_batch_pair(doc_of("c1"), failed(transport::failure::timeout)),
+      batch_pair_verdict::undecided);
+  EXPECT_EQ(classify_batch_pair(status(404, 1002), status(404)),
+            batch_pair_verdict::undecided);
+}
+
+TEST(BatchPairs, Verify_UndecidedAskedAgain_TornNamed) {
+  fake f;
+  batch b;
+  std::vector<std::string> pairs{"p1\npk", "p2\npk", "p3\npk"};
+  for (auto id : {"p1a", "p1b", "p2a", "p2b", "p3a", "p3b"})
+    b.add(id);
+  f.answers["p1a"] = {doc_of("c7")};
+  f.answers["p1b"] = {failed(transport::failure::timeout), doc_of("c7")};
+  f.answers["p2a"] = {status(404)};
+  f.answers["p2b"] = {status(404)};
+  f.answers["p3a"] = {doc_of("c8")};
+  f.answers["p3b"] = {doc_of("c9")};
+  auto r = verify_batch_pairs(
+      pairs, b.reads, [&](auto reqs) { return f.send(std::move(reqs)); }, 4,
+      0ms);
+  EXPECT_EQ(r.pairs, 3u);
+  EXPECT_EQ(r.whole, 1u);
+  EXPECT_EQ(r.absent, 1u);
+  EXPECT_EQ(r.torn, 1u);
+  EXPECT_EQ(r.undecided, 0u);
+  EXPECT_EQ(r.rounds, 2u);
+  EXPECT_EQ(f.round_sizes, (std::vector<size_t>{6, 2}));
+  EXPECT_EQ(r.batch_of, (std::map<std::string, std::string>{{"p1\npk", "c7"}}));
+  EXPECT_EQ(r.torn_example.rfind("p3 pk: a: 200", 0), 0u) << r.torn_example;
+}
+
+} // namespace

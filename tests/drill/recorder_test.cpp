@@ -161,6 +161,30 @@ TEST(Recorder, Folding_KeepsTheLastAcknowledgedTrackingIdPerDocument) {
   EXPECT_EQ(f.last_tracking["S-c0-1\npk"].second, "t3");
 }
 
+// A batch's pair is read back at the end whether the batch was acknowledged
+// (folded) or failed (kept whole): the folded set has both, each once.
+TEST(Recorder, Folding_KeepsEveryBatchPairOnce_AcknowledgedOrNot) {
+  recorder rec{recorder::clock::now(), true};
+  for (int i = 0; i < 1000; ++i) {
+    auto r = success(op_type::write, "West US", i, i + 500);
+    r.batch_pair = "S-b0-" + std::to_string(i % 3) + "\npk";
+    r.batch_id = "S-c0-" + std::to_string(i);
+    r.written_id = "S-b0-" + std::to_string(i % 3) + "a\npk";
+    rec.add(r);
+  }
+  auto failed = success(op_type::write, "West US", 0, 900);
+  failed.result = op_result::failure;
+  failed.error = "timeout: the write may have been applied";
+  failed.batch_pair = "S-b0-7\npk";
+  failed.batch_id = "S-c0-1000";
+  rec.add(failed);
+  auto f = rec.folded();
+  EXPECT_EQ(f.batch_pairs, (std::set<std::string>{"S-b0-0\npk", "S-b0-1\npk",
+                                                  "S-b0-2\npk", "S-b0-7\npk"}));
+  ASSERT_EQ(rec.all().size(), 1u) << "the failed batch is kept whole";
+  EXPECT_EQ(rec.all().front().batch_id, "S-c0-1000");
+}
+
 TEST(LatencyHistogram, PercentilesWithinOnePercentOfTheExactOnes) {
   std::mt19937_64 rng{42};
   std::lognormal_distribution<double> dist{8.0, 1.2}; // ~3 ms median, long tail

@@ -361,6 +361,7 @@ void scenario_run::start_workload() {
     c.budget_is_deadline = world_.budget_is_deadline;
     if (world_.exclude_every_region) c.excluded_regions = regions_;
     c.write_ids = world_.write_ids;
+    c.batch_ids = world_.batch_ids;
     c.seed = opts_.seed * 1000003 + i;
     callers_.push_back(spawn_caller(*sys_, std::move(c)));
   }
@@ -615,6 +616,7 @@ void scenario_run::finish() {
         },
         8, 2s, tracking);
   }
+  verify_batches(writer);
   {
     direct_client direct{emu_->key()};
     finish_feed(written, [&](transport::request r) {
@@ -748,6 +750,48 @@ void scenario_run::summarize() {
         out_.backend[region][status] += count;
 }
 
+// Every pair a transactional batch wrote to (or may have) is read back
+// whole: both documents from one batch, or neither. A batch answered "may
+// have been applied" is settled where the read-back can tell: its pair
+// carries its own id (applied), or another's (not applied, or overwritten
+// since).
+void scenario_run::verify_batches(const std::string& writer) {
+  std::set<std::string> pairs = folded_.batch_pairs;
+  for (const auto& op : ops_)
+    if (!op.batch_pair.empty()) pairs.insert(op.batch_pair);
+  if (pairs.empty()) return;
+  std::vector<std::string> keys{pairs.begin(), pairs.end()};
+  std::vector<transport::request> reads;
+  for (const auto& pair : keys) {
+    auto nl = pair.find('\n');
+    auto id = pair.substr(0, nl);
+    auto pk = nlohmann::json::array({pair.substr(nl + 1)}).dump();
+    for (const char* part : {"a", "b"})
+      reads.push_back(direct_client::make(
+          "GET", writer, "/dbs/d/colls/c/docs/" + id + part, {}, pk));
+  }
+  direct_client direct{emu_->key()};
+  batch_pairs_ = verify_batch_pairs(
+      keys, reads,
+      [&](std::vector<transport::request> round) {
+        return direct.send_all(std::move(round));
+      },
+      8, 2s);
+  uint64_t ambiguous = 0, applied = 0;
+  for (const auto& op : ops_) {
+    if (op.batch_id.empty() || op.result == op_result::success) continue;
+    ++ambiguous;
+    auto b = batch_pairs_.batch_of.find(op.batch_pair);
+    if (b != batch_pairs_.batch_of.end() && b->second == op.batch_id) ++applied;
+  }
+  if (ambiguous > 0)
+    note(std::to_string(ambiguous) +
+         " transactional batches failed or timed out; at the read-back " +
+         std::to_string(applied) +
+         " of them were found applied (their pair carries their id), the "
+         "others not applied or overwritten since");
+}
+
 void scenario_run::common_criteria() {
   uint64_t stuck =
       static_cast<uint64_t>(std::max<int64_t>(rec_->outstanding, 0));
@@ -810,6 +854,20 @@ void scenario_run::common_criteria() {
                    ? ""
                    : " (last answer: " + rb.unverified_example + ")"),
           rb.unverified == 0);
+  if (const auto& bp = batch_pairs_; bp.pairs > 0) {
+    std::string example = !bp.torn_example.empty()        ? bp.torn_example
+                          : !bp.undecided_example.empty() ? bp.undecided_example
+                                                          : std::string{};
+    require("transactional batches all or nothing: both documents of every "
+            "pair read back from one batch, or neither",
+            std::to_string(bp.pairs) + " pairs: " + std::to_string(bp.whole) +
+                " whole, " + std::to_string(bp.absent) + " absent, " +
+                std::to_string(bp.torn) + " torn, " +
+                std::to_string(bp.undecided) + " undecided after " +
+                std::to_string(bp.rounds) + " round(s)" +
+                (example.empty() ? "" : " (" + example.substr(0, 300) + ")"),
+            bp.torn == 0 && bp.undecided == 0 && bp.whole > 0);
+  }
   uint64_t complete = folded_.complete_queries, dup = 0, missing = 0;
   for (const auto& op : ops_)
     if (op.type == op_type::query && op.result == op_result::success) {

@@ -36,8 +36,10 @@ struct world_options {
   std::chrono::milliseconds deadline{0};
   /// Every request excludes every region (S5).
   bool exclude_every_region = false;
-  /// Writes upsert a bounded set of documents (see caller_setup).
+  /// Writes and batches upsert bounded sets of documents (see
+  /// caller_setup).
   uint32_t write_ids = 0;
+  uint32_t batch_ids = 0;
   /// Plain successes are folded into counts instead of kept whole (the
   /// soak); `ops()` then holds only the rest. Scripts that look at
   /// successes (failover instants, who served what) must not set it.
@@ -160,6 +162,7 @@ private:
   void teardown();
   void summarize();
   void common_criteria();
+  void verify_batches(const std::string& writer);
   /// The change-feed consumer's end (scenario_feed.cpp): drains it, stops
   /// it, lists the collection from the emulator's write region through
   /// `send` (signed, straight to the emulator) and judges the feed. After
@@ -220,6 +223,7 @@ private:
   folded_ops folded_;
   router_stats router_totals_;
   readback_result readback_;
+  batch_pair_result batch_pairs_;
   /// The change-feed consumer (from the start of the workload until the
   /// end of `finish`) and what it leaves for the judge.
   caf::actor feed_;

@@ -70,6 +70,7 @@ size_t heap_of(const std::string& s) {
 size_t heap_bytes_of(const op_record& op) {
   size_t n = heap_of(op.region) + heap_of(op.range_id) + heap_of(op.error) +
              heap_of(op.written_id) + heap_of(op.tracking_id) +
+             heap_of(op.batch_pair) + heap_of(op.batch_id) +
              op.attempted.capacity() * sizeof(std::string) +
              op.outcomes.capacity() * sizeof(op_record::attempt_outcome);
   for (const auto& a : op.attempted)
@@ -106,6 +107,7 @@ void recorder::add(op_record r) {
   bool judged_alone = r.result == op_result::failure &&
                       r.type == op_type::write && !fold_failed_writes_;
   bool keep = r.result == op_result::success ? !plain : judged_alone;
+  if (fold_ && !r.batch_pair.empty()) folded_.batch_pairs.insert(r.batch_pair);
   if (!fold_ || keep) {
     kept_bytes_ += heap_bytes_of(r);
     ops_.push_back(std::move(r));
@@ -174,7 +176,8 @@ size_t recorder::bytes_held() const {
   return kept_bytes_ + ops_.capacity() * sizeof(op_record) +
          folded_.per_second.capacity() * sizeof(folded_.per_second[0]) +
          folded_.written_ids.size() * 96 + // a set node and a short string
-         folded_.last_tracking.size() * 160 + texts;
+         folded_.last_tracking.size() * 160 + folded_.batch_pairs.size() * 96 +
+         texts;
 }
 
 std::string failure_group_key(op_type type, const std::string& error) {
@@ -226,7 +229,9 @@ namespace {
 struct caller_state {
   caller_setup cfg;
   std::mt19937_64 rng;
-  uint64_t next_write = 0;
+  uint64_t next_write = 0; ///< plain writes sent
+  uint64_t next_batch = 0; ///< batches sent (their pair and their id)
+  uint64_t next_patch = 0; ///< patches sent (the value they set)
   /// The last document this caller wrote with a plain write and was told
   /// so ("id\npk"): what its patches change.
   std::string last_written;
@@ -370,15 +375,20 @@ void issue_write(caller_ptr self, op_record r) {
 }
 
 // A transactional batch of two upserts on one partition key: the caller's
-// id pair n (bounded like its writes). Acknowledged once committed; the
-// first document is what the read-back checks.
+// pair n (bounded like its writes), both documents carrying the batch's own
+// id as `batch`. Acknowledged once committed; the first document is what
+// the read-back checks, and the pair is read back whole (all or nothing).
 void issue_batch(caller_ptr self, op_record r) {
   auto& st = self->state;
-  auto n = st.next_write++;
-  if (st.cfg.write_ids > 0) n %= st.cfg.write_ids;
+  auto seq = st.next_batch++;
+  auto n = st.cfg.batch_ids > 0 ? seq % st.cfg.batch_ids : seq;
   auto id = st.cfg.tag + "-b" + std::to_string(st.cfg.index) + "-" +
             std::to_string(n);
   auto pk = "p" + std::to_string((st.cfg.index * 31 + n) % 40);
+  auto batch_id = st.cfg.tag + "-c" + std::to_string(st.cfg.index) + "-" +
+                  std::to_string(seq);
+  r.batch_pair = id + "\n" + pk;
+  r.batch_id = batch_id;
   batch_request b;
   b.collection_link = st.cfg.collection_link;
   b.partition_key_json = nlohmann::json::array({pk}).dump();
@@ -390,6 +400,7 @@ void issue_batch(caller_ptr self, op_record r) {
     o.body = nlohmann::json{{"id", id + part},
                             {"pk", pk},
                             {"kind", "batch"},
+                            {"batch", batch_id},
                             {"site", st.cfg.site}}
                  .dump();
     b.operations.push_back(std::move(o));
@@ -428,7 +439,7 @@ void issue_patch(caller_ptr self, op_record r) {
   req.id = id;
   req.body =
       nlohmann::json::array(
-          {{{"op", "set"}, {"path", "/touched"}, {"value", st.next_write++}}})
+          {{{"op", "set"}, {"path", "/touched"}, {"value", st.next_patch++}}})
           .dump();
   req.options.partition_key_json = nlohmann::json::array({pk}).dump();
   self->request(router_of(st.cfg), st.cfg.deadline, route_atom_v,

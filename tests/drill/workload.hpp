@@ -70,6 +70,11 @@ struct op_record {
   std::string written_id;
   /// Their `_trackingId` when they carried one (write retries on).
   std::string tracking_id;
+  /// Transactional batches, answered or not: the pair of documents they
+  /// upsert ("id\npk"; the documents are id + "a" and id + "b") and the
+  /// batch's own value of their `batch` property.
+  std::string batch_pair;
+  std::string batch_id;
   /// Queries that completed: the seed documents returned, duplicates among
   /// them and seed documents missing.
   size_t rows = 0;
@@ -123,6 +128,9 @@ struct folded_ops {
   /// Per written id, the tracking id of its last acknowledged write (by
   /// end time), when writes carried one.
   std::map<std::string, std::pair<int64_t, std::string>> last_tracking;
+  /// Every pair a transactional batch wrote to or may have (`batch_pair`),
+  /// each once; the recorder keeps it whether it folds the batch or not.
+  std::set<std::string> batch_pairs;
   uint64_t complete_queries = 0;
   /// The folded failures by `failure_group_key`; at most `max_groups`
   /// texts, the rest counted under `other_texts`.
@@ -224,8 +232,12 @@ struct caller_setup {
   bool budget_is_deadline = false;
   std::vector<std::string> excluded_regions; ///< on every request
   /// 0: every write creates a new document. N: writes upsert one of N
-  /// documents of this caller (the soak: the data set stays bounded).
+  /// documents of this caller, in turn (the soak: the data set stays
+  /// bounded).
   uint32_t write_ids = 0;
+  /// The same for transactional batches: 0, each upserts a pair of its own;
+  /// N, one of N pairs, in turn.
+  uint32_t batch_ids = 0;
   uint64_t seed = 1;
 };
 
