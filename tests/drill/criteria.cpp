@@ -68,8 +68,8 @@ std::pair<int64_t, int64_t> failed_attempt_ms(const op_record& op) {
 std::string describe_write(const op_record& op,
                            const std::vector<fault_marker>& faults) {
   std::ostringstream os;
-  os << "write " << at_text(op.start_us) << " .. " << at_text(op.end_us)
-     << " (site " << op.site << ")";
+  os << to_string(op.type) << " " << at_text(op.start_us) << " .. "
+     << at_text(op.end_us) << " (site " << op.site << ")";
   if (!op.error.empty()) os << ": " << op.error.substr(0, 160);
   if (op.outcomes.empty()) os << "; no attempts known";
   for (size_t i = 0; i < op.outcomes.size(); ++i) {

@@ -4,6 +4,7 @@
 #include "georoute/messages/types.hpp"
 #include "georoute/transport/auth.hpp"
 #include "georoute/transport/http_client.hpp"
+#include "tests/drill/criteria.hpp"
 #include "tests/engine_loop_choice.hpp"
 
 #include <algorithm>
@@ -832,6 +833,20 @@ void scenario_run::common_criteria() {
           std::to_string(out_.total.failures) +
               (first_failure.empty() ? "" : " (first: " + first_failure + ")"),
           out_.total.failures == 0);
+  // What each failure kept whole went through, but for the writes that
+  // timed out in flight (a scenario may excuse those, and describes the
+  // ones it cannot).
+  constexpr size_t described = 10;
+  size_t shown = 0, more = 0;
+  for (const auto& op : ops_) {
+    if (op.result != op_result::failure || timed_out_in_engine(op)) continue;
+    if (shown++ < described)
+      note("failed " + describe_write(op, out_.faults));
+    else
+      ++more;
+  }
+  if (more > 0)
+    note("... and " + std::to_string(more) + " more failures (not described)");
   const auto& rb = readback_;
   require(
       "acknowledged writes lost = 0",

@@ -106,6 +106,12 @@ void recorder::add(op_record r) {
   // timeout or another failure only counts, by second and by its text.
   bool judged_alone = r.result == op_result::failure &&
                       r.type == op_type::write && !fold_failed_writes_;
+  // The first failed reads and queries too: the report describes them.
+  if (r.result == op_result::failure && r.type != op_type::write &&
+      !fold_failed_writes_ && other_failures_kept_ < kept_other_failures) {
+    ++other_failures_kept_;
+    judged_alone = true;
+  }
   bool keep = r.result == op_result::success ? !plain : judged_alone;
   if (fold_ && !r.batch_pair.empty()) folded_.batch_pairs.insert(r.batch_pair);
   if (!fold_ || keep) {

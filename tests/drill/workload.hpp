@@ -148,10 +148,11 @@ struct folded_ops {
 };
 
 /// Every operation of one scenario; thread-safe. A folding recorder (the
-/// soak) keeps whole only the failed writes and the successes that are not
-/// plain, so that its memory does not grow with the run's length, nor with
-/// an overloaded machine's timeouts, and the memory curves show the
-/// engine's.
+/// soak) keeps whole only the failed writes, the first
+/// `kept_other_failures` failed reads and queries (so that the report can
+/// say what each went through), and the successes that are not plain, so
+/// that its memory does not grow with the run's length, nor with an
+/// overloaded machine's timeouts, and the memory curves show the engine's.
 class recorder {
 public:
   using clock = std::chrono::steady_clock;
@@ -175,6 +176,9 @@ public:
   size_t bytes_held() const;
   bool folding() const { return fold_; }
 
+  /// Failed reads and queries kept whole, at most (the rest are folded).
+  static constexpr uint32_t kept_other_failures = 50;
+
   /// Operations issued and not answered (nor timed out) yet.
   std::atomic<int64_t> outstanding{0};
   std::atomic<uint64_t> ok{0};
@@ -185,6 +189,7 @@ private:
   clock::time_point start_;
   bool fold_;
   bool fold_failed_writes_;
+  uint32_t other_failures_kept_ = 0;
   /// `drill_options::leak_per_op`: bytes kept per operation in `leaked_`.
   uint32_t leak_per_op_;
   std::vector<std::unique_ptr<char[]>> leaked_;
