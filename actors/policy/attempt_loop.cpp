@@ -132,12 +132,21 @@ result<attempt_plan> attempt_loop::next_attempt(const location_table& table,
             break;
           }
       }
+      // A retry that steps past the region that just failed (a UE retry,
+      // a partition-range hop) does not come back to it through the
+      // breaker: if the breaker keeps the range out of every other region,
+      // the choice falls back to the pick, as when every region is open.
+      const auto avoid = in.avoid_endpoint.empty()
+                             ? std::string{}
+                             : normalize_endpoint(in.avoid_endpoint);
       std::vector<std::string> regions;
       std::vector<std::string> endpoints;
       regions.reserve(eps.size());
       endpoints.reserve(eps.size());
       for (std::size_t k = 0; k < eps.size(); ++k) {
         const auto& ep = eps[(start + k) % eps.size()];
+        if (!avoid.empty() && eps.size() > 1 && normalize_endpoint(ep) == avoid)
+          continue;
         auto region = table.region_of(ep);
         if (region.empty()) continue;
         bool seen = false;

@@ -349,6 +349,36 @@ TEST(AttemptLoopBreaker, CrossRegionRetry_WalksOnFromTheBreakersChoice) {
   EXPECT_EQ(next->region, "North Europe");
 }
 
+// Found by the soak under ASan: the range was kept out of every region but
+// East, East answered 503, and the one cross-region retry went back to East
+// (the breaker's only admitted region), which answered 503 again. The retry
+// steps past the region that just failed: with every other region open, it
+// falls back to the policy's pick, as when every region is open.
+TEST(AttemptLoopBreaker,
+     CrossRegionRetry_OnlyTheFailedRegionAdmitted_NotBackThere) {
+  auto t = fixture();
+  partition_breaker b;
+  auto eps = t.applicable_endpoints(op_kind::read, {}, t0);
+  for (const auto& ep : eps)
+    if (t.region_of(ep) != "East US")
+      for (int i = 0; i < 10; ++i)
+        b.record(key(t.region_of(ep)), op_kind::read, breaker_signal::failure,
+                 {}, t0);
+  operation op{b, t, t0};
+  ASSERT_EQ(op.plan.region, "East US");
+  EXPECT_EQ(op.plan.admission, admission_kind::pass);
+  op.report(http_answer(503), t0);
+  auto step = op.loop.on_result(http_answer(503), t, t0, false);
+  ASSERT_EQ(step.next, loop_next::attempt);
+  auto next = op.loop.next_attempt(t, t0);
+  ASSERT_TRUE(next);
+  EXPECT_EQ(next->region, "West US");
+  EXPECT_EQ(next->admission, admission_kind::fallback);
+  // A first attempt (nothing to step past) still takes the admitted region.
+  operation fresh{b, t, t0};
+  EXPECT_EQ(fresh.plan.region, "East US");
+}
+
 } // namespace
 
 // Ported from the .NET SDK's "failures from two regions move the partition to
