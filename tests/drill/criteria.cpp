@@ -65,8 +65,8 @@ std::pair<int64_t, int64_t> failed_attempt_ms(const op_record& op) {
 
 } // namespace
 
-std::string describe_write(const op_record& op,
-                           const std::vector<fault_marker>& faults) {
+std::string describe_op(const op_record& op,
+                        const std::vector<fault_marker>& faults) {
   std::ostringstream os;
   os << to_string(op.type) << " " << at_text(op.start_us) << " .. "
      << at_text(op.end_us) << " (site " << op.site << ")";
@@ -223,8 +223,7 @@ void exclude_writes(scenario_run& run, scenario_report& out,
               unexplained.empty() && folded_writes == 0);
   constexpr size_t described = 50;
   for (size_t i = 0; i < unexplained.size() && i < described; ++i)
-    run.note(unexplained_as + ": " +
-             describe_write(*unexplained[i], out.faults));
+    run.note(unexplained_as + ": " + describe_op(*unexplained[i], out.faults));
   if (unexplained.size() > described)
     run.note("... and " + std::to_string(unexplained.size() - described) +
              " more " + unexplained_as);

@@ -98,12 +98,12 @@ void allow_ambiguous_writes_during(
     const std::vector<std::pair<int64_t, int64_t>>& silent,
     const std::vector<int64_t>& cut_at = {});
 
-/// One line about a write for the report: its times and error, every
+/// One line about an operation for the report: its times and error, every
 /// attempt (region, endpoint, when sent, what came back, the connection and
 /// whether it was reused), and the nearest fault before and after the
 /// attempt that failed.
-std::string describe_write(const op_record& op,
-                           const std::vector<fault_marker>& faults);
+std::string describe_op(const op_record& op,
+                        const std::vector<fault_marker>& faults);
 
 /// Whether the write's ambiguous attempt (the last that got no answer) was
 /// sent inside one of `windows` (+0.5 s each side).

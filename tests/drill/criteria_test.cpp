@@ -76,7 +76,7 @@ TEST(SoakJudgement, DescribedWrite_NamesAttemptsConnectionAndNearestFaults) {
       {2000, "West US throttles 30% of its requests (429)", "West US", 4000},
       {9900, "East US hangs", "East US", 12000},
       {15000, "range 1 splits", "", -1}};
-  auto text = describe_write(op, faults);
+  auto text = describe_op(op, faults);
   for (const char* part :
        {"write +5.00 s .. +10.80 s", "attempt 1 to West US", "429/0",
         "then throttled", "attempt 2 to East US", "(http://127.0.0.1:4711/)",

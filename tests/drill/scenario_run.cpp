@@ -841,7 +841,7 @@ void scenario_run::common_criteria() {
   for (const auto& op : ops_) {
     if (op.result != op_result::failure || timed_out_in_engine(op)) continue;
     if (shown++ < described)
-      note("failed " + describe_write(op, out_.faults));
+      note("failed " + describe_op(op, out_.faults));
     else
       ++more;
   }
