@@ -476,7 +476,7 @@ int run_bench_command(std::vector<std::string> args) {
     // both bulk APIs again with every range held to an ops budget.
     auto link = [](const std::string& c) { return "dbs/bench/colls/" + c; };
     const auto n = o.bulk_documents;
-    log("bulk: " + std::to_string(n) + " point creates, 64 at a time");
+    log("bulk: " + std::to_string(n) + " point creates, 64 in flight");
     rep.bulk.push_back((*drv)->point_load(link(bulk_colls[0]), n, 64));
     log("bulk: " + std::to_string(n) + " creates through georoute's bulk");
     rep.bulk.push_back((*drv)->bulk_load(link(bulk_colls[1]), n));

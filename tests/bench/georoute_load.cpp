@@ -40,6 +40,10 @@ struct load_control {
   /// With `bounded`: operations left to start (else until `stopping`).
   bool bounded = false;
   std::atomic<int64_t> budget{0};
+  /// With `queue`: the requests to send, each once, taken in turn by
+  /// whichever caller is free (a sliding window, not waves).
+  std::shared_ptr<const std::vector<data_request>> queue;
+  std::atomic<size_t> next{0};
 
   void finished() {
     std::lock_guard<std::mutex> guard{mtx};
@@ -66,6 +70,14 @@ void issue(caf::event_based_actor* self, std::shared_ptr<caller_ctx> c);
 
 void after(caf::event_based_actor* self, const std::shared_ptr<caller_ctx>& c,
            bool ok) {
+  if (c->ctl->queue) {
+    // Failures are counted, not repeated: the next request goes at once.
+    if (!c->ctl->stopping.load(std::memory_order_relaxed))
+      return issue(self, c);
+    c->ctl->finished();
+    self->quit();
+    return;
+  }
   if (c->once || c->ctl->stopping.load(std::memory_order_relaxed) ||
       (c->ctl->bounded &&
        c->ctl->budget.fetch_sub(1, std::memory_order_relaxed) <= 0)) {
@@ -81,6 +93,15 @@ void after(caf::event_based_actor* self, const std::shared_ptr<caller_ctx>& c,
 
 void issue(caf::event_based_actor* self, std::shared_ptr<caller_ctx> c) {
   auto start = c->log ? c->log->now_us() : 0;
+  if (const auto& q = c->ctl->queue) {
+    auto i = c->ctl->next.fetch_add(1, std::memory_order_relaxed);
+    if (i >= q->size()) {
+      c->ctl->finished();
+      self->quit();
+      return;
+    }
+    c->req = (*q)[i];
+  }
   self->request(c->router, c->timeout, route_atom_v, c->req)
       .then(
           [self, c, start](data_response&) {
@@ -273,28 +294,26 @@ cold_figures georoute_driver::cold_start(const data_request& req,
 
 std::pair<uint64_t, uint64_t>
 georoute_driver::route_many(const std::vector<data_request>& reqs,
-                            size_t batch) {
-  uint64_t ok = 0;
-  uint64_t failed = 0;
+                            size_t in_flight) {
+  if (reqs.empty()) return {0, 0};
+  auto ctl = std::make_shared<load_control>();
+  ctl->queue = std::make_shared<const std::vector<data_request>>(reqs);
+  in_flight = std::min(in_flight, reqs.size());
+  ctl->active = in_flight;
   auto router = impl_->eng->router();
-  for (size_t first = 0; first < reqs.size(); first += batch) {
-    auto last = std::min(reqs.size(), first + batch);
-    auto ctl = std::make_shared<load_control>();
-    ctl->active = last - first;
-    for (size_t i = first; i < last; ++i) {
-      auto c = std::make_shared<caller_ctx>();
-      c->router = router;
-      c->req = reqs[i];
-      c->ctl = ctl;
-      c->timeout = 60s;
-      c->once = true;
-      impl_->sys->spawn(caller, c);
-    }
-    ctl->wait(90s);
-    ok += ctl->ok;
-    failed += ctl->failed;
+  for (size_t i = 0; i < in_flight; ++i) {
+    auto c = std::make_shared<caller_ctx>();
+    c->router = router;
+    c->ctl = ctl;
+    c->timeout = 60s;
+    impl_->sys->spawn(caller, c);
   }
-  return {ok, failed};
+  // Each request has its own 60-s timeout; past this, a caller is stuck.
+  if (!ctl->wait(std::chrono::seconds{90 + 60 * reqs.size() / in_flight})) {
+    ctl->stopping = true;
+    ctl->wait(70s);
+  }
+  return {ctl->ok.load(), ctl->failed.load()};
 }
 
 uint64_t georoute_driver::run_ops(const data_request& req, size_t total,

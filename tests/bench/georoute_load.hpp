@@ -98,10 +98,10 @@ public:
   /// answer. The counts are those of the port during the trial.
   cold_figures cold_start(const data_request& req, size_t callers);
 
-  /// Routes every request once, `batch` at a time (each batch at once);
-  /// returns (answered, failed).
+  /// Routes every request once, `in_flight` at a time: a sliding window,
+  /// each answer starting the next request. Returns (answered, failed).
   std::pair<uint64_t, uint64_t>
-  route_many(const std::vector<data_request>& reqs, size_t batch);
+  route_many(const std::vector<data_request>& reqs, size_t in_flight);
 
   /// `in_flight` callers route `req` until `total` operations were
   /// answered; waits for them. Returns the operations that succeeded.

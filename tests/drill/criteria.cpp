@@ -126,13 +126,14 @@ bool in_flight_at(const op_record& op, const std::vector<int64_t>& instants) {
   });
 }
 
-std::optional<double> slope_per_min(const std::vector<memory_point>& series,
-                                    double memory_point::*field,
-                                    int64_t from_ms) {
+std::optional<double>
+slope_per_min(const std::vector<memory_point>& series,
+              const std::function<double(const memory_point&)>& value,
+              int64_t from_ms) {
   std::vector<std::pair<double, double>> pts;
   for (const auto& m : series)
     if (m.t_ms >= from_ms)
-      pts.emplace_back(static_cast<double>(m.t_ms) / 60000.0, m.*field);
+      pts.emplace_back(static_cast<double>(m.t_ms) / 60000.0, value(m));
   if (pts.size() < 8) return std::nullopt;
   double n = static_cast<double>(pts.size()), sx = 0, sy = 0;
   for (const auto& [x, y] : pts) {

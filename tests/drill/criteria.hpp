@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -121,12 +122,13 @@ bool in_flight_at(const op_record& op, const std::vector<int64_t>& instants);
 void allow_writes_cut_at(scenario_run& run, scenario_report& out,
                          const std::vector<int64_t>& cut_at);
 
-/// The least-squares slope of one memory series (`&memory_point::rss_mib`
-/// or `heap_mib`) over its samples from `from_ms` on, in MiB per minute;
-/// nullopt with fewer than 8 such samples.
-std::optional<double> slope_per_min(const std::vector<memory_point>& series,
-                                    double memory_point::*field,
-                                    int64_t from_ms);
+/// The least-squares slope of one memory series (`&memory_point::rss_mib`,
+/// `heap_mib`, or any value of a sample) over its samples from `from_ms`
+/// on, in MiB per minute; nullopt with fewer than 8 such samples.
+std::optional<double>
+slope_per_min(const std::vector<memory_point>& series,
+              const std::function<double(const memory_point&)>& value,
+              int64_t from_ms);
 
 /// The soak (soak.cpp).
 void soak(scenario_run& run, scenario_report& out, uint64_t seed);

@@ -349,7 +349,9 @@ ojson to_json(const scenario_report& s) {
   for (const auto& b : s.timeline)
     timeline.push_back({{"t_ms", b.t_ms},
                         {"backend", to_json(b.backend)},
-                        {"callers", ojson(b.callers)}});
+                        {"callers", ojson(b.callers)},
+                        {"accepted", ojson(b.accepted)},
+                        {"held", ojson(b.held)}});
   auto memory = ojson::array();
   for (const auto& m : s.memory)
     memory.push_back({{"t_ms", m.t_ms},
@@ -614,6 +616,9 @@ void checker::scenario(const json& s, const std::string& path) {
     field(b, p, "t_ms", type::integer);
     status_map(b, p, "backend");
     map_of(b, p, "callers", type::unsigned_int);
+    // Optional: reports written before them have neither.
+    if (b.contains("accepted")) map_of(b, p, "accepted", type::unsigned_int);
+    if (b.contains("held")) map_of(b, p, "held", type::unsigned_int);
   });
   // Optional: reports written before the memory series have none.
   if (s.contains("memory"))

@@ -44,6 +44,11 @@ struct timeline_bucket {
   /// The callers' view: operations that ended in this second, by outcome
   /// ("success", "failure", "timeout").
   std::map<std::string, uint64_t> callers;
+  /// Connections the emulator accepted in this second, per region (absent:
+  /// none).
+  std::map<std::string, uint64_t> accepted{};
+  /// Requests held by a hang at the end of this second, per region.
+  std::map<std::string, uint64_t> held{};
 };
 
 /// The process's memory at one instant of the scenario (drill and engines

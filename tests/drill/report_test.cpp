@@ -40,6 +40,8 @@ scenario_report passing() {
     b.backend["West US"] = {{200, 300}, {403, t == 1 ? 3u : 0u}};
     if (t != 1 && t != 2) b.backend["East US"] = {{200, 250}};
     b.callers = {{"success", 99}, {"timeout", t == 1 ? 1u : 0u}};
+    if (t == 1) b.accepted["East US"] = 7;
+    if (t == 2) b.held["East US"] = 12;
     s.timeline.push_back(b);
   }
   s.criteria = {{"user-visible failures = 0", "0", true},
@@ -255,6 +257,9 @@ TEST(RenderJson, Fields_UnderTheirStructNames) {
   EXPECT_EQ(s1["failover_at_ms"], 2234);
   EXPECT_EQ(s1["timeline"][1]["backend"]["West US"]["403"], 3);
   EXPECT_EQ(s1["timeline"][1]["callers"]["timeout"], 1);
+  EXPECT_EQ(s1["timeline"][1]["accepted"]["East US"], 7);
+  EXPECT_EQ(s1["timeline"][2]["held"]["East US"], 12);
+  EXPECT_TRUE(s1["timeline"][0]["held"].empty());
   EXPECT_EQ(s1["faults"][1]["label"], "East US recovers");
   EXPECT_EQ(s1["by_kind"]["write"]["timeouts"], 1);
   EXPECT_EQ(s1["criteria"][1]["measured"], "1.23 s");
@@ -310,6 +315,15 @@ TEST(ValidateReportJson, WrongType_Named) {
             }),
             problems{"scenarios[0].timeline[2].callers.success: expected an "
                      "unsigned integer, got number -1"});
+  EXPECT_EQ(after([](json& j) {
+              j["scenarios"][0]["timeline"][2]["held"]["East US"] = -1;
+            }),
+            problems{"scenarios[0].timeline[2].held.East US: expected an "
+                     "unsigned integer, got number -1"});
+  // Reports written before the connection counts had none: still valid.
+  EXPECT_TRUE(after([](json& j) {
+                j["scenarios"][0]["timeline"][1].erase("accepted");
+              }).empty());
 }
 
 TEST(ValidateReportJson, StatusKeyNotAnInteger_Named) {

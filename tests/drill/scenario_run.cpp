@@ -391,6 +391,7 @@ void scenario_run::start_workload() {
 // Once a second: what the emulator answered since the last sample.
 void scenario_run::sample_backend() {
   emulator::status_counters last;
+  std::vector<uint64_t> accepted_last;
   int64_t k = 0;
   auto start = rec_->start();
   auto take = [&](int64_t t_ms) {
@@ -413,6 +414,21 @@ void scenario_run::sample_backend() {
     b.counts.shrink_to_fit();
     backend_counts_bytes_ += b.counts.capacity() * sizeof(backend_count);
     last = std::move(now);
+    // Connections accepted and requests held, per region: what tells a
+    // region that stopped taking new connections, or held requests, from
+    // one that answered late.
+    b.connections.reserve(regions_.size());
+    accepted_last.resize(regions_.size(), 0);
+    for (size_t r = 0; r < regions_.size(); ++r) {
+      auto accepted = emu_->accepted_connections(regions_[r]);
+      auto held = emu_->held_requests(regions_[r]);
+      b.connections.emplace_back(
+          static_cast<uint32_t>(accepted - accepted_last[r]),
+          static_cast<uint32_t>(held));
+      accepted_last[r] = accepted;
+    }
+    backend_counts_bytes_ +=
+        b.connections.capacity() * sizeof(b.connections.front());
     // The breakers' transitions in this second, and how far each range got.
     engine_sample e;
     e.t_ms = t_ms;
@@ -718,6 +734,11 @@ void scenario_run::summarize() {
     b.t_ms = second.t_ms;
     for (const auto& c : second.counts)
       b.backend[backend_regions_[c.region]][c.status] = c.count;
+    for (size_t r = 0; r < second.connections.size(); ++r) {
+      const auto& [accepted, held] = second.connections[r];
+      if (accepted > 0) b.accepted[regions_[r]] = accepted;
+      if (held > 0) b.held[regions_[r]] = held;
+    }
     if (second.breaker_opened > 0)
       b.callers["breaker_opened"] = second.breaker_opened;
     if (second.breaker_closed > 0)

@@ -209,6 +209,9 @@ private:
   struct backend_second {
     int64_t t_ms = 0;
     std::vector<backend_count> counts;
+    /// Per region (index into regions_): connections the emulator accepted
+    /// in this second, and requests a hang held at its end.
+    std::vector<std::pair<uint32_t, uint32_t>> connections;
     uint32_t breaker_opened = 0, breaker_closed = 0;
   };
   std::vector<std::string> backend_regions_;
