@@ -64,7 +64,9 @@ struct batch_operation {
 /// operation by its index: no operations or more than a hundred; a missing
 /// or malformed id; a document that is not a JSON object, has no string id
 /// or (replace) another id than the operation's; a patch `parse_patch`
-/// refuses; another partition key; a body over 2 MiB.
+/// refuses; another partition key; text that is not UTF-8; a body over
+/// 2 MiB. Documents are checked, not parsed and printed again: each goes
+/// on the wire as the caller wrote it.
 result<std::string> batch_wire_body(const std::vector<batch_operation>& ops,
                                     std::string_view partition_key_json);
 
@@ -73,7 +75,8 @@ struct batch_op_result {
   int status = 0;
   int substatus = 0;
   std::string etag;
-  /// The document (a JSON object) when the service sent one; "" otherwise.
+  /// The document (a JSON object) as the service wrote it, when it sent
+  /// one; "" otherwise.
   std::string body;
   double request_charge = 0;
   /// A throttled operation's wait, in milliseconds (0: none said).

@@ -1,5 +1,7 @@
 #include "georoute/actors/policy/json_check.hpp"
 
+#include "georoute/actors/policy/utf8.hpp"
+
 #include <bitset>
 #include <cmath>
 #include <cstdint>
@@ -13,9 +15,9 @@ class scanner {
 public:
   explicit scanner(std::string_view text) : s_(text) {}
 
-  bool object_document() {
+  bool document(char open) {
     skip_ws();
-    if (at_end() || s_[i_] != '{') return false;
+    if (at_end() || s_[i_] != open) return false;
     if (!value()) return false;
     skip_ws();
     return at_end();
@@ -234,7 +236,223 @@ private:
 } // namespace
 
 bool is_json_object_text(std::string_view text) {
-  return scanner{text}.object_document();
+  return scanner{text}.document('{');
+}
+
+bool is_json_array_text(std::string_view text) {
+  return scanner{text}.document('[');
+}
+
+size_t json_skip_ws(std::string_view text, size_t pos) {
+  while (pos < text.size() && (text[pos] == ' ' || text[pos] == '\t' ||
+                               text[pos] == '\n' || text[pos] == '\r'))
+    ++pos;
+  return pos;
+}
+
+size_t json_value_end(std::string_view text, size_t pos) {
+  size_t depth = 0;
+  bool in_string = false;
+  for (; pos < text.size(); ++pos) {
+    char c = text[pos];
+    if (in_string) {
+      if (c == '\\') {
+        ++pos;
+      } else if (c == '"') {
+        in_string = false;
+        if (depth == 0) return pos + 1;
+      }
+      continue;
+    }
+    switch (c) {
+    case '"':
+      in_string = true;
+      break;
+    case '{':
+    case '[':
+      ++depth;
+      break;
+    case '}':
+    case ']':
+      if (depth == 0) return pos; // a scalar ended by its container
+      if (--depth == 0) return pos + 1;
+      break;
+    case ',':
+    case ':':
+    case ' ':
+    case '\t':
+    case '\n':
+    case '\r':
+      if (depth == 0) return pos; // a scalar's end
+      break;
+    default:
+      break;
+    }
+  }
+  return text.size();
+}
+
+namespace {
+
+int hex_digit(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+// Four hex digits at `at`; the code unit, or -1.
+long hex_unit(std::string_view s, size_t at) {
+  if (at + 4 > s.size()) return -1;
+  long v = 0;
+  for (size_t k = 0; k < 4; ++k) {
+    int d = hex_digit(s[at + k]);
+    if (d < 0) return -1;
+    v = v * 16 + d;
+  }
+  return v;
+}
+
+// The length of the UTF-8 sequence at `at` (RFC 3629), 0 when invalid.
+size_t utf8_length(std::string_view s, size_t at) {
+  auto b = [&](size_t k) { return static_cast<uint8_t>(s[at + k]); };
+  auto cont = [&](size_t k, uint8_t lo = 0x80, uint8_t hi = 0xBF) {
+    return at + k < s.size() && b(k) >= lo && b(k) <= hi;
+  };
+  uint8_t lead = b(0);
+  if (lead < 0x80) return 1;
+  if (lead >= 0xC2 && lead <= 0xDF) return cont(1) ? 2 : 0;
+  if (lead == 0xE0) return cont(1, 0xA0, 0xBF) && cont(2) ? 3 : 0;
+  if ((lead >= 0xE1 && lead <= 0xEC) || lead == 0xEE || lead == 0xEF)
+    return cont(1) && cont(2) ? 3 : 0;
+  if (lead == 0xED) return cont(1, 0x80, 0x9F) && cont(2) ? 3 : 0;
+  if (lead == 0xF0)
+    return cont(1, 0x90, 0xBF) && cont(2) && cont(3) ? 4 : 0;
+  if (lead >= 0xF1 && lead <= 0xF3)
+    return cont(1) && cont(2) && cont(3) ? 4 : 0;
+  if (lead == 0xF4)
+    return cont(1, 0x80, 0x8F) && cont(2) && cont(3) ? 4 : 0;
+  return 0;
+}
+
+} // namespace
+
+bool json_string_value(std::string_view token, std::string& out) {
+  if (token.size() < 2 || token.front() != '"' || token.back() != '"')
+    return false;
+  auto body = token.substr(1, token.size() - 2);
+  out.clear();
+  if (body.find('\\') == std::string_view::npos) {
+    out.assign(body);
+    return true;
+  }
+  out.reserve(body.size());
+  for (size_t i = 0; i < body.size(); ++i) {
+    char c = body[i];
+    if (c != '\\') {
+      out.push_back(c);
+      continue;
+    }
+    if (++i >= body.size()) return false;
+    switch (body[i]) {
+    case '"':
+    case '\\':
+    case '/':
+      out.push_back(body[i]);
+      break;
+    case 'b':
+      out.push_back('\b');
+      break;
+    case 'f':
+      out.push_back('\f');
+      break;
+    case 'n':
+      out.push_back('\n');
+      break;
+    case 'r':
+      out.push_back('\r');
+      break;
+    case 't':
+      out.push_back('\t');
+      break;
+    case 'u': {
+      long u = hex_unit(body, i + 1);
+      if (u < 0) return false;
+      i += 4;
+      uint32_t cp = static_cast<uint32_t>(u);
+      if (u >= 0xD800 && u <= 0xDBFF) {
+        if (i + 2 >= body.size() || body[i + 1] != '\\' || body[i + 2] != 'u')
+          return false;
+        long lo = hex_unit(body, i + 3);
+        if (lo < 0xDC00 || lo > 0xDFFF) return false;
+        i += 6;
+        cp = 0x10000 + ((static_cast<uint32_t>(u) - 0xD800) << 10) +
+             (static_cast<uint32_t>(lo) - 0xDC00);
+      } else if (u >= 0xDC00 && u <= 0xDFFF) {
+        return false;
+      }
+      append_utf8(out, cp);
+      break;
+    }
+    default:
+      return false;
+    }
+  }
+  return true;
+}
+
+bool append_json_string(std::string& out, std::string_view s) {
+  static constexpr char hex[] = "0123456789abcdef";
+  auto mark = out.size();
+  out.reserve(out.size() + s.size() + 2);
+  out.push_back('"');
+  for (size_t i = 0; i < s.size();) {
+    auto c = static_cast<uint8_t>(s[i]);
+    if (c >= 0x80) {
+      auto n = utf8_length(s, i);
+      if (n == 0) {
+        out.resize(mark);
+        return false;
+      }
+      out.append(s.substr(i, n));
+      i += n;
+      continue;
+    }
+    ++i;
+    switch (c) {
+    case '"':
+      out += "\\\"";
+      break;
+    case '\\':
+      out += "\\\\";
+      break;
+    case '\b':
+      out += "\\b";
+      break;
+    case '\f':
+      out += "\\f";
+      break;
+    case '\n':
+      out += "\\n";
+      break;
+    case '\r':
+      out += "\\r";
+      break;
+    case '\t':
+      out += "\\t";
+      break;
+    default:
+      if (c < 0x20) {
+        out += "\\u00";
+        out.push_back(hex[c >> 4]);
+        out.push_back(hex[c & 0xF]);
+      } else {
+        out.push_back(static_cast<char>(c));
+      }
+    }
+  }
+  out.push_back('"');
+  return true;
 }
 
 } // namespace georoute

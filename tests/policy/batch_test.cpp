@@ -134,6 +134,74 @@ TEST(Batch, Results_ReadInOrder_WithWhatTheServiceSaid) {
   EXPECT_EQ((*r)[2].body, "");
 }
 
+// The document goes on the wire as the caller wrote it: its spacing, its
+// numbers' spelling and its key order are not rewritten by a parse and a
+// print.
+TEST(Batch, Body_DocumentTravelsAsWritten) {
+  std::string doc = "{ \"id\" : \"a\", \"n\": 1.50e2, \"z\":[ ], \"pk\":\"A\" }";
+  auto body = batch_wire_body({op(batch_op_kind::create, "", doc)}, R"(["A"])");
+  ASSERT_TRUE(body) << body.error().what;
+  EXPECT_NE(body->find("\"resourceBody\":" + doc), std::string::npos) << *body;
+  EXPECT_TRUE(json::accept(*body));
+}
+
+// The id the service will see: the last "id" member, escapes decoded.
+TEST(Batch, DocumentId_LastMemberEscapesDecoded) {
+  EXPECT_EQ(problem_of({op(batch_op_kind::replace, "ab",
+                           R"({"id":1,"id":"a\u0062"})")}),
+            "(accepted)");
+  EXPECT_NE(problem_of({op(batch_op_kind::create, "", R"({"id":"a","id":2})")})
+                .find("needs a string \"id\""),
+            std::string::npos);
+  // "id" nested deeper is not the document's id.
+  EXPECT_NE(problem_of({op(batch_op_kind::create, "", R"({"x":{"id":"a"}})")})
+                .find("needs a string \"id\""),
+            std::string::npos);
+}
+
+// Bytes that are not UTF-8 cannot be JSON text: a problem naming the
+// operation, not an exception.
+TEST(Batch, IdNotUtf8_AProblemNamingTheOperation) {
+  auto what = problem_of({op(batch_op_kind::read, "a\xff")});
+  EXPECT_NE(what.find("batch operation 0 (Read): its id is not valid UTF-8"),
+            std::string::npos)
+      << what;
+  auto etag = op(batch_op_kind::read, "a");
+  etag.if_match = "\"\xc3\"";
+  EXPECT_NE(problem_of({etag}).find("if_match is not valid UTF-8"),
+            std::string::npos);
+}
+
+// Nesting deeper than the fast check follows is still a document.
+TEST(Batch, DeeplyNestedDocument_Accepted) {
+  std::string doc = R"({"id":"deep","pk":"A","x":)" + std::string(300, '[') +
+                    std::string(300, ']') + "}";
+  EXPECT_EQ(problem_of({op(batch_op_kind::create, "", doc)}), "(accepted)");
+}
+
+TEST(Batch, Results_DocumentKeptAsSent_EscapedNamesRead) {
+  std::string doc = R"({ "id":"a", "s":"}]{[\"", "n": 1.0 })";
+  auto r = parse_batch_results(
+      "[ {\"status\\u0043ode\" : 201 , \"resourceBody\": " + doc +
+          ", \"requestCharge\": 1e1, \"eTag\": \"\\\"7\\\"\"},"
+          "{\"statusCode\":429, \"retryAfterMilliseconds\": 12.9} ]",
+      2);
+  ASSERT_TRUE(r) << r.error().what;
+  EXPECT_EQ((*r)[0].status, 201);
+  EXPECT_EQ((*r)[0].body, doc);
+  EXPECT_DOUBLE_EQ((*r)[0].request_charge, 10);
+  EXPECT_EQ((*r)[0].etag, "\"7\"");
+  EXPECT_EQ((*r)[1].retry_after_ms, 12);
+}
+
+TEST(Batch, Results_StatusNotAnInteger_AProblem) {
+  for (const char* body : {R"([{"statusCode":201.0}])",
+                           R"([{"statusCode":"201"}])",
+                           R"([{"statusCode":99999999999}])", "[1]",
+                           R"([{"statusCode":201,"statusCode":null}])"})
+    EXPECT_FALSE(parse_batch_results(body, 1)) << body;
+}
+
 TEST(Batch, Results_WrongCountOrShape_AProblem) {
   EXPECT_NE(parse_batch_results(R"([{"statusCode":200}])", 2)
                 .error()

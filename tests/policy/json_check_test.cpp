@@ -14,7 +14,12 @@
 
 namespace {
 
+using georoute::append_json_string;
+using georoute::is_json_array_text;
 using georoute::is_json_object_text;
+using georoute::json_each_element;
+using georoute::json_each_member;
+using georoute::json_string_value;
 
 // What the check must answer: nlohmann accepts, and the first non-blank
 // byte is '{' (a BOM makes it not an object for the router).
@@ -161,6 +166,102 @@ TEST(JsonCheck, Differential_RandomEditsAgreeWithNlohmann) {
   // Both sides were exercised.
   EXPECT_GT(yes, checked / 20);
   EXPECT_LT(yes, checked - checked / 20);
+}
+
+// -- arrays, and walking checked text -----------------------------------------
+
+TEST(JsonCheck, Arrays_YesAndNo) {
+  EXPECT_TRUE(is_json_array_text("[]"));
+  EXPECT_TRUE(is_json_array_text(R"( [1, "a", {"b": [true]}] )"));
+  EXPECT_FALSE(is_json_array_text("{}"));
+  EXPECT_FALSE(is_json_array_text("[1,]"));
+  EXPECT_FALSE(is_json_array_text("[1] x"));
+}
+
+// The members a walk finds in every accepted object are nlohmann's: the
+// same names, in order, each value text parsing to nlohmann's value.
+TEST(JsonCheck, EachMember_AsNlohmannReadsThem) {
+  size_t walked = 0;
+  for (const auto& text : objects) {
+    if (!is_json_object_text(text)) continue;
+    auto doc = nlohmann::ordered_json::parse(text);
+    std::vector<std::pair<std::string, nlohmann::ordered_json>> seen;
+    json_each_member(text, [&](std::string_view name, std::string_view value) {
+      std::string n;
+      ASSERT_TRUE(json_string_value(name, n)) << name;
+      seen.emplace_back(n, nlohmann::ordered_json::parse(value));
+    });
+    ASSERT_EQ(seen.size(), doc.size()) << text;
+    size_t k = 0;
+    for (auto it = doc.begin(); it != doc.end(); ++it, ++k) {
+      EXPECT_EQ(seen[k].first, it.key()) << text;
+      EXPECT_EQ(seen[k].second, it.value()) << text;
+    }
+    ++walked;
+  }
+  EXPECT_GE(walked, 5u);
+}
+
+TEST(JsonCheck, EachElement_ValuesWithBracketsInStrings) {
+  std::string text =
+      R"([ {"a":"}]\"{["} , "x\\" ,12.5e3,[[]],null , {"b":{"c":[1,{}]}} ])";
+  ASSERT_TRUE(is_json_array_text(text));
+  std::vector<std::string> items;
+  json_each_element(text, [&](std::string_view v) { items.emplace_back(v); });
+  ASSERT_EQ(items.size(), 6u);
+  EXPECT_EQ(items[0], R"({"a":"}]\"{["})");
+  EXPECT_EQ(items[1], R"("x\\")");
+  EXPECT_EQ(items[2], "12.5e3");
+  EXPECT_EQ(items[3], "[[]]");
+  EXPECT_EQ(items[4], "null");
+  EXPECT_EQ(items[5], R"({"b":{"c":[1,{}]}})");
+}
+
+TEST(JsonCheck, StringValue_EscapesDecodedAsNlohmann) {
+  for (std::string token :
+       {R"("plain")", R"("")", R"("a\"b\\c\/d")", R"("\b\f\n\r\t")",
+        R"("caf\u00e9 \u20ac")", R"("\ud83d\ude00 smile")", "\"\xc3\xa9\""}) {
+    std::string got;
+    ASSERT_TRUE(json_string_value(token, got)) << token;
+    EXPECT_EQ(got, nlohmann::json::parse(token).get<std::string>()) << token;
+  }
+  std::string out = "kept";
+  EXPECT_FALSE(json_string_value("12", out));
+  EXPECT_FALSE(json_string_value(R"("\ude00")", out)); // a lone low surrogate
+  EXPECT_FALSE(json_string_value(R"("\ud83d x")", out)); // no low surrogate
+  EXPECT_FALSE(json_string_value(R"("\q")", out));
+}
+
+// Whatever the bytes, the written string parses back to them; bytes that
+// are not UTF-8 are refused and leave the output as it was.
+TEST(JsonCheck, AppendString_RoundTripsOrRefusesInvalidUtf8) {
+  std::mt19937 rng{20261206};
+  const std::string alphabet = "ab\"\\/\b\f\n\r\t\x01\x1f\x7f "
+                               "\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80";
+  size_t refused = 0;
+  for (int round = 0; round < 20000; ++round) {
+    std::string s;
+    auto len = rng() % 12;
+    for (size_t k = 0; k < len; ++k)
+      s.push_back(alphabet[rng() % alphabet.size()]);
+    std::string out = "[";
+    bool ok = append_json_string(out, s);
+    bool valid = true;
+    try {
+      (void)nlohmann::json(s).dump(); // throws on invalid UTF-8
+    } catch (const nlohmann::json::type_error&) {
+      valid = false;
+    }
+    ASSERT_EQ(ok, valid) << s;
+    if (!ok) {
+      EXPECT_EQ(out, "[");
+      ++refused;
+      continue;
+    }
+    out += ']';
+    EXPECT_EQ(nlohmann::json::parse(out)[0].get<std::string>(), s);
+  }
+  EXPECT_GT(refused, 100u);
 }
 
 } // namespace
