@@ -83,7 +83,14 @@ vector_session_token engine::state::progress(const detail::pk_range& range,
   t.global_lsn = range.lsn;
   auto locals = range.local_lsn;
   locals.resize(regions.size(), 0);
-  for (const auto& e : range.log) {
+  // Entries every region has seen say nothing: start after them. The log
+  // holds `prune_margin` of writes, so a scan from its front would cost a
+  // request time in proportion to the write rate.
+  auto first = std::partition_point(
+      range.log.begin(), range.log.end(),
+      [now](const detail::write_entry& e) { return e.all_seen_by <= now; });
+  for (auto it = first; it != range.log.end(); ++it) {
+    const auto& e = *it;
     if (e.seen_by(region, now)) continue;
     t.global_lsn = std::min(t.global_lsn, e.lsn - 1);
     if (e.origin < locals.size())
@@ -419,6 +426,7 @@ void engine::state::commit(request_ctx& ctx, detail::collection& coll,
   entry.lsn = ++range.lsn;
   entry.local_lsn = ++range.local_lsn[origin];
   range.log.push_back(entry);
+  detail::note_everywhere(range.log, range.log.size() - 1);
   detail::change_entry change;
   static_cast<detail::replicated&>(change) = seen;
   change.change_lsn = ++coll.change_lsn;

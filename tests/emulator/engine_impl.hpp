@@ -126,7 +126,20 @@ using doc_key = std::pair<std::string, std::string>;
 struct write_entry : replicated {
   int64_t lsn = 0;
   int64_t local_lsn = 0;
+  /// The latest `everywhere_at` of this entry and every one before it in
+  /// its range's log (`note_everywhere`): from this time on, every region
+  /// has seen them all, so a region's progress starts looking after them.
+  time_point all_seen_by;
 };
+
+/// Sets `all_seen_by` along `log` from entry `from` on (after an append,
+/// the last entry; after a merge, all of them).
+inline void note_everywhere(std::deque<write_entry>& log, size_t from) {
+  for (size_t i = from; i < log.size(); ++i) {
+    auto t = log[i].everywhere_at();
+    log[i].all_seen_by = i == 0 ? t : std::max(t, log[i - 1].all_seen_by);
+  }
+}
 
 /// One write in a collection's change log.
 struct change_entry : replicated {

@@ -493,6 +493,7 @@ result<std::string> engine::state::merge_pair(detail::collection& coll,
   merged.log.insert(merged.log.end(), right->log.begin(), right->log.end());
   std::stable_sort(merged.log.begin(), merged.log.end(),
                    [](const auto& x, const auto& y) { return x.lsn < y.lsn; });
+  detail::note_everywhere(merged.log, 0);
   // A per-partition failover move survives only when both halves agree.
   if (left->write_region == right->write_region)
     merged.write_region = left->write_region;
