@@ -18,6 +18,7 @@ namespace {
 // Messages only this file can name: the background tick, the 5 s switch to
 // the regional sweep, a delayed ladder step, an HTTP completion.
 struct em_tick {};
+struct em_fresh_due {};
 struct em_sweep {
   uint64_t fetch = 0;
 };
@@ -34,6 +35,7 @@ struct em_http_done {
 } // namespace georoute
 
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(georoute::em_tick)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(georoute::em_fresh_due)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(georoute::em_sweep)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(georoute::em_attempt)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(georoute::em_http_done)
@@ -44,6 +46,7 @@ namespace {
 
 using manager_impl_actor = endpoint_manager_actor::extend<
     caf::reacts_to<engine_wiring>, caf::reacts_to<em_tick>,
+    caf::reacts_to<em_fresh_due>,
     caf::reacts_to<em_sweep>, caf::reacts_to<em_attempt>,
     caf::reacts_to<em_http_done>>;
 
@@ -75,6 +78,10 @@ struct manager_state {
   std::optional<database_account> account;
   std::optional<clock_type::time_point> last_fetch_start;
   std::optional<fetch_state> fetch;
+  /// Fresh refreshes waiting for the next fetch to start (see
+  /// request_fresh); `fresh_due` when its start is scheduled.
+  std::vector<caf::typed_response_promise<database_account>> fresh_waiters;
+  bool fresh_due = false;
   std::map<uint64_t, attempt_state> attempts;
   uint64_t next_id = 1;
   endpoint_manager_stats stats;
@@ -256,6 +263,10 @@ void start_fetch(self_ptr self) {
                                   st.account ? &*st.account : nullptr,
                                   st.cfg.preferred_regions);
   st.fetch = std::move(f);
+  // Whoever waits for a fetch newer than what they saw gets this one.
+  for (auto& w : st.fresh_waiters)
+    st.fetch->waiters.push_back(std::move(w));
+  st.fresh_waiters.clear();
   launch_next(self);
   self->delayed_send(self, st.cfg.sweep_after, em_sweep{st.fetch->id});
 }
@@ -276,6 +287,30 @@ caf::result<database_account> request_refresh(self_ptr self, bool force) {
   case refresh_action::join:
     break;
   }
+  auto rp = self->make_response_promise<database_account>();
+  st.fetch->waiters.push_back(rp);
+  return rp;
+}
+
+// A fresh refresh: the fetch in flight, a fetch started now, or the next
+// fetch, started once `fresh_refresh_spacing` has passed since the last.
+caf::result<database_account> request_fresh(self_ptr self) {
+  auto& st = self->state;
+  auto now = self->clock().now();
+  auto spacing = std::min<clock_type::duration>(fresh_refresh_spacing,
+                                                st.cfg.refresh.min_interval);
+  if (!st.fetch && st.last_fetch_start && now - *st.last_fetch_start < spacing) {
+    ++st.stats.refreshes_deferred;
+    auto rp = self->make_response_promise<database_account>();
+    st.fresh_waiters.push_back(rp);
+    if (!st.fresh_due) {
+      st.fresh_due = true;
+      self->delayed_send(self, *st.last_fetch_start + spacing - now,
+                         em_fresh_due{});
+    }
+    return rp;
+  }
+  if (!st.fetch) start_fetch(self);
   auto rp = self->make_response_promise<database_account>();
   st.fetch->waiters.push_back(rp);
   return rp;
@@ -363,6 +398,13 @@ endpoint_manager_impl(self_ptr self, endpoint_manager_config cfg,
         w.deliver(err);
       st.fetch.reset();
     }
+    if (!st.fresh_waiters.empty()) {
+      auto err = stopped_error(
+          "the endpoint manager (georoute.endpoint_manager)", msg.reason);
+      for (auto& w : st.fresh_waiters)
+        w.deliver(err);
+      st.fresh_waiters.clear();
+    }
     self->quit(msg.reason);
   });
   // Initial read, then the background loop.
@@ -371,6 +413,15 @@ endpoint_manager_impl(self_ptr self, endpoint_manager_config cfg,
   return {
       [=](refresh_atom, bool force) -> caf::result<database_account> {
         return request_refresh(self, force);
+      },
+      [=](refresh_atom, fresh_atom) -> caf::result<database_account> {
+        return request_fresh(self);
+      },
+      [=](em_fresh_due) {
+        auto& st = self->state;
+        st.fresh_due = false;
+        // A fetch that started since took the waiters (start_fetch).
+        if (!st.fresh_waiters.empty() && !st.fetch) start_fetch(self);
       },
       [=](account_atom) -> caf::result<database_account> {
         auto& st = self->state;

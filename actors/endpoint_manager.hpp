@@ -17,6 +17,13 @@
 //   stop the sweep at once with an error that says what to check.
 // - One fetch in flight: forced requests join it; non-forced ones within the
 //   minimum interval are answered with the current account (skipped).
+// - A fresh request (refresh_atom, fresh_atom) wants a read newer than the
+//   account its caller decided on: it joins the fetch in flight or starts
+//   one, unless one started less than `fresh_refresh_spacing` ago; then it
+//   waits for the next, started when that spacing has passed. A 503 from
+//   the single write region asks for one: the account may be multi-write
+//   again, and the write's one retry must be resolved on a table that
+//   knows. However many writes fail so, the reads stay one a second.
 // - A background refresh every interval that never stops while the actor
 //   lives, whatever the topology looks like (the Java timer of the seed bug
 //   died on a healthy multi-writer account).
@@ -34,6 +41,10 @@
 #include <vector>
 
 namespace georoute {
+
+/// The least time between two fetch starts that fresh requests cause (the
+/// minimum interval when that is shorter).
+constexpr std::chrono::milliseconds fresh_refresh_spacing{1000};
 
 /// The slice of settings the endpoint manager needs.
 struct endpoint_manager_config {

@@ -121,10 +121,16 @@ bool apply_effects(Self* self, const loop_effects& fx,
     one_done();
     if constexpr (waits) take_current_table(self, after_refresh);
   };
-  self->request(st.with.endpoints, caf::infinite, refresh_atom_v,
-                fx.force_refresh)
-      .then([go_on](const database_account&) { go_on(); },
-            [go_on](const caf::error&) { go_on(); });
+  auto answered = [go_on](auto&& handle) {
+    handle.then([go_on](const database_account&) { go_on(); },
+                [go_on](const caf::error&) { go_on(); });
+  };
+  if (fx.fresh_refresh)
+    answered(self->request(st.with.endpoints, caf::infinite, refresh_atom_v,
+                           fresh_atom_v));
+  else
+    answered(self->request(st.with.endpoints, caf::infinite, refresh_atom_v,
+                           fx.force_refresh));
   return waits;
 }
 

@@ -74,12 +74,21 @@ using location_cache_actor = caf::typed_actor<
 ///   account without fetching; forced ones join the fetch in flight.
 ///   Errors: `errc::unauthorized` / `errc::forbidden` at once (401/403 stop
 ///   the sweep), otherwise the last failure of the sweep.
+/// - `(refresh_atom, fresh_atom)` → `database_account`: an account read
+///   that is newer than the account this caller last saw: the fetch in
+///   flight, or one started now, or, when a fetch started less than
+///   `fresh_refresh_spacing` (at most the minimum interval) ago, the next
+///   one, started when that spacing has passed. For a decision whose
+///   answer must come from a newer view (a 503 from the write region of an
+///   account that may have become multi-write again), at most one read a
+///   second however many decisions ask.
 /// - `(account_atom)` → `database_account`: the current account, fetched
 ///   first if none was read yet.
 /// - `(stats_atom)` → `endpoint_manager_stats`.
 /// Waiters of a fetch get `errc::shutting_down` when the engine stops.
 using endpoint_manager_actor = caf::typed_actor<
     caf::replies_to<refresh_atom, bool>::with<database_account>,
+    caf::replies_to<refresh_atom, fresh_atom>::with<database_account>,
     caf::replies_to<account_atom>::with<database_account>,
     caf::replies_to<stats_atom>::with<endpoint_manager_stats>>;
 

@@ -145,6 +145,8 @@ constexpr stats_field<endpoint_manager_stats> endpoint_manager_table[] = {
                "Account fetches that failed."),
     GEOROUTE_C(endpoint_manager_stats, refreshes_skipped,
                "Non-forced refreshes skipped within the minimum interval."),
+    GEOROUTE_C(endpoint_manager_stats, refreshes_deferred,
+               "Fresh refreshes that waited for the next account fetch."),
     GEOROUTE_C(endpoint_manager_stats, background_ticks,
                "Background refresh ticks."),
     GEOROUTE_C(endpoint_manager_stats, attempts, "Account reads sent."),

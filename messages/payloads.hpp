@@ -402,6 +402,8 @@ struct endpoint_manager_stats {
   uint64_t fetches_succeeded = 0;
   uint64_t fetches_failed = 0;
   uint64_t refreshes_skipped = 0; ///< non-forced, within the minimum interval
+  /// Fresh refreshes that waited for the next fetch to start.
+  uint64_t refreshes_deferred = 0;
   uint64_t background_ticks = 0;
   uint64_t attempts = 0; ///< GET / requests sent
   uint64_t topology_changes = 0;
@@ -706,7 +708,8 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f,
                                         endpoint_manager_stats& x) {
   return f(x.fetches_started, x.fetches_succeeded, x.fetches_failed,
-           x.refreshes_skipped, x.background_ticks, x.attempts,
+           x.refreshes_skipped, x.refreshes_deferred, x.background_ticks,
+           x.attempts,
            x.topology_changes, x.write_region_switches, x.multi_write_changes,
            x.regions_added, x.regions_removed);
 }

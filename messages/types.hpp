@@ -109,6 +109,7 @@ CAF_ADD_ATOM(georoute, georoute, stop_atom, "stop")
 CAF_ADD_ATOM(georoute, georoute, metrics_atom, "metrics")
 CAF_ADD_ATOM(georoute, georoute, feed_ranges_atom, "feedranges")
 CAF_ADD_ATOM(georoute, georoute, wake_atom, "wake")
+CAF_ADD_ATOM(georoute, georoute, fresh_atom, "fresh")
 CAF_END_TYPE_ID_BLOCK(georoute)
 
 // Snapshots are shared immutable tables: process-local by design.

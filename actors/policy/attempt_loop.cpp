@@ -412,6 +412,7 @@ loop_step attempt_loop::decide(const attempt_result& r,
   // A refresh belongs to a retry: a decision that gives up refreshes nothing.
   fx.refresh_account = decision.retry && decision.refresh_account;
   fx.force_refresh = fx.refresh_account && decision.force_refresh;
+  fx.fresh_refresh = fx.refresh_account && decision.fresh_refresh;
   fx.clear_session = decision.clear_session_token;
   step.reason = decision.reason;
   step.delay = decision.delay;

@@ -168,6 +168,7 @@ struct loop_effects {
   bool mark_write = false;
   bool refresh_account = false;
   bool force_refresh = false;
+  bool fresh_refresh = false; ///< a read newer than the table decided on
   bool clear_session = false;
 
   bool marks() const { return mark_read || mark_write; }

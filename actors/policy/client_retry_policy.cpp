@@ -144,11 +144,16 @@ retry_decision client_retry_policy::evaluate(const failure_signal& s,
       // be stale: the account may have become multi-write again, or moved its
       // hub, since the last refresh (a few seconds after a single-write
       // moment, the old hub answers 503). A 503 was not applied, so:
-      // read the account (not forced: the minimum interval bounds the reads a
-      // real hub outage causes), then retry once, resolved on the table as it
-      // then is. A second 503 is not retried (the counter below).
+      // read the account anew, then retry once, resolved on the table as it
+      // then is. A second 503 is not retried (the counter below). Not a
+      // plain refresh: within the minimum interval it would answer the very
+      // account the write was routed on, and the retry would go to the same
+      // region on the same stale view. A fresh one waits for a new read
+      // (at most about a second; reads stay one a second in a real hub
+      // outage).
       d.next.service_unavailable = 1;
       d.refresh_account = true;
+      d.fresh_refresh = true;
       set_context(d, 0, true);
       // If the refresh finds multi-write, the write may go elsewhere.
       d.next.avoid_endpoint = f.endpoint;

@@ -167,6 +167,10 @@ struct retry_decision {
   /// minimum interval.
   bool refresh_account = false;
   bool force_refresh = false;
+  /// The refresh must read the account anew (a fresh refresh: see the
+  /// endpoint manager), even within the minimum interval; the retry waits
+  /// for it.
+  bool fresh_refresh = false;
   /// Clear the session token of the request's name (.NET
   /// ClearingSessionContainerClientRetryPolicy).
   bool clear_session_token = false;

@@ -108,10 +108,11 @@ inline database_account three_region_account() {
 struct refresh_log {
   int forced = 0;
   int plain = 0;
+  int fresh = 0; ///< (refresh_atom, fresh_atom)
   /// Hold every refresh unanswered (it never answers).
   bool hold = false;
   database_account serves = three_region_account();
-  int total() const { return forced + plain; }
+  int total() const { return forced + plain + fresh; }
 };
 
 /// An endpoint manager that answers every refresh at once with
@@ -122,6 +123,11 @@ fake_endpoint_manager(endpoint_manager_actor::pointer self,
   return {
       [self, log](refresh_atom, bool force) -> caf::result<database_account> {
         ++(force ? log->forced : log->plain);
+        if (log->hold) return self->make_response_promise<database_account>();
+        return log->serves;
+      },
+      [self, log](refresh_atom, fresh_atom) -> caf::result<database_account> {
+        ++log->fresh;
         if (log->hold) return self->make_response_promise<database_account>();
         return log->serves;
       },

@@ -204,6 +204,77 @@ TEST_F(EndpointManager, ForcedRefresh_JoinsTheFetchInFlight) {
         [](caf::error& e) { ADD_FAILURE() << caf::to_string(e); });
 }
 
+// A fresh refresh right after a fetch: not skipped (a plain one would answer
+// the account the caller already decided on) and not a fetch at once; the
+// next fetch starts when the spacing since the last has passed, and every
+// fresh request of the meantime gets it.
+TEST_F(EndpointManager, FreshRefresh_JustAfterAFetch_WaitsForTheNextOne) {
+  start();
+  warm(make_account(false));
+  auto h1 = self->request(em, caf::infinite, refresh_atom_v, fresh_atom_v);
+  auto h2 = self->request(em, caf::infinite, refresh_atom_v, fresh_atom_v);
+  run();
+  EXPECT_EQ(http->count(), 1u);
+  EXPECT_TRUE(self->mailbox().empty()) << "answered the account it had";
+  advance(fresh_refresh_spacing / 2);
+  EXPECT_EQ(http->count(), 1u) << "fetched before the spacing passed";
+  advance(fresh_refresh_spacing / 2);
+  ASSERT_EQ(http->count(), 2u) << "no fetch once the spacing passed";
+  EXPECT_TRUE(self->mailbox().empty());
+  http->respond(1, ok_response(body_of(make_account(true, {"East US"}))));
+  run();
+  for (auto* h : {&h1, &h2})
+    receive_now(
+        self, *h,
+        [](database_account& a) {
+          EXPECT_TRUE(a.enable_multiple_write_locations);
+        },
+        [](caf::error& e) { ADD_FAILURE() << caf::to_string(e); });
+  EXPECT_EQ(stats().refreshes_deferred, 2u);
+}
+
+// Past the spacing, a fresh refresh fetches at once; with a fetch in flight
+// it joins it.
+TEST_F(EndpointManager, FreshRefresh_AfterTheSpacing_FetchesOrJoins) {
+  start();
+  warm(make_account(false));
+  advance(fresh_refresh_spacing);
+  auto h1 = self->request(em, caf::infinite, refresh_atom_v, fresh_atom_v);
+  run();
+  ASSERT_EQ(http->count(), 2u);
+  auto h2 = self->request(em, caf::infinite, refresh_atom_v, fresh_atom_v);
+  run();
+  EXPECT_EQ(http->count(), 2u) << "joined, not a second fetch";
+  http->respond(1, ok_response(body_of(make_account(false, {"East US"}))));
+  run();
+  for (auto* h : {&h1, &h2})
+    receive_now(
+        self, *h,
+        [](database_account& a) { EXPECT_EQ(a.writable[0].name, "East US"); },
+        [](caf::error& e) { ADD_FAILURE() << caf::to_string(e); });
+  EXPECT_EQ(stats().refreshes_deferred, 0u);
+}
+
+// A fetch that starts meanwhile (here a forced one) takes the deferred
+// waiters: it started after they asked.
+TEST_F(EndpointManager, FreshRefresh_AFetchStartingMeanwhileAnswersIt) {
+  start();
+  warm(make_account(false));
+  auto h = self->request(em, caf::infinite, refresh_atom_v, fresh_atom_v);
+  run();
+  self->send(em, refresh_atom_v, true);
+  run();
+  ASSERT_EQ(http->count(), 2u);
+  http->respond(1, ok_response(body_of(make_account(false, {"East US"}))));
+  run();
+  receive_now(
+      self, h,
+      [](database_account& a) { EXPECT_EQ(a.writable[0].name, "East US"); },
+      [](caf::error& e) { ADD_FAILURE() << caf::to_string(e); });
+  advance(fresh_refresh_spacing);
+  EXPECT_EQ(http->count(), 2u) << "the due time started another fetch";
+}
+
 TEST_F(EndpointManager, GlobalRefused_SweepsRegionsInPreferredOrder) {
   start({"North Europe", "East US"});
   warm(make_account(false));
@@ -305,6 +376,18 @@ TEST_F(EndpointManager, Stopped_WaitersOfTheFetchGetEngineStopped) {
         EXPECT_EQ(code_of(e), errc::shutting_down);
         EXPECT_NE(context_of(e).find("engine stopped"), std::string::npos);
       });
+}
+
+TEST_F(EndpointManager, Stopped_DeferredFreshWaitersGetEngineStopped) {
+  start();
+  warm(make_account(false));
+  auto h = self->request(em, caf::infinite, refresh_atom_v, fresh_atom_v);
+  run();
+  self->send_exit(em, caf::exit_reason::user_shutdown);
+  run();
+  receive_now(
+      self, h, [](database_account&) { ADD_FAILURE() << "expected an error"; },
+      [](caf::error& e) { EXPECT_EQ(code_of(e), errc::shutting_down); });
 }
 
 TEST_F(EndpointManager, RewiredToANewLocationCache_TellsItTheAccount) {

@@ -49,6 +49,10 @@ answering_endpoints(endpoint_manager_actor::pointer,
         ++*refreshes;
         return three_region_account();
       },
+      [=](refresh_atom, fresh_atom) {
+        ++*refreshes;
+        return three_region_account();
+      },
       [](account_atom) { return three_region_account(); },
       [](stats_atom) { return endpoint_manager_stats{}; },
   };

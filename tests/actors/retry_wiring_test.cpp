@@ -90,6 +90,12 @@ fake_endpoints(endpoint_manager_actor::pointer self,
         log->held.push_back(self->make_response_promise<database_account>());
         return log->held.back();
       },
+      [=](refresh_atom, fresh_atom) -> caf::result<database_account> {
+        ++log->refreshes;
+        if (!log->hold) return three_region_account();
+        log->held.push_back(self->make_response_promise<database_account>());
+        return log->held.back();
+      },
       [](account_atom) { return three_region_account(); },
       [](stats_atom) { return endpoint_manager_stats{}; },
   };

@@ -481,6 +481,40 @@ TEST_F(MultiWrite, StaleSingleWriteView_WriteGets503_RefreshedAndRetried) {
   EXPECT_EQ(after->multi_write_changes, before->multi_write_changes + 1);
 }
 
+// The same at the library's minimum refresh interval (15 s): the account
+// was read a moment before the write, so a plain refresh would be skipped
+// and answer the single-write view the write was routed on; the retry
+// would go back to West and fail. The fresh refresh waits for a new read
+// (about a second after the last one) and the retry goes east.
+class MultiWriteDefaultInterval : public MultiWrite {
+protected:
+  void configure() override {
+    MultiWrite::configure();
+    settings.refresh.min_interval = config::refresh_options{}.min_interval;
+  }
+};
+
+TEST_F(MultiWriteDefaultInterval,
+       StaleSingleWriteView_JustRead_RetryWaitsForANewRead) {
+  create("doc1");
+  emu->control().set_multi_write(false);
+  ASSERT_TRUE(
+      ask<database_account>(eng->endpoints(), 5s, refresh_atom_v, true));
+  emu->control().set_multi_write(true); // the engine has not seen this yet
+  emulator::fault_rule f;
+  f.region = "West US";
+  f.operation = "write";
+  f.status = 503;
+  emu->control().add_fault(f);
+  auto r = route(point(data_op::upsert, "doc1"));
+  ASSERT_TRUE(r) << sys->render(r.error());
+  EXPECT_EQ(regions_of(r->diag),
+            (std::vector<std::string>{"West US 503", "East US 200"}));
+  auto stats = ask<endpoint_manager_stats>(eng->endpoints(), 5s, stats_atom_v);
+  ASSERT_TRUE(stats);
+  EXPECT_EQ(stats->refreshes_deferred, 1u);
+}
+
 TEST_F(MultiWrite, SessionReadThatKeepsMissing_WalksTheRegions) {
   create("doc1");
   emulator::fault_rule f;

@@ -325,6 +325,9 @@ TEST(ClientRetryPolicy, ServiceUnavailable_SingleMasterWrite_OnlyOnce) {
   ASSERT_TRUE(first.retry);
   EXPECT_TRUE(first.refresh_account);
   EXPECT_FALSE(first.force_refresh);
+  // A read newer than the account the write was routed on: a plain
+  // refresh within the minimum interval would answer that very account.
+  EXPECT_TRUE(first.fresh_refresh);
   EXPECT_TRUE(first.mark_endpoint.empty());
   auto second =
       policy.on_failure(failure_signal::http(503), single_write_facts());
