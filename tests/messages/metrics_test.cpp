@@ -200,7 +200,7 @@ TEST(Metrics, ToPrometheus_EveryCounterOfEveryActor_Rendered) {
   inspect(v, m.pkrange_cache);
   inspect(v, m.query_plan);
   auto fields = v.next_value - 100001;
-  EXPECT_EQ(fields, 2u + 28 + 18 + 11 + 11 + 12 + 7);
+  EXPECT_EQ(fields, 2u + 28 + 18 + 12 + 11 + 12 + 7);
   auto text = to_prometheus(m);
   std::map<std::string, int> seen; // sample value -> how many samples
   std::istringstream in{text};
