@@ -357,7 +357,8 @@ ojson to_json(const scenario_report& s) {
     memory.push_back({{"t_ms", m.t_ms},
                       {"rss_mib", m.rss_mib},
                       {"heap_mib", m.heap_mib},
-                      {"records_mib", m.records_mib}});
+                      {"records_mib", m.records_mib},
+                      {"rss_untrimmed_mib", m.rss_untrimmed_mib}});
   auto feed = ojson(nullptr);
   if (s.feed) {
     const auto& f = *s.feed;
@@ -628,6 +629,9 @@ void checker::scenario(const json& s, const std::string& path) {
       field(m, p, "rss_mib", type::number);
       field(m, p, "heap_mib", type::number);
       field(m, p, "records_mib", type::number);
+      // Optional: reports written before it have none.
+      if (m.contains("rss_untrimmed_mib"))
+        field(m, p, "rss_untrimmed_mib", type::number);
     });
   // Optional as well (reports written before the change-feed consumer);
   // null when the scenario did not get as far.

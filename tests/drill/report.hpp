@@ -61,6 +61,9 @@ struct memory_point {
   /// kept whole, aggregates, these series): the rest is the engines' and
   /// the emulator's.
   double records_mib = 0;
+  /// Resident memory before the allocator's free pages went back to the
+  /// system (`rss_mib` is after): what `top` would have shown.
+  double rss_untrimmed_mib = 0;
 };
 
 /// The change-feed consumer that ran beside the workload: what it read and

@@ -478,6 +478,15 @@ void scenario_run::sample_memory(int64_t t_ms) {
   constexpr size_t max_memory_samples = 4096;
   if (++memory_tick_ < memory_every_) return;
   memory_tick_ = 0;
+  auto untrimmed = resident_mib();
+#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+  // Free pages back to the system first (as the bench's memory rows do):
+  // the resident figure is then what the process holds, not the highest
+  // its heap has been. Without it, one burst of held requests leaves a
+  // step that stays, and a slope reads the step as growth; a leak, or
+  // fragmentation that pins pages, still shows.
+  malloc_trim(0);
+#endif
   auto rss = resident_mib();
   if (!rss) return;
   size_t feed_bytes = 0;
@@ -490,7 +499,8 @@ void scenario_run::sample_memory(int64_t t_ms) {
                    backend_seconds_.capacity() * sizeof(backend_second) +
                    backend_counts_bytes_;
   memory_.push_back({t_ms, *rss, heap_in_use_mib(),
-                     static_cast<double>(records) / (1024.0 * 1024.0)});
+                     static_cast<double>(records) / (1024.0 * 1024.0),
+                     untrimmed.value_or(*rss)});
   if (memory_.size() < max_memory_samples) return;
   size_t kept = 0;
   for (size_t i = 0; i < memory_.size(); i += 2)

@@ -78,8 +78,14 @@ void require_flat_memory(scenario_run& run) {
 #else
   constexpr bool judged = true;
 #endif
+  // Resident memory is sampled after the allocator's free pages went back
+  // to the system (scenario_run::sample_memory); as `top` saw it before
+  // that, for the reader.
   run.note("resident MiB, median of each tenth:" +
            tenths(run, &memory_point::rss_mib));
+  run.note("resident MiB before free pages were returned, median of each "
+           "tenth:" +
+           tenths(run, &memory_point::rss_untrimmed_mib));
   if (judged) {
     run.note("heap in use MiB, median of each tenth:" +
              tenths(run, &memory_point::heap_mib));
