@@ -192,34 +192,6 @@ int epk_compare(std::string_view a, std::string_view b) {
 
 namespace {
 
-/// The length of the well-formed UTF-8 sequence at the start of `s`, or 0.
-/// Rejects overlong forms, surrogates and code points above U+10FFFF.
-std::size_t utf8_sequence_length(std::string_view s) {
-  auto byte = [&s](std::size_t i) { return static_cast<unsigned char>(s[i]); };
-  const unsigned char b0 = byte(0);
-  std::size_t n = 0;
-  unsigned char lo = 0x80;
-  unsigned char hi = 0xBF;
-  if (b0 >= 0xC2 && b0 <= 0xDF) {
-    n = 2;
-  } else if (b0 >= 0xE0 && b0 <= 0xEF) {
-    n = 3;
-    if (b0 == 0xE0) lo = 0xA0; // overlong
-    if (b0 == 0xED) hi = 0x9F; // surrogates
-  } else if (b0 >= 0xF0 && b0 <= 0xF4) {
-    n = 4;
-    if (b0 == 0xF0) lo = 0x90; // overlong
-    if (b0 == 0xF4) hi = 0x8F; // above U+10FFFF
-  } else {
-    return 0;
-  }
-  if (s.size() < n) return 0;
-  if (byte(1) < lo || byte(1) > hi) return 0;
-  for (std::size_t i = 2; i < n; ++i)
-    if (byte(i) < 0x80 || byte(i) > 0xBF) return 0;
-  return n;
-}
-
 class pk_parser {
 public:
   explicit pk_parser(std::string_view text) : text_(text) {}

@@ -313,28 +313,6 @@ long hex_unit(std::string_view s, size_t at) {
   return v;
 }
 
-// The length of the UTF-8 sequence at `at` (RFC 3629), 0 when invalid.
-size_t utf8_length(std::string_view s, size_t at) {
-  auto b = [&](size_t k) { return static_cast<uint8_t>(s[at + k]); };
-  auto cont = [&](size_t k, uint8_t lo = 0x80, uint8_t hi = 0xBF) {
-    return at + k < s.size() && b(k) >= lo && b(k) <= hi;
-  };
-  uint8_t lead = b(0);
-  if (lead < 0x80) return 1;
-  if (lead >= 0xC2 && lead <= 0xDF) return cont(1) ? 2 : 0;
-  if (lead == 0xE0) return cont(1, 0xA0, 0xBF) && cont(2) ? 3 : 0;
-  if ((lead >= 0xE1 && lead <= 0xEC) || lead == 0xEE || lead == 0xEF)
-    return cont(1) && cont(2) ? 3 : 0;
-  if (lead == 0xED) return cont(1, 0x80, 0x9F) && cont(2) ? 3 : 0;
-  if (lead == 0xF0)
-    return cont(1, 0x90, 0xBF) && cont(2) && cont(3) ? 4 : 0;
-  if (lead >= 0xF1 && lead <= 0xF3)
-    return cont(1) && cont(2) && cont(3) ? 4 : 0;
-  if (lead == 0xF4)
-    return cont(1, 0x80, 0x8F) && cont(2) && cont(3) ? 4 : 0;
-  return 0;
-}
-
 } // namespace
 
 bool json_string_value(std::string_view token, std::string& out) {
@@ -409,7 +387,7 @@ bool append_json_string(std::string& out, std::string_view s) {
   for (size_t i = 0; i < s.size();) {
     auto c = static_cast<uint8_t>(s[i]);
     if (c >= 0x80) {
-      auto n = utf8_length(s, i);
+      auto n = utf8_sequence_length(s.substr(i));
       if (n == 0) {
         out.resize(mark);
         return false;

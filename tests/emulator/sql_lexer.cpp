@@ -45,32 +45,8 @@ std::string to_upper(std::string_view s) {
 
 /// Length of the valid UTF-8 sequence at text[i], or 0 if invalid.
 size_t utf8_length(std::string_view text, size_t i) {
-  auto b = static_cast<unsigned char>(text[i]);
-  size_t len = 0;
-  uint32_t cp = 0;
-  if (b < 0x80) return 1;
-  if ((b & 0xE0) == 0xC0) {
-    len = 2;
-    cp = b & 0x1F;
-  } else if ((b & 0xF0) == 0xE0) {
-    len = 3;
-    cp = b & 0x0F;
-  } else if ((b & 0xF8) == 0xF0) {
-    len = 4;
-    cp = b & 0x07;
-  } else {
-    return 0;
-  }
-  if (i + len > text.size()) return 0;
-  for (size_t k = 1; k < len; ++k) {
-    auto c = static_cast<unsigned char>(text[i + k]);
-    if ((c & 0xC0) != 0x80) return 0;
-    cp = (cp << 6) | (c & 0x3F);
-  }
-  static constexpr uint32_t min_cp[] = {0, 0, 0x80, 0x800, 0x10000};
-  if (cp < min_cp[len] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
-    return 0;
-  return len;
+  if (static_cast<unsigned char>(text[i]) < 0x80) return 1;
+  return utf8_sequence_length(text.substr(i));
 }
 
 class lexer {
