@@ -46,9 +46,8 @@ namespace {
 
 using manager_impl_actor = endpoint_manager_actor::extend<
     caf::reacts_to<engine_wiring>, caf::reacts_to<em_tick>,
-    caf::reacts_to<em_fresh_due>,
-    caf::reacts_to<em_sweep>, caf::reacts_to<em_attempt>,
-    caf::reacts_to<em_http_done>>;
+    caf::reacts_to<em_fresh_due>, caf::reacts_to<em_sweep>,
+    caf::reacts_to<em_attempt>, caf::reacts_to<em_http_done>>;
 
 using clock_type = caf::actor_clock::clock_type;
 
@@ -299,7 +298,8 @@ caf::result<database_account> request_fresh(self_ptr self) {
   auto now = self->clock().now();
   auto spacing = std::min<clock_type::duration>(fresh_refresh_spacing,
                                                 st.cfg.refresh.min_interval);
-  if (!st.fetch && st.last_fetch_start && now - *st.last_fetch_start < spacing) {
+  if (!st.fetch && st.last_fetch_start &&
+      now - *st.last_fetch_start < spacing) {
     ++st.stats.refreshes_deferred;
     auto rp = self->make_response_promise<database_account>();
     st.fresh_waiters.push_back(rp);

@@ -709,9 +709,8 @@ typename Inspector::result_type inspect(Inspector& f,
                                         endpoint_manager_stats& x) {
   return f(x.fetches_started, x.fetches_succeeded, x.fetches_failed,
            x.refreshes_skipped, x.refreshes_deferred, x.background_ticks,
-           x.attempts,
-           x.topology_changes, x.write_region_switches, x.multi_write_changes,
-           x.regions_added, x.regions_removed);
+           x.attempts, x.topology_changes, x.write_region_switches,
+           x.multi_write_changes, x.regions_added, x.regions_removed);
 }
 
 template <class Inspector>

@@ -163,7 +163,8 @@ std::optional<problem> append_op(std::string& out, const batch_operation& op,
 
 // A number token as an integer: digits only, with an optional sign (what
 // nlohmann calls an integer).
-template <class Int> bool integer_of(std::string_view token, Int& out) {
+template <class Int>
+bool integer_of(std::string_view token, Int& out) {
   if (token.empty() || token.find_first_of(".eE") != std::string_view::npos)
     return false;
   auto [end, ec] =
@@ -172,8 +173,8 @@ template <class Int> bool integer_of(std::string_view token, Int& out) {
 }
 
 bool number_of(std::string_view token, double& out) {
-  if (token.empty() || !(token.front() == '-' ||
-                         (token.front() >= '0' && token.front() <= '9')))
+  if (token.empty() ||
+      !(token.front() == '-' || (token.front() >= '0' && token.front() <= '9')))
     return false;
   auto [end, ec] =
       std::from_chars(token.data(), token.data() + token.size(), out);
@@ -253,27 +254,28 @@ result<std::vector<batch_op_result>> parse_batch_results(std::string_view body,
     batch_op_result x;
     bool has_status = false;
     if (items[n].front() == '{')
-      json_each_member(items[n], [&](std::string_view name, std::string_view v) {
-        if (name_is(name, "statusCode")) {
-          has_status = integer_of(v, x.status);
-        } else if (name_is(name, "subStatusCode")) {
-          if (!integer_of(v, x.substatus)) x.substatus = 0;
-        } else if (name_is(name, "eTag")) {
-          if (!json_string_value(v, x.etag)) x.etag.clear();
-        } else if (name_is(name, "resourceBody")) {
-          if (v.front() == '{')
-            x.body.assign(v);
-          else
-            x.body.clear();
-        } else if (name_is(name, "requestCharge")) {
-          if (!number_of(v, x.request_charge)) x.request_charge = 0;
-        } else if (name_is(name, "retryAfterMilliseconds")) {
-          double ms = 0;
-          if (integer_of(v, x.retry_after_ms)) return;
-          x.retry_after_ms =
-              number_of(v, ms) ? static_cast<int64_t>(ms) : int64_t{0};
-        }
-      });
+      json_each_member(
+          items[n], [&](std::string_view name, std::string_view v) {
+            if (name_is(name, "statusCode")) {
+              has_status = integer_of(v, x.status);
+            } else if (name_is(name, "subStatusCode")) {
+              if (!integer_of(v, x.substatus)) x.substatus = 0;
+            } else if (name_is(name, "eTag")) {
+              if (!json_string_value(v, x.etag)) x.etag.clear();
+            } else if (name_is(name, "resourceBody")) {
+              if (v.front() == '{')
+                x.body.assign(v);
+              else
+                x.body.clear();
+            } else if (name_is(name, "requestCharge")) {
+              if (!number_of(v, x.request_charge)) x.request_charge = 0;
+            } else if (name_is(name, "retryAfterMilliseconds")) {
+              double ms = 0;
+              if (integer_of(v, x.retry_after_ms)) return;
+              x.retry_after_ms =
+                  number_of(v, ms) ? static_cast<int64_t>(ms) : int64_t{0};
+            }
+          });
     if (!has_status)
       return problem{"result " + std::to_string(n) +
                      " of the batch's answer has no numeric statusCode"};

@@ -47,7 +47,8 @@ size_t json_value_end(std::string_view text, size_t pos);
 
 /// Calls `f(name_token, value_text)` for each top-level member of `object`
 /// (checked JSON object text), in order; the name token keeps its quotes.
-template <class F> void json_each_member(std::string_view object, F&& f) {
+template <class F>
+void json_each_member(std::string_view object, F&& f) {
   size_t i = json_skip_ws(object, 0) + 1; // past '{'
   for (;;) {
     i = json_skip_ws(object, i);
@@ -67,7 +68,8 @@ template <class F> void json_each_member(std::string_view object, F&& f) {
 
 /// Calls `f(element_text)` for each element of `array` (checked JSON array
 /// text), in order.
-template <class F> void json_each_element(std::string_view array, F&& f) {
+template <class F>
+void json_each_element(std::string_view array, F&& f) {
   size_t i = json_skip_ws(array, 0) + 1; // past '['
   for (;;) {
     i = json_skip_ws(array, i);

@@ -138,7 +138,8 @@ TEST(Batch, Results_ReadInOrder_WithWhatTheServiceSaid) {
 // numbers' spelling and its key order are not rewritten by a parse and a
 // print.
 TEST(Batch, Body_DocumentTravelsAsWritten) {
-  std::string doc = "{ \"id\" : \"a\", \"n\": 1.50e2, \"z\":[ ], \"pk\":\"A\" }";
+  std::string doc =
+      "{ \"id\" : \"a\", \"n\": 1.50e2, \"z\":[ ], \"pk\":\"A\" }";
   auto body = batch_wire_body({op(batch_op_kind::create, "", doc)}, R"(["A"])");
   ASSERT_TRUE(body) << body.error().what;
   EXPECT_NE(body->find("\"resourceBody\":" + doc), std::string::npos) << *body;
@@ -195,10 +196,10 @@ TEST(Batch, Results_DocumentKeptAsSent_EscapedNamesRead) {
 }
 
 TEST(Batch, Results_StatusNotAnInteger_AProblem) {
-  for (const char* body : {R"([{"statusCode":201.0}])",
-                           R"([{"statusCode":"201"}])",
-                           R"([{"statusCode":99999999999}])", "[1]",
-                           R"([{"statusCode":201,"statusCode":null}])"})
+  for (const char* body :
+       {R"([{"statusCode":201.0}])", R"([{"statusCode":"201"}])",
+        R"([{"statusCode":99999999999}])", "[1]",
+        R"([{"statusCode":201,"statusCode":null}])"})
     EXPECT_FALSE(parse_batch_results(body, 1)) << body;
 }
 

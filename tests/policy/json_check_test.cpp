@@ -227,7 +227,7 @@ TEST(JsonCheck, StringValue_EscapesDecodedAsNlohmann) {
   }
   std::string out = "kept";
   EXPECT_FALSE(json_string_value("12", out));
-  EXPECT_FALSE(json_string_value(R"("\ude00")", out)); // a lone low surrogate
+  EXPECT_FALSE(json_string_value(R"("\ude00")", out));   // a lone low surrogate
   EXPECT_FALSE(json_string_value(R"("\ud83d x")", out)); // no low surrogate
   EXPECT_FALSE(json_string_value(R"("\q")", out));
 }
