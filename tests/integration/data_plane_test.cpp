@@ -435,6 +435,21 @@ protected:
     emu_options.engine.multi_write = true;
     DataPlane::SetUp();
   }
+
+  // The engine has just read the account as single-write; then it is
+  // multi-write again, and West US answers every write 503.
+  void stale_single_write_view_west_503() {
+    create("doc1");
+    emu->control().set_multi_write(false);
+    ASSERT_TRUE(
+        ask<database_account>(eng->endpoints(), 5s, refresh_atom_v, true));
+    emu->control().set_multi_write(true); // the engine has not seen this yet
+    emulator::fault_rule f;
+    f.region = "West US";
+    f.operation = "write";
+    f.status = 503;
+    emu->control().add_fault(f);
+  }
 };
 
 TEST_F(MultiWrite, WriteGets503_RetriedInTheNextWriteRegion) {
@@ -458,16 +473,7 @@ TEST_F(MultiWrite, WriteGets503_RetriedInTheNextWriteRegion) {
 // later): multi-write again, so the retry goes to another write region than
 // the one that answered 503.
 TEST_F(MultiWrite, StaleSingleWriteView_WriteGets503_RefreshedAndRetried) {
-  create("doc1");
-  emu->control().set_multi_write(false);
-  ASSERT_TRUE(
-      ask<database_account>(eng->endpoints(), 5s, refresh_atom_v, true));
-  emu->control().set_multi_write(true); // the engine has not seen this yet
-  emulator::fault_rule f;
-  f.region = "West US";
-  f.operation = "write";
-  f.status = 503; // every write there, for the whole test
-  emu->control().add_fault(f);
+  stale_single_write_view_west_503();
   auto before = ask<endpoint_manager_stats>(eng->endpoints(), 5s, stats_atom_v);
   ASSERT_TRUE(before);
   auto r = route(point(data_op::upsert, "doc1"));
@@ -496,16 +502,7 @@ protected:
 
 TEST_F(MultiWriteDefaultInterval,
        StaleSingleWriteView_JustRead_RetryWaitsForANewRead) {
-  create("doc1");
-  emu->control().set_multi_write(false);
-  ASSERT_TRUE(
-      ask<database_account>(eng->endpoints(), 5s, refresh_atom_v, true));
-  emu->control().set_multi_write(true); // the engine has not seen this yet
-  emulator::fault_rule f;
-  f.region = "West US";
-  f.operation = "write";
-  f.status = 503;
-  emu->control().add_fault(f);
+  stale_single_write_view_west_503();
   auto r = route(point(data_op::upsert, "doc1"));
   ASSERT_TRUE(r) << sys->render(r.error());
   EXPECT_EQ(regions_of(r->diag),
