@@ -1,5 +1,7 @@
 #include "tests/drill/criteria.hpp"
 
+#include <algorithm>
+#include <cmath>
 #include <sstream>
 
 namespace georoute::drill {
@@ -126,7 +128,7 @@ bool in_flight_at(const op_record& op, const std::vector<int64_t>& instants) {
   });
 }
 
-std::optional<double>
+std::optional<memory_slope>
 slope_per_min(const std::vector<memory_point>& series,
               const std::function<double(const memory_point&)>& value,
               int64_t from_ms) {
@@ -146,7 +148,20 @@ slope_per_min(const std::vector<memory_point>& series,
     sxy += (x - mx) * (y - my);
   }
   if (sxx <= 0) return std::nullopt;
-  return sxy / sxx;
+  memory_slope out;
+  out.per_min = sxy / sxx;
+  // The residuals: their spread, and how much each follows the one before.
+  double intercept = my - out.per_min * mx, ss = 0, lagged = 0, prev = 0;
+  for (size_t i = 0; i < pts.size(); ++i) {
+    double r = pts[i].second - (intercept + out.per_min * pts[i].first);
+    ss += r * r;
+    if (i > 0) lagged += r * prev;
+    prev = r;
+  }
+  double rho = ss > 0 ? std::clamp(lagged / ss, 0.0, 0.95) : 0.0;
+  out.std_error =
+      std::sqrt(ss / (n - 2) / sxx) * std::sqrt((1 + rho) / (1 - rho));
+  return out;
 }
 
 void require_failover(scenario_run& run, scenario_report& out, int64_t bound_ms,

@@ -122,10 +122,24 @@ bool in_flight_at(const op_record& op, const std::vector<int64_t>& instants);
 void allow_writes_cut_at(scenario_run& run, scenario_report& out,
                          const std::vector<int64_t>& cut_at);
 
-/// The least-squares slope of one memory series (`&memory_point::rss_mib`,
-/// `heap_mib`, or any value of a sample) over its samples from `from_ms`
-/// on, in MiB per minute; nullopt with fewer than 8 such samples.
-std::optional<double>
+/// A straight line fitted to one memory series: its slope in MiB per
+/// minute, and the slope's standard error. The samples are a second apart
+/// and what pushes one up (requests held by a hang, a burst of versions in
+/// the emulator) pushes the next ones up too: the error counts that, by the
+/// residuals' lag-1 autocorrelation rho, as (1 + rho) / (1 - rho) times
+/// fewer independent samples (rho taken between 0 and 0.95).
+struct memory_slope {
+  double per_min = 0;
+  double std_error = 0;
+  /// The slope less `k` standard errors: how fast memory rises at least,
+  /// at that confidence.
+  double at_least(double k) const { return per_min - k * std_error; }
+};
+
+/// The least-squares line through one memory series
+/// (`&memory_point::rss_mib`, `heap_mib`, or any value of a sample) over its
+/// samples from `from_ms` on; nullopt with fewer than 8 such samples.
+std::optional<memory_slope>
 slope_per_min(const std::vector<memory_point>& series,
               const std::function<double(const memory_point&)>& value,
               int64_t from_ms);

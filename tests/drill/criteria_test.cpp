@@ -99,14 +99,53 @@ TEST(MemorySlope, FlatNoisySeries_NearZero_LinearSeries_ItsRate) {
   }
   auto f = slope_per_min(flat, &memory_point::rss_mib, 300'000);
   ASSERT_TRUE(f);
-  EXPECT_LT(std::abs(*f), 0.05);
+  EXPECT_LT(std::abs(f->per_min), 0.05);
   auto r = slope_per_min(rising, &memory_point::rss_mib, 300'000);
   ASSERT_TRUE(r);
-  EXPECT_NEAR(*r, 0.5, 1e-9);
+  EXPECT_NEAR(r->per_min, 0.5, 1e-9);
+  EXPECT_NEAR(r->std_error, 0, 1e-9) << "a straight line has no error";
   // A step in the first half does not count.
   std::vector<memory_point> step;
   for (int64_t t = 0; t < 600'000; t += 1000)
     step.push_back({t, t < 200'000 ? 30.0 : 45.0, 0});
-  EXPECT_NEAR(*slope_per_min(step, &memory_point::rss_mib, 300'000), 0, 1e-9);
+  EXPECT_NEAR(slope_per_min(step, &memory_point::rss_mib, 300'000)->per_min, 0,
+              1e-9);
   EXPECT_FALSE(slope_per_min(step, &memory_point::rss_mib, 595'000));
+}
+
+// The standard error follows the residuals' spread and how long a swing
+// lasts: a heap that swings by megabytes over tens of seconds (hangs holding
+// requests beside a CPU hog) gives a slope far less certain than the same
+// spread drawn afresh each second, and a steady leak under light noise
+// stands out by many standard errors.
+TEST(MemorySlope, StandardError_GrowsWithSpreadAndWithSwingsThatLast) {
+  std::mt19937 rng{11};
+  std::normal_distribution<double> step{0, 1};
+  std::vector<memory_point> white, swinging, leaking;
+  double ar = 0;
+  for (int64_t t = 0; t < 1'200'000; t += 1000) {
+    auto minutes = static_cast<double>(t) / 60000.0;
+    // The same spread twice (1.6 MiB): drawn afresh each second, and as an
+    // AR(1) swing where each second keeps 95 % of the last one's offset.
+    double w = 1.6 * step(rng);
+    ar = 0.95 * ar + 0.5 * step(rng);
+    white.push_back({t, 0, 30 + w});
+    swinging.push_back({t, 0, 30 + ar});
+    // 16 bytes kept per operation at 200 operations a second: 0.18 MiB a
+    // minute, under 0.05 MiB of noise.
+    leaking.push_back({t, 0, 30 + 0.183 * minutes + 0.03 * w});
+  }
+  auto w = slope_per_min(white, &memory_point::heap_mib, 600'000);
+  auto s = slope_per_min(swinging, &memory_point::heap_mib, 600'000);
+  auto l = slope_per_min(leaking, &memory_point::heap_mib, 600'000);
+  ASSERT_TRUE(w && s && l);
+  EXPECT_GT(w->std_error, 0);
+  EXPECT_GT(s->std_error, 3 * w->std_error)
+      << "a swing that lasts must weigh more than white noise: " << s->std_error
+      << " against " << w->std_error;
+  // The limit of a long soak (0.05 MiB/min): the swing is not judged a
+  // leak, the leak is, by far.
+  EXPECT_LE(s->at_least(2), 0.05) << s->per_min << " +- " << s->std_error;
+  EXPECT_GT(l->at_least(2), 0.05 + 0.1) << l->per_min << " +- " << l->std_error;
+  EXPECT_NEAR(l->per_min, 0.183, 0.01);
 }

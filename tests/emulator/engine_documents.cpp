@@ -487,10 +487,15 @@ void engine::state::commit(request_ctx& ctx, detail::collection& coll,
           break;
         }
     }
-    if (keep_from > 0)
-      doc->versions.erase(doc->versions.begin(),
-                          doc->versions.begin() +
-                              static_cast<std::ptrdiff_t>(keep_from));
+    if (keep_from == 0) continue;
+    doc->versions.erase(doc->versions.begin(),
+                        doc->versions.begin() +
+                            static_cast<std::ptrdiff_t>(keep_from));
+    // A burst of versions (a lagging region holds them all) would otherwise
+    // leave every document it touched at its highest capacity ever: memory
+    // that creeps up with each rarer burst and reads as a leak in a soak.
+    if (doc->versions.capacity() >= 4 * doc->versions.size() + 4)
+      doc->versions.shrink_to_fit();
   }
 }
 
