@@ -12,13 +12,6 @@ namespace {
 
 using std::chrono::milliseconds;
 
-std::string region_key(std::string_view region) {
-  std::string k{region};
-  for (auto& c : k)
-    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-  return k;
-}
-
 bool is_hex16(const std::string& s) {
   return s.size() == 16 && std::all_of(s.begin(), s.end(), [](char c) {
            return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') ||
@@ -27,6 +20,13 @@ bool is_hex16(const std::string& s) {
 }
 
 } // namespace
+
+std::string fleet_region_key(std::string_view region) {
+  std::string k{region};
+  for (auto& c : k)
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+  return k;
+}
 
 // -- parsing ------------------------------------------------------------------
 
@@ -263,7 +263,7 @@ fleet_drop fleet_health::receive(std::string_view reporter_id,
   r->seq = claim.seq;
   r->ts_ms = claim.ts_ms;
   if (claim.partition.empty()) {
-    auto key = region_key(region);
+    auto key = fleet_region_key(region);
     if (claim.state == fleet_claim_state::up)
       r->regions.erase(key); // withdraws this reporter's vote, nothing more
     else
@@ -275,12 +275,12 @@ fleet_drop fleet_health::receive(std::string_view reporter_id,
 
 void fleet_health::local_success(std::string_view region,
                                  clock::time_point now) {
-  local_success_[region_key(region)] = now;
+  local_success_[fleet_region_key(region)] = now;
 }
 
 void fleet_health::probe_succeeded(std::string_view region,
                                    clock::time_point now) {
-  auto key = region_key(region);
+  auto key = fleet_region_key(region);
   local_success_[key] = now;
   auto it = verdicts_.find(key);
   if (it != verdicts_.end() &&
@@ -308,7 +308,7 @@ bool fleet_health::counts(const reporter& r, const held_claim& c,
 
 uint32_t fleet_health::votes(std::string_view region,
                              clock::time_point now) const {
-  auto key = region_key(region);
+  auto key = fleet_region_key(region);
   uint32_t n = 0;
   for (const auto& [_, r] : reporters_) {
     auto it = r.regions.find(key);
@@ -342,7 +342,7 @@ fleet_view fleet_health::evaluate(const std::vector<std::string>& read_regions,
   std::vector<std::string> keys;
   keys.reserve(read_regions.size());
   for (const auto& r : read_regions)
-    keys.push_back(region_key(r));
+    keys.push_back(fleet_region_key(r));
   auto listed = [&](const std::string& key) {
     return std::find(keys.begin(), keys.end(), key) != keys.end();
   };

@@ -109,6 +109,10 @@ struct fleet_claim {
   std::chrono::milliseconds ttl{0}; ///< `ttl`: how long to believe it
 };
 
+/// How region names are compared here: ASCII lower case ("East US" and
+/// "east us" are one region).
+std::string fleet_region_key(std::string_view region);
+
 /// The largest payload read at all.
 constexpr std::size_t max_fleet_payload = 1024;
 
