@@ -8,18 +8,14 @@
 
 namespace georoute {
 
-namespace {
-
 using std::chrono::milliseconds;
 
-bool is_hex16(const std::string& s) {
+bool is_fleet_epoch(std::string_view s) {
   return s.size() == 16 && std::all_of(s.begin(), s.end(), [](char c) {
            return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') ||
                   (c >= 'A' && c <= 'F');
          });
 }
-
-} // namespace
 
 std::string fleet_region_key(std::string_view region) {
   std::string k{region};
@@ -62,7 +58,8 @@ result<fleet_claim> parse_fleet_claim(std::string_view payload) {
 
   fleet_claim c;
   auto ep = field(doc, "ep");
-  if (ep == nullptr || !ep->is_string() || !is_hex16(ep->get<std::string>()))
+  if (ep == nullptr || !ep->is_string() ||
+      !is_fleet_epoch(ep->get<std::string>()))
     return problem{"ep: expected 16 hex digits"};
   c.epoch = ep->get<std::string>();
   auto sq =

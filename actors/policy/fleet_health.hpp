@@ -60,8 +60,9 @@
 // Time: `now` (steady) for lifetimes, `wall_ms` (the receiver's wall clock,
 // ms since the epoch) only to compare with a report's `ts`. Region names are
 // compared ignoring ASCII case, like the location table. Memory is bounded
-// by `max_reporters` times the regions claimed. Not thread-safe: one actor
-// owns it.
+// by `max_reporters` times the regions claimed. One per account: rule 3
+// counts a reporter's claims across the regions it holds, which must be
+// one account's. Not thread-safe: one actor owns it.
 
 #include "georoute/actors/policy/result.hpp"
 
@@ -108,6 +109,9 @@ struct fleet_claim {
   uint8_t local_health = 0;         ///< `lh`: 0 (healthy) .. 7
   std::chrono::milliseconds ttl{0}; ///< `ttl`: how long to believe it
 };
+
+/// Whether `epoch` is a reporter epoch: 16 hex digits.
+bool is_fleet_epoch(std::string_view epoch);
 
 /// How region names are compared here: ASCII lower case ("East US" and
 /// "east us" are one region).

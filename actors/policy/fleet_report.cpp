@@ -59,11 +59,7 @@ fleet_reporter::fleet_reporter(std::string epoch, fleet_report_options options)
     : epoch_(std::move(epoch)), options_(std::move(options)) {
   if (auto p = options_.validate())
     throw std::invalid_argument("fleet_reporter: " + p->what);
-  // The receivers' parser is the judge of what a valid epoch is.
-  fleet_claim probe;
-  probe.epoch = epoch_;
-  probe.ttl = options_.ttl;
-  if (!parse_fleet_claim(fleet_payload(probe)))
+  if (!is_fleet_epoch(epoch_))
     throw std::invalid_argument("fleet_reporter: epoch must be 16 hex digits");
 }
 
