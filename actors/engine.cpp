@@ -3,16 +3,19 @@
 #include "georoute/actors/collection_cache.hpp"
 #include "georoute/actors/endpoint_manager.hpp"
 #include "georoute/actors/engine_loop.hpp"
+#include "georoute/actors/fleet.hpp"
 #include "georoute/actors/home_thread.hpp"
 #include "georoute/actors/internal.hpp"
 #include "georoute/actors/location_cache.hpp"
 #include "georoute/actors/pkrange_cache.hpp"
+#include "georoute/actors/policy/fleet_subject.hpp"
 #include "georoute/actors/query_plan.hpp"
 #include "georoute/actors/retry.hpp"
 #include "georoute/actors/router.hpp"
 #include "georoute/config/options.hpp"
 #include "georoute/messages/error.hpp"
 #include "georoute/transport/http_client.hpp"
+#include "georoute/transport/url.hpp"
 
 #include <caf/event_based_actor.hpp>
 #include <caf/scoped_actor.hpp>
@@ -108,6 +111,9 @@ struct engine_state {
   engine_wiring wiring;
   engine_stats stats;
   bool running = true;
+  /// The fleet actor, with fleet health on (not restarted: if it dies the
+  /// process goes on detecting alone).
+  caf::actor fleet;
 };
 
 } // namespace detail
@@ -188,6 +194,13 @@ caf::actor handle_of(const engine_wiring& w, part p) {
   return {};
 }
 
+// The hedge threshold as the fleet's rules use it: a read that took this
+// long "waited for the threshold", a probe slower than it failed.
+std::chrono::milliseconds fleet_threshold_of(const config::settings& s) {
+  auto t = s.hedging.threshold.value_or(std::chrono::milliseconds{0});
+  return t.count() > 0 ? t : std::chrono::milliseconds{1000};
+}
+
 // Spawns `p` wired to the collaborators in `w` and records it there. `me` is
 // the supervisor: the only sender whose re-wiring the new actor accepts.
 void spawn_part(caf::actor_system& sys, const engine_state& shared,
@@ -212,6 +225,8 @@ void spawn_part(caf::actor_system& sys, const engine_state& shared,
     auto cfg = router_config_from(s);
     cfg.log = shared.log;
     cfg.pipeline.log = shared.log;
+    cfg.fleet = shared.fleet;
+    cfg.fleet_threshold = fleet_threshold_of(s);
     w.router = spawn_router(sys, std::move(cfg),
                             {w.locations, w.endpoints, w.collections,
                              w.pkranges, http, w.plans, me},
@@ -304,6 +319,7 @@ void engine_down(sup_ptr self) {
     std::lock_guard<std::mutex> guard{st.shared->mtx};
     st.shared->running = false;
     st.shared->wiring = engine_wiring{};
+    st.shared->fleet = caf::actor{};
     me = std::move(st.shared->supervisor);
   }
   for (auto& rp : st.stop_waiters)
@@ -371,6 +387,9 @@ void on_down(sup_ptr self, const caf::down_msg& dm) {
         // Untyped: the wiring is in each actor's own interface only.
         caf::send_as(caf::actor_cast<caf::actor>(self), handle_of(st.wiring, q),
                      st.wiring);
+    if (st.shared->fleet)
+      caf::send_as(caf::actor_cast<caf::actor>(self), st.shared->fleet,
+                   st.wiring);
     break;
   }
   if (st.stopping) all_parts_down(self);
@@ -499,6 +518,25 @@ supervisor_impl(sup_ptr self, std::shared_ptr<engine_state> shared) {
   };
 }
 
+fleet_config fleet_config_from(const engine_state& s) {
+  const auto& f = s.settings.fleet;
+  fleet_config c;
+  c.fleet = f.fleet;
+  c.account = fleet_account_token(s.settings);
+  c.reporter = f.reporter;
+  c.health.min_reporters = f.min_reporters;
+  c.health.max_claim_ttl = f.claim_ttl;
+  c.report.window = f.window;
+  c.report.min_threshold_waits = f.threshold_waits;
+  c.report.ttl = f.claim_ttl;
+  c.probe_interval = f.probe_interval;
+  c.probe_timeout = fleet_threshold_of(s.settings);
+  c.link = s.options.fleet;
+  c.inbox = s.options.inbox;
+  c.log = s.log;
+  return c;
+}
+
 // Spawns the graph from the calling thread, without waiting for any actor:
 // the supervisor first (lazily, so that it starts only once the graph
 // exists), then every part with the supervisor as the one sender of its
@@ -509,8 +547,14 @@ void launch(caf::actor_system& sys, const std::shared_ptr<engine_state>& s) {
   s->supervisor = caf::actor_cast<caf::actor>(sup);
   engine_wiring w;
   w.supervisor = s->supervisor.address();
-  for (auto p : all_parts)
+  for (auto p : all_parts) {
     spawn_part(sys, *s, w, w.supervisor, p);
+    // The router tells the fleet actor what it saw: it must exist first.
+    if (p == part::locations && s->options.fleet)
+      s->fleet = spawn_fleet(sys, fleet_config_from(*s), w.locations,
+                             std::static_pointer_cast<http_port>(s->port),
+                             w.supervisor);
+  }
   {
     std::lock_guard<std::mutex> guard{s->mtx};
     s->wiring = w;
@@ -527,6 +571,16 @@ caf::expected<engine> engine::start(caf::actor_system& sys,
                                     engine_options options) {
   if (auto problems = config::check_settings(settings); !problems.empty())
     return make_error(errc::validation_error, problems.front());
+  if (settings.fleet.enabled && !options.fleet)
+    return make_error(
+        errc::validation_error,
+        "georoute.fleet-health.enabled = true, but the engine was given no "
+        "fleet link: build georoute with libnats (libnats-dev) and let the "
+        "host make one (make_nats_fleet_link), or pass engine_options::fleet");
+  if (!settings.fleet.enabled) {
+    options.fleet.reset(); // off means off: nothing of it runs
+    options.inbox.reset();
+  }
   auto s = std::make_shared<engine_state>();
   s->sys = &sys;
   s->settings = settings;
@@ -594,6 +648,11 @@ GEOROUTE_WIRING_GETTER(retry_actor, retry, retry)
 engine_supervisor_actor engine::supervisor() const {
   std::lock_guard<std::mutex> guard{s_->mtx};
   return caf::actor_cast<engine_supervisor_actor>(s_->supervisor);
+}
+
+caf::actor engine::fleet() const {
+  std::lock_guard<std::mutex> guard{s_->mtx};
+  return s_->fleet;
 }
 
 engine_stats engine::stats() const {

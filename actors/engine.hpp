@@ -73,6 +73,8 @@
 namespace georoute {
 
 class home_thread;
+class fleet_link;
+class fleet_inbox;
 
 namespace detail {
 struct engine_state;
@@ -115,6 +117,13 @@ struct engine_options {
   /// on, for the router to run there too (null: on CAF's workers). The host
   /// stops it after its client is gone.
   std::shared_ptr<georoute::home_thread> home;
+  /// With `settings.fleet.enabled`: the link the fleet's reports go out on
+  /// and the inbox it delivers to (actors/fleet.hpp). The host builds them
+  /// (`make_nats_fleet_link`, actors/nats/fleet_link.hpp, in a build with
+  /// libnats; or a bus of its own) and keeps the link alive until the
+  /// engine stopped. Fleet health enabled without a link: `start` fails.
+  std::shared_ptr<fleet_link> fleet;
+  std::shared_ptr<georoute::fleet_inbox> inbox;
 };
 
 /// See the file comment. Movable, not copyable.
@@ -145,6 +154,9 @@ public:
   location_cache_actor locations() const;
   endpoint_manager_actor endpoints() const;
   retry_actor retry() const;
+  /// The fleet actor (actors/fleet.hpp; answers `(stats_atom)` with
+  /// `fleet_stats`); null with fleet health off or once the engine is down.
+  caf::actor fleet() const;
 
   /// The supervisor: monitor or link to it; `(stop_atom)` stops the engine
   /// without blocking (see the file comment). Null once the engine is down.

@@ -162,6 +162,31 @@ void sweep_expired(self_ptr self, policy_time now) {
   }
 }
 
+// One info line per region the fleet's evidence demotes or stops demoting.
+void log_fleet(self_ptr self, const location_table& before,
+               const fleet_demotion& d) {
+  auto& st = self->state;
+  if (!st.log.enabled(log_level::info)) return;
+  auto has = [](const std::vector<std::string>& xs, const std::string& r) {
+    return std::any_of(xs.begin(), xs.end(),
+                       [&](const std::string& x) { return same_region(x, r); });
+  };
+  auto report = [&](const std::vector<std::string>& was,
+                    const std::vector<std::string>& now, const char* ops) {
+    for (const auto& r : now)
+      if (!has(was, r))
+        st.log.log(log_level::info, cache_state::name, "region.fleet_demoted",
+                   r + " moved to the end of the " + ops +
+                       " order: reports from the fleet agree it is failing");
+    for (const auto& r : was)
+      if (!has(now, r))
+        st.log.log(log_level::info, cache_state::name, "region.fleet_restored",
+                   r + " back in its place in the " + ops + " order");
+  };
+  report(before.fleet_demoted_reads(), d.reads, "read");
+  report(before.fleet_demoted_writes(), d.writes, "write");
+}
+
 // The expiry timer.
 void on_expiry(self_ptr self) {
   self->state.expiry_timer = false;
@@ -199,6 +224,14 @@ location_cache_impl(self_ptr self, location_table_options options, logger log) {
         if (!self->state.marks.empty()) sweep_expired(self, now);
         publish(self, before->with_mark(m.endpoint, m.read, m.write, now));
         if (m.read || m.write) log_mark(self, m, was_read, was_write, now);
+        return self->state.version;
+      },
+      [=](fleet_atom, fleet_demotion& d) {
+        auto before = self->state.table;
+        log_fleet(self, *before, d);
+        publish(self, before->with_fleet_demotions(std::move(d.reads),
+                                                   std::move(d.writes),
+                                                   now_of(self)));
         return self->state.version;
       },
       [=](subscribe_atom, caf::actor& sub) {

@@ -16,6 +16,10 @@
 //   warn  region.marked               a region became unavailable for reads
 //                                     and/or writes (why, until when)
 //   info  region.mark_expired         a mark expired: the region is back
+//   info  region.fleet_demoted        the fleet's reports agree a region is
+//                                     failing: last in the read (write) order
+//   info  region.fleet_restored       back in its place (the verdict lapsed
+//                                     and this process's own probe answered)
 //   warn  breaker.opened              a range's breaker in a region opened
 //   info  breaker.probe, breaker.half_open, breaker.closed
 //                                     the probe went, answered; it closed

@@ -88,6 +88,8 @@ router_impl_actor::behavior_type router_impl(self_ptr self, router_config cfg,
                  caf::actor_cast<caf::actor>(st.with.endpoints)})
     if (h) self->monitor(h);
   self->set_down_handler([=](caf::down_msg& dm) { on_down(self, dm); });
+  if (st.cfg.fleet)
+    self->delayed_send(self, st.cfg.fleet_flush, rt_fleet_flush{});
   self->set_exit_handler([=](caf::exit_msg& msg) {
     if (!msg.reason) return;
     self->state.driver.stop(stopped_error(who, msg.reason));
@@ -134,6 +136,7 @@ router_impl_actor::behavior_type router_impl(self_ptr self, router_config cfg,
       [=](rt_http_done& m) {
         self->state.driver.on_http(m.op, m.arm, m.outcome);
       },
+      [=](rt_fleet_flush) { fleet_flush(self); },
   };
 }
 

@@ -106,6 +106,13 @@ struct router_config {
   /// Breaker transitions; per-operation detail at debug and trace
   /// (actors/log.hpp).
   logger log;
+  /// The fleet actor (actors/fleet.hpp), when region health is shared:
+  /// the router tallies what its own requests saw per region and sends it
+  /// every `fleet_flush`. None: nothing is tallied.
+  caf::actor fleet;
+  std::chrono::milliseconds fleet_flush{250};
+  /// A read attempt that took this long waited for the hedge threshold.
+  std::chrono::milliseconds fleet_threshold{std::chrono::seconds{1}};
 };
 
 /// Builds the slice from validated settings.

@@ -42,6 +42,8 @@ void note_transitions(router_state& st, data_operation* op) {
   if (!st.breaker) return;
   for (auto& t : st.breaker->drain_transitions()) {
     log_transition(st, t);
+    if (t.to == breaker_state::open && t.from == breaker_state::closed)
+      fleet_note(st, t.key.region, fleet_event::breaker_opened);
     if (op == nullptr) continue;
     op->diag.breaker_transitions.push_back(
         t.key.region + " range " + t.key.range_id + ": " + to_string(t.from) +

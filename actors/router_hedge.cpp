@@ -140,6 +140,12 @@ bool materialize_hedge(self_ptr self, data_operation& op) {
 void data_plane::on_hedge_due(uint64_t id, data_operation& op) {
   auto& st = self->state;
   if (!st.snap.table()) return;
+  if (st.cfg.fleet && op.primary_out && !op.fleet_waited &&
+      self->clock().now() - op.attempt_started >= st.cfg.fleet_threshold) {
+    // The read waited for the threshold: what the fleet hears about first.
+    op.fleet_waited = true;
+    fleet_note(st, op.region, fleet_event::threshold_wait);
+  }
   if (!materialize_hedge(self, op)) return;
   auto step = op.hedge->advance(env_of(st), *op.loop, *st.snap.table(),
                                 self->clock().now(), op.end_reached);
@@ -169,6 +175,7 @@ void record_answer(self_ptr self, data_payload& op, attempt_record& rec,
   rec.elapsed_us = micros(now - sent);
   rec.request_charge = o.request_charge;
   op.diag.request_charge += o.request_charge;
+  fleet_answer(self->state, op, rec.region, o, now - sent);
   // Answer times feed only the adaptive threshold: nothing to do otherwise.
   const auto& hc = self->state.cfg.hedging;
   if (o.success() && hc.enabled && hc.mode == hedge_threshold_mode::adaptive)

@@ -8,6 +8,7 @@
 #include "georoute/actors/bulk_executor.hpp"
 #include "georoute/actors/change_feed_executor.hpp"
 #include "georoute/actors/collection_cache.hpp"
+#include "georoute/actors/fleet.hpp"
 #include "georoute/actors/home_thread.hpp"
 #include "georoute/actors/internal.hpp"
 #include "georoute/actors/operation_driver.hpp"
@@ -59,12 +60,14 @@ struct rt_http_done {
   uint32_t arm = 0; // 0: the primary; 1..: a hedge
   transport::outcome outcome;
 };
+struct rt_fleet_flush {};
 
 } // namespace georoute::router_detail
 
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(georoute::router_detail::rt_attempt)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(georoute::router_detail::rt_budget_tick)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(georoute::router_detail::rt_http_done)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(georoute::router_detail::rt_fleet_flush)
 
 namespace georoute::router_detail {
 
@@ -73,7 +76,8 @@ using clock_type = caf::actor_clock::clock_type;
 using router_impl_actor = router_actor::extend<
     caf::reacts_to<snapshot_atom, location_snapshot>,
     caf::reacts_to<engine_wiring>, caf::reacts_to<rt_attempt>,
-    caf::reacts_to<rt_budget_tick>, caf::reacts_to<rt_http_done>>;
+    caf::reacts_to<rt_budget_tick>, caf::reacts_to<rt_http_done>,
+    caf::reacts_to<rt_fleet_flush>>;
 
 using map_ptr = std::shared_ptr<const routing_map>;
 
@@ -130,6 +134,8 @@ struct data_payload {
   std::string echo_region;
   size_t echo_record = 0; // diag.attempts index of the read-back
   clock_type::time_point echo_started;
+  // The fleet's tally already has this read's wait for the threshold.
+  bool fleet_waited = false;
 };
 
 // One data-plane operation.
@@ -238,6 +244,9 @@ struct router_state {
   // Duration and request charge per (operation, region, status, error) of
   // every finished operation: the data plane's histograms.
   operation_histograms histograms;
+  // What the router's own requests saw per region since the last flush to
+  // the fleet actor (only with `cfg.fleet`).
+  std::vector<fleet_tally> fleet_tallies;
   static inline const char* name = "georoute.router";
 };
 
@@ -247,6 +256,12 @@ inline constexpr const char* who = "the request router (georoute.router)";
 inline constexpr uint32_t read_back_arm = 0xFFFFFFFFu;
 
 // -- what each file offers the others ----------------------------------------
+
+// router_fleet.cpp
+void fleet_note(router_state& st, const std::string& region, fleet_event e);
+void fleet_answer(router_state& st, data_payload& op, const std::string& region,
+                  const transport::outcome& o, clock_type::duration took);
+void fleet_flush(self_ptr self);
 
 // router_reply.cpp
 int64_t micros(clock_type::duration d);

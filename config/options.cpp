@@ -1,5 +1,6 @@
 #include "georoute/config/options.hpp"
 
+#include "georoute/actors/policy/fleet_subject.hpp"
 #include "georoute/transport/auth.hpp"
 #include "georoute/transport/url.hpp"
 
@@ -33,6 +34,7 @@ constexpr const char http[] = "georoute.http";
 constexpr const char hedging[] = "georoute.hedging";
 constexpr const char breaker[] = "georoute.circuit-breaker";
 constexpr const char ppaf[] = "georoute.per-partition-failover";
+constexpr const char fleet[] = "georoute.fleet-health";
 
 const milliseconds day = seconds{86400};
 
@@ -342,6 +344,92 @@ std::string key_file_of(const settings& s) {
   return {};
 }
 
+// A list of strings without a rule of its own (checked across keys).
+template <class Field>
+option string_list_row(const char* section, const char* name, Field field,
+                       const char* help) {
+  auto o = row(section, name, option_type::strings, help);
+  auto key = o.key();
+  o.text = [field](const settings& s) { return join(field(s)); };
+  o.read = [=](const caf::settings& content,
+               settings& s) -> std::optional<std::string> {
+    if (auto v = caf::get_if<string_list>(&content, key)) field(s) = *v;
+    return std::nullopt;
+  };
+  return o;
+}
+
+std::optional<std::string> token_rule(const std::string& key,
+                                      const std::string& v) {
+  if (v.empty() || is_fleet_token(v)) return std::nullopt;
+  return key + " = " + quote(v) +
+         ": not a subject token (lower-case letters, digits, '_' and '-')";
+}
+
+std::optional<std::string> no_rule(const std::string&, const std::string&) {
+  return std::nullopt;
+}
+
+// A NATS server URL: "tls://host:port", or "nats://" on loopback only.
+std::optional<std::string> nats_server_problem(const std::string& key,
+                                               const std::string& url) {
+  auto sep = url.find("://");
+  auto scheme = sep == std::string::npos ? "" : lower(url.substr(0, sep));
+  if (scheme != "tls" && scheme != "nats")
+    return key + " = " + quote(url) +
+           ": expected \"tls://host:port\" (or \"nats://\" on loopback)";
+  auto rest = url.substr(sep + 3);
+  auto colon = rest.rfind(':');
+  if (rest.empty() || colon == std::string::npos || colon + 1 == rest.size())
+    return key + " = " + quote(url) + ": needs a host and a port";
+  auto host = rest.substr(0, colon);
+  if (scheme == "nats" && !transport::is_loopback_host(host))
+    return key + " = " + quote(url) +
+           ": plain nats is allowed only for loopback hosts; use tls://";
+  return std::nullopt;
+}
+
+// [georoute.fleet-health] across its keys, only when it is on.
+void fleet_problems(const settings& s, std::vector<std::string>& out) {
+  const auto& f = s.fleet;
+  if (!f.enabled) return;
+  std::string k = std::string{fleet} + ".";
+  if (f.servers.empty())
+    out.push_back(k + "servers: needed when " + k +
+                  "enabled = true (e.g. [\"tls://nats.internal:4222\"])");
+  bool tls = false;
+  for (const auto& url : f.servers) {
+    if (auto p = nats_server_problem(k + "servers", url)) out.push_back(*p);
+    tls = tls || lower(url).rfind("tls://", 0) == 0;
+  }
+  if (f.reporter.empty())
+    out.push_back(k + "reporter: needed when " + k +
+                  "enabled = true: this process's NATS user");
+  if (f.fleet.empty()) out.push_back(k + "fleet: must not be empty");
+  if (tls && f.ca_file.empty())
+    out.push_back(k + "ca-file: needed for tls:// servers (the CA that "
+                      "signed the server's certificate)");
+  if (f.nkey.empty() != f.nkey_seed_file.empty())
+    out.push_back(k + "nkey and " + k + "nkey-seed-file: give both or neither");
+  if (!f.nkey.empty() && (f.nkey.size() != 56 || f.nkey.front() != 'U'))
+    out.push_back(k + "nkey = " + quote(f.nkey) +
+                  ": not a user's public NKey (56 characters, starting "
+                  "with 'U')");
+  if (f.cert_file.empty() != f.key_file.empty())
+    out.push_back(k + "cert-file and " + k + "key-file: give both or neither");
+  for (auto [name, path] : {std::pair<const char*, const std::string*>{
+                                "nkey-seed-file", &f.nkey_seed_file},
+                            {"ca-file", &f.ca_file},
+                            {"cert-file", &f.cert_file},
+                            {"key-file", &f.key_file}})
+    if (auto p = readable_file(k + name, *path)) out.push_back(*p);
+  if (f.claim_ttl < f.window / 2)
+    out.push_back(k + "claim-ttl = " + format_duration(f.claim_ttl) +
+                  ": shorter than half the window (" +
+                  format_duration(f.window) +
+                  "): claims would lapse between refreshes");
+}
+
 std::vector<option> build_table() {
   std::vector<option> t;
   const char* g = general;
@@ -614,6 +702,45 @@ std::vector<option> build_table() {
   t.push_back(integer(ppaf, "max-ranges",
                       GEOROUTE_FIELD(per_partition_failover.max_ranges), 1,
                       10'000'000, "ranges tracked at most"));
+  // [georoute.fleet-health]
+  t.push_back(flag(fleet, "enabled", GEOROUTE_FIELD(fleet.enabled),
+                   "share region health with the fleet over NATS"));
+  t.push_back(string_list_row(fleet, "servers", GEOROUTE_FIELD(fleet.servers),
+                              "NATS servers, \"tls://host:port\""));
+  t.push_back(text(fleet, "fleet", GEOROUTE_FIELD(fleet.fleet), token_rule,
+                   "the fleet's name in subjects"));
+  t.push_back(text(fleet, "reporter", GEOROUTE_FIELD(fleet.reporter),
+                   token_rule, "this process's NATS user (reporter id)"));
+  t.push_back(text(fleet, "account", GEOROUTE_FIELD(fleet.account), token_rule,
+                   "the account's token; empty: from the endpoint"));
+  t.push_back(text(fleet, "nkey", GEOROUTE_FIELD(fleet.nkey), no_rule,
+                   "public NKey of this process (\"U...\")"));
+  t.push_back(text(fleet, "nkey-seed-file",
+                   GEOROUTE_FIELD(fleet.nkey_seed_file), no_rule,
+                   "file holding the NKey seed"));
+  t.push_back(text(fleet, "ca-file", GEOROUTE_FIELD(fleet.ca_file), no_rule,
+                   "CA of the server's certificate (TLS on when set)"));
+  t.push_back(text(fleet, "cert-file", GEOROUTE_FIELD(fleet.cert_file), no_rule,
+                   "client certificate (optional)"));
+  t.push_back(text(fleet, "key-file", GEOROUTE_FIELD(fleet.key_file), no_rule,
+                   "its private key"));
+  t.push_back(integer(fleet, "min-reporters",
+                      GEOROUTE_FIELD(fleet.min_reporters), 1, 1000,
+                      "distinct reporters whose claims demote a region"));
+  t.push_back(duration(fleet, "claim-ttl", GEOROUTE_FIELD(fleet.claim_ttl),
+                       seconds{1}, seconds{15},
+                       "how long a claim is believed"));
+  t.push_back(duration(fleet, "window", GEOROUTE_FIELD(fleet.window),
+                       seconds{1}, seconds{300}, "the evidence window"));
+  t.push_back(integer(fleet, "threshold-waits",
+                      GEOROUTE_FIELD(fleet.threshold_waits), 1, 1000,
+                      "reads that waited for the hedge threshold in the "
+                      "window before a region is claimed down"));
+  t.push_back(duration(fleet, "probe-interval",
+                       GEOROUTE_FIELD(fleet.probe_interval), milliseconds{100},
+                       seconds{300},
+                       "how often a region awaiting this process's probe "
+                       "is probed"));
   return t;
 }
 
@@ -636,6 +763,7 @@ void check_across(const settings& s, std::vector<std::string>& out) {
     out.push_back(problem);
   if (auto problem = s.circuit_breaker.validate())
     out.push_back(breaker_problem(problem->what));
+  fleet_problems(s, out);
 }
 
 void check_each(const settings& s, std::vector<std::string>& out) {

@@ -118,6 +118,41 @@ struct http_options {
   timeout_ladders ladders;
 };
 
+/// Region health shared across a fleet over NATS ([georoute.fleet-health];
+/// actors/fleet.hpp). Off by default: then nothing of it runs.
+struct fleet_health_settings {
+  bool enabled = false;
+  /// NATS servers: "tls://host:port" (plain "nats://" on loopback only).
+  std::vector<std::string> servers;
+  /// The fleet's name: keeps fleets apart on one server ([a-z0-9_-]).
+  std::string fleet = "default";
+  /// This process's reporter id: the NATS user the server knows it as, and
+  /// the last token of the subjects it may publish on ([a-z0-9_-]).
+  std::string reporter;
+  /// The account's token in subjects; empty: from the account endpoint's
+  /// host (its first label and port).
+  std::string account;
+  /// NKey identity: the public key ("U...") and the file of its seed.
+  std::string nkey;
+  std::string nkey_seed_file;
+  /// TLS: the CA that signed the server's certificate (TLS is on when it
+  /// is set), and an optional client certificate and key.
+  std::string ca_file;
+  std::string cert_file;
+  std::string key_file;
+  /// k: distinct reporters whose claims make a verdict.
+  uint32_t min_reporters = 2;
+  /// How long a claim asks to be believed (and the most believed).
+  milliseconds claim_ttl = seconds{15};
+  /// The sender's evidence window, and the threshold waits in it that make
+  /// a region "down".
+  milliseconds window = seconds{10};
+  uint32_t threshold_waits = 2;
+  /// Demoted regions awaiting this process's own probe, and regions it
+  /// claims down, are probed this often.
+  milliseconds probe_interval = seconds{2};
+};
+
 /// Everything, validated.
 struct settings {
   /// The account (global) endpoint; empty when only the emulator or drill
@@ -160,6 +195,8 @@ struct settings {
   /// ([georoute.per-partition-failover]): followed when the account says so;
   /// the defaults are documented on `partition_failover_options`.
   partition_failover_options per_partition_failover;
+  /// Region health shared across a fleet ([georoute.fleet-health]).
+  fleet_health_settings fleet;
 };
 
 /// Bounds of the metadata hard deadline.

@@ -53,6 +53,9 @@ namespace georoute {
 ///   by the location cache itself (subscribers accept snapshots from it
 ///   only), with a version that only grows. The subscriber is dropped when
 ///   it terminates.
+/// - `(fleet_atom, fleet_demotion)` → `uint64_t`: the regions the fleet's
+///   shared evidence demotes now (from the fleet actor, actors/fleet.hpp);
+///   replaces the last list, pushes a new snapshot and answers its version.
 /// - `(refresh_atom)` → `bool`: `should_refresh_endpoints`
 /// (LocationCache.ShouldRefreshEndpoints) on the
 ///   current snapshot.
@@ -60,6 +63,7 @@ using location_cache_actor = caf::typed_actor<
     caf::reacts_to<account_atom, database_account>,
     caf::replies_to<resolve_atom, resolve_input>::with<resolution>,
     caf::replies_to<mark_atom, region_mark>::with<uint64_t>,
+    caf::replies_to<fleet_atom, fleet_demotion>::with<uint64_t>,
     caf::replies_to<subscribe_atom, caf::actor>::with<location_snapshot>,
     caf::replies_to<refresh_atom>::with<bool>>;
 

@@ -34,6 +34,14 @@ struct region_mark {
   std::string reason{};
 };
 
+/// The regions the fleet's shared evidence demotes now (the fleet actor to
+/// the location cache; actors/fleet.hpp): each message replaces the last.
+/// A demoted region goes after the healthy ones and stays usable.
+struct fleet_demotion {
+  std::vector<std::string> reads;
+  std::vector<std::string> writes; ///< multi-write accounts only
+};
+
 /// An immutable location snapshot, pushed to subscribers on every change.
 struct location_snapshot {
   std::shared_ptr<const location_table> table;
@@ -574,6 +582,11 @@ typename Inspector::result_type inspect(Inspector& f, resolution& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, region_mark& x) {
   return f(x.endpoint, x.read, x.write, x.reason);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, fleet_demotion& x) {
+  return f(x.reads, x.writes);
 }
 
 template <class Inspector>

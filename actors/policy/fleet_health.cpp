@@ -213,6 +213,18 @@ void fleet_health::malformed(std::string_view reporter_id,
   take_token(reporter_id, now, &r);
 }
 
+bool fleet_health::asked(std::string_view reporter_id, clock::time_point now) {
+  reporter* r = nullptr;
+  auto drop = take_token(reporter_id, now, &r);
+  if (drop == fleet_drop::flooded)
+    ++counters_.dropped_flooded;
+  else if (drop == fleet_drop::too_many_reporters)
+    ++counters_.dropped_too_many_reporters;
+  else
+    ++counters_.asks;
+  return drop == fleet_drop::accepted;
+}
+
 fleet_drop fleet_health::receive(std::string_view reporter_id,
                                  std::string_view region,
                                  const fleet_claim& claim,

@@ -190,6 +190,7 @@ struct fleet_health_counters {
   uint64_t dropped_replayed = 0;
   uint64_t dropped_flooded = 0;
   uint64_t dropped_too_many_reporters = 0;
+  uint64_t asks = 0;             ///< newcomers' asks for the claims, taken
   uint64_t verdicts_applied = 0; ///< a region demoted by the fleet
   uint64_t verdicts_vetoed =
       0; ///< a verdict the receiver's success refused or lifted
@@ -214,6 +215,11 @@ public:
   /// A report of `reporter` that `parse_fleet_claim` refused: counted, and
   /// it takes a token from the reporter's bucket like any other report.
   void malformed(std::string_view reporter, clock::time_point now);
+
+  /// `reporter` (a newcomer) asks for the current claims. It takes a token
+  /// from the reporter's bucket like a report; false when it is flooded (or
+  /// past `max_reporters`): then the ask is ignored.
+  bool asked(std::string_view reporter, clock::time_point now);
 
   /// The receiver itself had a normal-latency success on `region`.
   void local_success(std::string_view region, clock::time_point now);

@@ -108,6 +108,7 @@ fleet_reporter::counts(const region_state& r) const {
       ++out.evidence.threshold_waits;
       break;
     case fleet_event::breaker_opened:
+    case fleet_event::marked:
       definite = true;
       break;
     case fleet_event::refused:
@@ -196,7 +197,8 @@ fleet_reporter::due(clock::time_point now, int64_t wall_ms, bool connected) {
     if (qualifies && !healthy) ++counters_.withheld_unhealthy;
     std::optional<fleet_claim_state> send;
     if (qualifies && healthy &&
-        (!r.claiming || !r.last_sent || now - *r.last_sent >= options_.refresh))
+        (!r.claiming || r.resend || !r.last_sent ||
+         now - *r.last_sent >= options_.refresh))
       send = fleet_claim_state::down;
     else if (r.up_due && !qualifies)
       send = fleet_claim_state::up;
@@ -215,7 +217,20 @@ fleet_reporter::due(clock::time_point now, int64_t wall_ms, bool connected) {
     ++counters_.sent;
     r.claiming = *send == fleet_claim_state::down;
     r.up_due = false;
+    r.resend = false;
   }
+  return out;
+}
+
+void fleet_reporter::resend_claims() {
+  for (auto& [key, r] : regions_)
+    if (r.claiming) r.resend = true;
+}
+
+std::vector<std::string> fleet_reporter::claimed() const {
+  std::vector<std::string> out;
+  for (const auto& [key, r] : regions_)
+    if (r.claiming) out.push_back(r.name);
   return out;
 }
 

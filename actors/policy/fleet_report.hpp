@@ -11,7 +11,8 @@
 //
 //   - "down" about region R when, within the last `window` (10 s): at least
 //     `min_threshold_waits` (2) reads on R waited for the hedge threshold,
-//     or R's circuit breaker opened, or R refused a connection; and the
+//     or R's circuit breaker opened, or R refused a connection, or the
+//     process's own failover marked R unavailable for reads; and the
 //     process itself had a normal-latency success on another region in that
 //     window (differential evidence: it is R, not the reporter); and the
 //     reporter's local health score is at most 1; and no other region
@@ -23,6 +24,10 @@
 //     own probe of R succeeds (`probe_succeeded`), and only if it had
 //     claimed "down". The probe is newer than the evidence against R: that
 //     evidence is forgotten, and R qualifies again only by failing again.
+//   - A peer that starts asks for the current claims (`resend_claims`):
+//     each held claim goes out again at once, within the rate limits, so
+//     the newcomer does not pay for the incident while it waits for the
+//     next refresh.
 //   - At most one report a second per region and `max_per_second` (10) per
 //     process. Not connected: nothing is sent and nothing is kept for
 //     later; what is due is worked out again at the next call.
@@ -83,6 +88,7 @@ enum class fleet_event : uint8_t {
   threshold_wait, ///< a read waited for the hedge threshold
   breaker_opened, ///< the region's circuit breaker opened for a range
   refused,        ///< the region refused a connection
+  marked,         ///< the owner's failover marked it unavailable for reads
   error,          ///< a transport error, a 408 or a 5xx
   success,        ///< a success in normal time
 };
@@ -123,6 +129,15 @@ public:
   std::vector<fleet_outgoing> due(clock::time_point now, int64_t wall_ms,
                                   bool connected);
 
+  /// A new peer asked for the current claims: each region claimed down is
+  /// sent again at the next `due` that its region's spacing allows, without
+  /// waiting for its refresh.
+  void resend_claims();
+
+  /// The regions this process claims down now (as first spelled), for the
+  /// owner to probe: a probe that answers takes the claim back.
+  std::vector<std::string> claimed() const;
+
   uint8_t local_health() const { return health_; }
   const fleet_report_counters& counters() const { return counters_; }
 
@@ -132,6 +147,7 @@ private:
     std::deque<std::pair<clock::time_point, fleet_event>> events;
     bool claiming = false; ///< "down" was sent and not taken back
     bool up_due = false;   ///< the probe answered after a claim
+    bool resend = false;   ///< a peer asked: send the claim again now
     std::optional<clock::time_point> last_sent;
   };
   struct window_counts {

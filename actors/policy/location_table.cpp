@@ -203,6 +203,17 @@ location_table location_table::with_mark(std::string_view endpoint, bool read,
 }
 
 location_table
+location_table::with_fleet_demotions(std::vector<std::string> reads,
+                                     std::vector<std::string> writes,
+                                     policy_time now) const {
+  location_table next = *this;
+  next.fleet_reads_ = std::move(reads);
+  next.fleet_writes_ = std::move(writes);
+  next.rebuild(now);
+  return next;
+}
+
+location_table
 location_table::with_expired_marks_dropped(policy_time now) const {
   location_table next = *this;
   next.rebuild(now);
@@ -243,10 +254,19 @@ location_table::preferred_available(const std::vector<region_entry>& by_name,
   std::vector<std::string> result;
   if (can_use_multiple_write_locations() || op == op_kind::read) {
     std::vector<const region_entry*> available;
+    std::vector<const region_entry*> demoted; // by the fleet: after healthy
     std::vector<const region_entry*> unavailable;
+    const auto& fleet = op == op_kind::read ? fleet_reads_ : fleet_writes_;
     auto place = [&](const region_entry& e) {
-      (unavailable_by_key(e.key, op, now) ? unavailable : available)
-          .push_back(&e);
+      if (unavailable_by_key(e.key, op, now))
+        unavailable.push_back(&e);
+      else if (std::any_of(fleet.begin(), fleet.end(),
+                           [&](const std::string& r) {
+                             return same_region(r, e.name);
+                           }))
+        demoted.push_back(&e);
+      else
+        available.push_back(&e);
     };
     if (!options_.preferred_regions.empty()) {
       for (const auto& name : options_.preferred_regions)
@@ -258,11 +278,15 @@ location_table::preferred_available(const std::vector<region_entry>& by_name,
         if (e->key == default_key_) {
           // A regional default endpoint pins the client to itself.
           available.clear();
+          demoted.clear();
           break;
         }
         place(*e);
       }
     }
+    // A region the fleet demoted is still available, after the healthy
+    // ones: it never lets the fallback in.
+    available.insert(available.end(), demoted.begin(), demoted.end());
     // Every region is marked: the reference puts the fallback first. When
     // that is the region-agnostic account endpoint and the account's
     // regions are known, georoute tries the marked regions instead, in

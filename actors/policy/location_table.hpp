@@ -162,6 +162,18 @@ public:
   /// Forgets marks that have expired at `now`.
   location_table with_expired_marks_dropped(policy_time now) const;
 
+  /// Replaces the regions the fleet's shared evidence demotes
+  /// (actors/policy/fleet_health.hpp): each goes after every healthy
+  /// region of its list, before the marked ones, and stays usable as the
+  /// last resort. A soft demotion, not a mark: it changes the order only,
+  /// never `is_unavailable`, and lasts until the next call (the owner
+  /// decides when it ends). `writes` applies only while several write
+  /// regions are used (a single-write account's write region never moves on
+  /// hearsay). Names are matched ignoring ASCII case.
+  location_table with_fleet_demotions(std::vector<std::string> reads,
+                                      std::vector<std::string> writes,
+                                      policy_time now) const;
+
   // -- endpoint lists --------------------------------------------------------
 
   /// Read endpoints in preference order, unavailable ones demoted to the end
@@ -288,6 +300,13 @@ public:
   policy_time updated_at() const { return updated_at_; }
   /// Number of marks kept (live or expired-but-not-dropped).
   std::size_t mark_count() const { return marks_.size(); }
+  /// The regions the fleet demotes for reads and for writes.
+  const std::vector<std::string>& fleet_demoted_reads() const {
+    return fleet_reads_;
+  }
+  const std::vector<std::string>& fleet_demoted_writes() const {
+    return fleet_writes_;
+  }
 
 private:
   struct mark_state {
@@ -324,6 +343,8 @@ private:
   std::vector<region_entry> read_map_;
   std::vector<std::string> effective_preferred_;
   std::map<std::string, mark_state> marks_; ///< by normalized endpoint
+  std::vector<std::string> fleet_reads_;    ///< region names
+  std::vector<std::string> fleet_writes_;
   policy_time updated_at_{};
   // The endpoint lists as of the last rebuild. They depend on time only
   // through the marks' expiry, so they hold for every `now` up to the

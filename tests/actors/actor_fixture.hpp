@@ -171,6 +171,7 @@ fake_location_cache(fake_location_cache_actor::pointer self,
   return {
       [](account_atom, const database_account&) {},
       [](resolve_atom, const resolve_input&) { return resolution{}; },
+      [](fleet_atom, const fleet_demotion&) { return uint64_t{1}; },
       [log](mark_atom, const region_mark&) {
         ++log->marks;
         return uint64_t{1};

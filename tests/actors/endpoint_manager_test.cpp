@@ -47,6 +47,7 @@ recording_cache(location_cache_actor::pointer, std::shared_ptr<recorded> rec) {
       [rec](account_atom, database_account& a) { rec->accounts.push_back(a); },
       [](resolve_atom, resolve_input&) { return resolution{}; },
       [](mark_atom, region_mark&) { return uint64_t{0}; },
+      [](fleet_atom, fleet_demotion&) { return uint64_t{0}; },
       [](subscribe_atom, caf::actor&) { return location_snapshot{}; },
       [](refresh_atom) { return false; },
   };

@@ -32,6 +32,7 @@ recording_locations(location_cache_actor::pointer self,
       [=](resolve_atom, resolve_input& in) {
         return log->initial.table->resolve(in, self->clock().now());
       },
+      [](fleet_atom, fleet_demotion&) { return uint64_t{0}; },
       [=](mark_atom, region_mark& m) -> uint64_t {
         log->marks.push_back(m);
         return log->initial.version;

@@ -53,6 +53,7 @@ fake_locations(fake_locations_actor::pointer self,
       [=](resolve_atom, resolve_input& in) {
         return log->initial.table->resolve(in, self->clock().now());
       },
+      [](fleet_atom, fleet_demotion&) { return uint64_t{0}; },
       [=](mark_atom, region_mark& m) -> caf::result<uint64_t> {
         log->marks.push_back(m);
         log->mark_promises.push_back(self->make_response_promise<uint64_t>());

@@ -205,6 +205,21 @@ TEST(FleetHealth, Rule1_AFloodingReporterIsIgnoredForAMinuteAndLosesItsVote) {
             fleet_drop::accepted);
 }
 
+// A newcomer's ask for the claims spends its bucket like a report: a flood
+// of asks is ignored, and is not counted as malformed.
+TEST(FleetHealth, Rule1_AsksForTheClaimsSpendTheBucket) {
+  fleet_health h;
+  for (int i = 0; i < 20; ++i)
+    ASSERT_TRUE(h.asked("newcomer", t0)) << i;
+  EXPECT_FALSE(h.asked("newcomer", t0));
+  EXPECT_EQ(h.receive("newcomer", "East US", down(1), t0 + 1s, wall0),
+            fleet_drop::flooded)
+      << "inside its penalty";
+  EXPECT_EQ(h.counters().asks, 20u);
+  EXPECT_EQ(h.counters().dropped_malformed, 0u);
+  EXPECT_EQ(h.counters().dropped_flooded, 2u);
+}
+
 TEST(FleetHealth, Rule1_NewReportersBeyondTheCapAreDropped_IdleOnesMakeRoom) {
   fleet_health_options o;
   o.max_reporters = 2;

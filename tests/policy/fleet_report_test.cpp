@@ -193,6 +193,32 @@ TEST(FleetReporter, RefreshedEveryFiveSecondsWhileItHolds_UpOnceAfterTheProbe) {
   EXPECT_TRUE(r.due(t0 + 41s, wall0, true).empty());
 }
 
+// A newcomer asks for the claims: the held one goes again at once, not at
+// its refresh, but never faster than the region's one a second; what is not
+// claimed is not sent. `claimed` lists what the owner should probe.
+TEST(FleetReporter, ResendClaims_AtOnceWithinTheSpacing_ClaimedListed) {
+  fleet_reporter r{epoch};
+  EXPECT_TRUE(r.claimed().empty());
+  east_sick(r, t0);
+  ASSERT_EQ(r.due(t0, wall0, true).size(), 1u);
+  EXPECT_EQ(r.claimed(), std::vector<std::string>{"East US"});
+  r.resend_claims();
+  EXPECT_TRUE(r.due(t0 + 500ms, wall0, true).empty()) << "within 1 s";
+  auto again = r.due(t0 + 1s, wall0, true);
+  ASSERT_EQ(regions_of(again), std::vector<std::string>{"East US down"});
+  EXPECT_EQ(again.front().claim.seq, 2u);
+  // Once sent, the next goes at the refresh again (t0 + 1 s + 5 s).
+  EXPECT_TRUE(r.due(t0 + 5s, wall0, true).empty());
+  EXPECT_EQ(r.due(t0 + 6s, wall0, true).size(), 1u);
+  // After the probe answered and "up" went, nothing is claimed.
+  r.probe_succeeded("East US", t0 + 7s);
+  EXPECT_EQ(regions_of(r.due(t0 + 7s, wall0, true)),
+            std::vector<std::string>{"East US up"});
+  EXPECT_TRUE(r.claimed().empty());
+  r.resend_claims();
+  EXPECT_TRUE(r.due(t0 + 9s, wall0, true).empty());
+}
+
 TEST(FleetReporter, OneReportASecondPerRegion_TenPerProcess) {
   fleet_reporter r{epoch};
   east_sick(r, t0);

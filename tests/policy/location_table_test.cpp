@@ -217,6 +217,61 @@ TEST(LocationTable,
   EXPECT_EQ(t.write_endpoints(t0 + expiry + 1ms), (strings{east, west, north}));
 }
 
+// The fleet's soft demotion: after every healthy region, before the marked
+// ones, never removed, never the fallback's way in, and only on the write
+// list of a multi-write account.
+TEST(LocationTable, FleetDemotion_ReadOrder_AfterHealthyBeforeMarked) {
+  struct row {
+    strings demoted; // region names
+    strings marked;  // endpoints
+    strings expected;
+  };
+  const std::vector<row> rows = {
+      {{}, {}, {east, west, north}},
+      {{"East US"}, {}, {west, north, east}},
+      {{"east us"}, {}, {west, north, east}},            // names ignore case
+      {{"West US", "East US"}, {}, {north, east, west}}, // preference order
+      {{"East US"}, {west}, {north, east, west}},
+      // Every healthy region demoted: they still come before the fallback,
+      // in preference order.
+      {{"East US", "West US", "North Europe"}, {}, {east, west, north}},
+      {{"East US", "West US"}, {north}, {east, west, north}},
+      {{"Nowhere"}, {}, {east, west, north}}, // an unknown name: no effect
+  };
+  for (const auto& r : rows) {
+    auto t = fixture(false);
+    for (const auto& ep : r.marked)
+      t = t.with_mark(ep, true, false, t0);
+    t = t.with_fleet_demotions(r.demoted, {}, t0);
+    SCOPED_TRACE(::testing::PrintToString(r.demoted) + " marked " +
+                 ::testing::PrintToString(r.marked));
+    EXPECT_EQ(t.read_endpoints(t0), r.expected);
+    EXPECT_EQ(resolve_ep(t, req(op_kind::read, 0)), r.expected.front());
+    // A demotion is an order, not a mark.
+    for (const auto& name : r.demoted)
+      EXPECT_FALSE(
+          t.is_unavailable(t.account_read_endpoint(name), op_kind::read, t0));
+  }
+}
+
+TEST(LocationTable, FleetDemotion_Writes_OnlyOnMultiWrite) {
+  auto single = fixture(false).with_fleet_demotions({}, {"East US"}, t0);
+  EXPECT_EQ(single.write_endpoints(t0), (strings{east, west, north}));
+  EXPECT_EQ(resolve_ep(single, req(op_kind::write, 0)), east);
+  auto multi = fixture(true).with_fleet_demotions({}, {"East US"}, t0);
+  EXPECT_EQ(multi.write_endpoints(t0), (strings{west, north, east}));
+  EXPECT_EQ(multi.read_endpoints(t0), (strings{east, west, north}));
+  // The next call replaces the demotions; an empty one restores the order.
+  auto back = multi.with_fleet_demotions({}, {}, t0);
+  EXPECT_EQ(back.write_endpoints(t0), (strings{east, west, north}));
+  EXPECT_TRUE(back.fleet_demoted_writes().empty());
+  // A new account read keeps them: they are the fleet's, not the account's.
+  auto reread = fixture(false)
+                    .with_fleet_demotions({"East US"}, {}, t0)
+                    .with_account(fixture_account(false), t0);
+  EXPECT_EQ(reread.read_endpoints(t0), (strings{west, north, east}));
+}
+
 TEST(LocationTable, Mark_AtExpiryBoundary_LiveThenGone) {
   auto t = fixture(false).with_mark(east, true, false, t0);
   EXPECT_TRUE(t.is_unavailable(east, op_kind::read, t0 + expiry));

@@ -56,6 +56,9 @@ TEST(UserNkey, CnatsSignsWithTheSeedAsOpenSslDoesWithTheRawKey) {
   auto k = user_nkey_from_raw_seed(raw);
   ASSERT_TRUE(k) << k.error().what;
   const std::string nonce = "georoute nonce 1234";
+  // nats_Sign needs the library opened (its base32 tables), which a channel
+  // would do.
+  ASSERT_EQ(nats_Open(-1), NATS_OK);
 
   unsigned char* sig = nullptr;
   int sig_len = 0;
