@@ -141,8 +141,10 @@ void note_marks(self_ptr self) {
     if (ep.empty() || !st.table->is_unavailable(ep, op_kind::read, now))
       continue;
     marked.push_back(r);
-    if (std::find(st.marked.begin(), st.marked.end(), r) == st.marked.end())
+    if (std::find(st.marked.begin(), st.marked.end(), r) == st.marked.end()) {
+      ++st.stats.seen_marks;
       st.reporter->observe(r, fleet_event::marked, now);
+    }
   }
   st.marked = std::move(marked);
 }
@@ -320,6 +322,11 @@ void on_observed(self_ptr self, const fleet_observations& obs) {
       for (uint16_t i = 0; i < n; ++i)
         st.reporter->observe(t.region, e, now);
     };
+    st.stats.seen_threshold_waits += t.threshold_waits;
+    st.stats.seen_breaker_opened += t.breaker_opened;
+    st.stats.seen_refused += t.refused;
+    st.stats.seen_errors += t.errors;
+    st.stats.seen_successes += t.successes;
     add(t.threshold_waits, fleet_event::threshold_wait);
     add(t.breaker_opened, fleet_event::breaker_opened);
     add(t.refused, fleet_event::refused);

@@ -113,9 +113,16 @@ struct fleet_stats {
   uint64_t received = 0;        ///< inbound reports
   uint64_t dropped_subject = 0; ///< not a subject of this fleet and account
   uint64_t dropped_region = 0;  ///< a region the account does not list
-  uint64_t probes = 0;          ///< probes sent
-  uint64_t probes_ok = 0;       ///< answered in normal time
-  uint64_t demotions_sent = 0;  ///< new demotion lists to the location cache
+  /// What the router's tallies and the marks brought, as received.
+  uint64_t seen_threshold_waits = 0;
+  uint64_t seen_breaker_opened = 0;
+  uint64_t seen_refused = 0;
+  uint64_t seen_errors = 0;
+  uint64_t seen_successes = 0;
+  uint64_t seen_marks = 0;
+  uint64_t probes = 0;         ///< probes sent
+  uint64_t probes_ok = 0;      ///< answered in normal time
+  uint64_t demotions_sent = 0; ///< new demotion lists to the location cache
   std::vector<std::string> demoted; ///< regions demoted for reads now
   uint8_t local_health = 0;
 };

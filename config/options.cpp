@@ -274,9 +274,10 @@ option text(const char* section, const char* name, Field field, Problem problem,
   return o;
 }
 
+// A list of strings; `regions` adds the region-name rule.
 template <class Field>
-option regions(const char* section, const char* name, Field field,
-               const char* help) {
+option string_list_row(const char* section, const char* name, Field field,
+                       const char* help) {
   auto o = row(section, name, option_type::strings, help);
   auto key = o.key();
   o.text = [field](const settings& s) { return join(field(s)); };
@@ -285,6 +286,14 @@ option regions(const char* section, const char* name, Field field,
     if (auto v = caf::get_if<string_list>(&content, key)) field(s) = *v;
     return std::nullopt;
   };
+  return o;
+}
+
+template <class Field>
+option regions(const char* section, const char* name, Field field,
+               const char* help) {
+  auto o = string_list_row(section, name, field, help);
+  auto key = o.key();
   o.check = [=](const settings& s) { return regions_problem(key, field(s)); };
   return o;
 }
@@ -342,21 +351,6 @@ std::string key_file_of(const settings& s) {
   if (s.account_key_source.rfind(prefix, 0) == 0)
     return s.account_key_source.substr(prefix.size());
   return {};
-}
-
-// A list of strings without a rule of its own (checked across keys).
-template <class Field>
-option string_list_row(const char* section, const char* name, Field field,
-                       const char* help) {
-  auto o = row(section, name, option_type::strings, help);
-  auto key = o.key();
-  o.text = [field](const settings& s) { return join(field(s)); };
-  o.read = [=](const caf::settings& content,
-               settings& s) -> std::optional<std::string> {
-    if (auto v = caf::get_if<string_list>(&content, key)) field(s) = *v;
-    return std::nullopt;
-  };
-  return o;
 }
 
 std::optional<std::string> token_rule(const std::string& key,

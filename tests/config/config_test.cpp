@@ -605,6 +605,61 @@ TEST(Config, CircuitBreaker_CheckSettings_NamesTheKey) {
       << problems[0];
 }
 
+// [georoute.fleet-health]: off by default with nothing required; on, its
+// keys are checked together, each problem naming its key.
+TEST(Config, FleetHealth_OffByDefault_OnNeedsServersAndAReporter) {
+  auto d = load("");
+  ASSERT_TRUE(d.ok()) << all_errors(d);
+  auto s = d.values;
+  s.account_endpoint = "https://acct.documents.azure.com:443/";
+  EXPECT_FALSE(s.fleet.enabled);
+  EXPECT_TRUE(check_settings(s).empty());
+  auto keys = load(R"([georoute.fleet-health]
+enabled=true
+servers=["nats://127.0.0.1:4222"]
+reporter="p01"
+fleet="drill-7"
+min-reporters=3
+)");
+  ASSERT_TRUE(keys.ok()) << all_errors(keys);
+  EXPECT_TRUE(keys.values.fleet.enabled);
+  EXPECT_EQ(keys.values.fleet.reporter, "p01");
+  EXPECT_EQ(keys.values.fleet.min_reporters, 3u);
+  struct row {
+    std::function<void(settings&)> change;
+    std::string names;
+  };
+  const std::vector<row> rows = {
+      {[](settings& x) { x.fleet.servers.clear(); },
+       "georoute.fleet-health.servers: needed"},
+      {[](settings& x) { x.fleet.reporter.clear(); },
+       "georoute.fleet-health.reporter: needed"},
+      {[](settings& x) { x.fleet.reporter = "P 1"; },
+       "georoute.fleet-health.reporter = \"P 1\": not a subject token"},
+      {[](settings& x) { x.fleet.servers = {"nats://nats.example:4222"}; },
+       "plain nats is allowed only for loopback hosts"},
+      {[](settings& x) { x.fleet.servers = {"tls://nats.example:4222"}; },
+       "georoute.fleet-health.ca-file: needed for tls:// servers"},
+      {[](settings& x) { x.fleet.servers = {"http://127.0.0.1:4222"}; },
+       "expected \"tls://host:port\""},
+      {[](settings& x) { x.fleet.nkey_seed_file = "/etc/hostname"; },
+       "give both or neither"},
+      {[](settings& x) { x.fleet.ca_file = "/nonexistent/ca.pem"; },
+       "georoute.fleet-health.ca-file = \"/nonexistent/ca.pem\": cannot read"},
+      {[](settings& x) { x.fleet.claim_ttl = std::chrono::seconds{1}; },
+       "georoute.fleet-health.claim-ttl = 1s: shorter than half the window"},
+  };
+  for (const auto& r : rows) {
+    auto x = keys.values;
+    x.account_endpoint = s.account_endpoint;
+    EXPECT_TRUE(check_settings(x).empty());
+    r.change(x);
+    auto problems = check_settings(x);
+    ASSERT_FALSE(problems.empty()) << r.names;
+    EXPECT_NE(problems[0].find(r.names), std::string::npos) << problems[0];
+  }
+}
+
 } // namespace
 
 // -- the option table (config/options.hpp) -----------------------------------

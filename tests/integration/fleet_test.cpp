@@ -195,6 +195,14 @@ TEST_F(Fleet, TwoReportersDemoteTheRegionAtAThird_ItsFirstReadSkipsIt) {
   ASSERT_EQ(first_read_region("p3"), "West US");
   ASSERT_TRUE(emu->set_region_state("West US", emulator::region_state::hang));
   witness("p1");
+  // What p1's reads saw reached its fleet actor: two waits for the
+  // threshold on West, the hedges' answers from East.
+  wait_for(
+      [&] {
+        auto s = ask<fleet_stats>(eng->fleet(), 5s, stats_atom_v);
+        return s && s->seen_threshold_waits >= 2 && s->seen_successes >= 2;
+      },
+      "p1's router to tell its fleet actor what its reads saw");
   // One reporter: a claim, but no verdict at p3.
   wait_for([&] { return links["p1"]->published.load() >= 2; },
            "p1's ask and claim");
@@ -224,8 +232,11 @@ TEST_F(Fleet, TwoReportersDemoteTheRegionAtAThird_ItsFirstReadSkipsIt) {
   // West recovers: the reporters' probes answer, their claims are taken
   // back, and p3 restores West only after its own probe answered.
   ASSERT_TRUE(emu->set_region_state("West US", emulator::region_state::online));
-  wait_for([&] { return first_read_region("p3") == "West US"; },
-           "p3 to restore West US after its own probe");
+  // The verdict holds 5 s at least, then waits for p3's probe.
+  for (int i = 0; i < 1500 && first_read_region("p3") != "West US"; ++i)
+    std::this_thread::sleep_for(20ms);
+  ASSERT_EQ(first_read_region("p3"), "West US")
+      << "p3 to restore West US after its own probe";
   auto back = read("p3");
   ASSERT_TRUE(back) << sys->render(back.error());
   EXPECT_EQ(first_arm(*back), "West US");
