@@ -29,8 +29,7 @@ protected:
     b_ = open(std::move(b), log_b);
     ASSERT_TRUE(a_ && b_);
     ASSERT_TRUE(eventually([&] { return a_->connected() && b_->connected(); }))
-        << "not connected; server log:\n"
-        << server_->log_text();
+        << "not connected";
   }
   void open_both() { open_both(options("p01"), options("p02")); }
 
@@ -59,8 +58,8 @@ clock_type::duration slowest_publish(nats_channel& ch, const std::string& subj,
 }
 
 TEST_F(NatsChannel, TwoReportersOverTls_ThePeerGetsItTheSenderDoesNot) {
-  start_server();
-  open_both();
+  ASSERT_NO_FATAL_FAILURE(start_server());
+  ASSERT_NO_FATAL_FAILURE(open_both());
   const std::string payload = R"({"v":1,"st":"down","sc":"read"})";
   ASSERT_TRUE(a_->publish(subject_of("p01"), payload));
   ASSERT_TRUE(eventually([&] { return !log_b->received().empty(); }));
@@ -87,12 +86,11 @@ TEST_F(NatsChannel, TwoReportersOverTls_ThePeerGetsItTheSenderDoesNot) {
 }
 
 TEST_F(NatsChannel, PublishOnAnotherReportersSubject_RefusedAndCounted) {
-  start_server();
-  open_both();
+  ASSERT_NO_FATAL_FAILURE(start_server());
+  ASSERT_NO_FATAL_FAILURE(open_both());
   ASSERT_TRUE(a_->publish(subject_of("p02"), "forged"));
-  EXPECT_TRUE(eventually([&] { return a_->counters().permission_errors == 1; }))
-      << "server log:\n"
-      << server_->log_text();
+  EXPECT_TRUE(
+      eventually([&] { return a_->counters().permission_errors == 1; }));
   // A's own subject still works; B, which gets A's messages in order, has
   // the allowed one only.
   ASSERT_TRUE(a_->publish(subject_of("p01"), "allowed"));
@@ -104,13 +102,14 @@ TEST_F(NatsChannel, PublishOnAnotherReportersSubject_RefusedAndCounted) {
 }
 
 TEST_F(NatsChannel, WithoutCredentials_Refused) {
-  start_server();
+  ASSERT_NO_FATAL_FAILURE(start_server());
   auto log_c = std::make_shared<channel_log>();
   auto opts = options("");
   auto c = open(opts, log_c);
   ASSERT_TRUE(c);
   // The control: a reporter with its NKey gets in meanwhile.
   a_ = open(options("p01"), log_a);
+  ASSERT_TRUE(a_);
   ASSERT_TRUE(eventually([&] { return a_->connected(); }));
   // cnats gives up on a connection the server refused at the first
   // attempt; the channel tries a new one, refused as well. cnats 3.4.1 does
@@ -135,7 +134,8 @@ TEST_F(NatsChannel, WithoutCredentials_Refused) {
 }
 
 TEST_F(NatsChannel, ServerAbsentAtOpen_OpenReturnsAtOnceAndConnectsLater) {
-  start_server(); // to learn a port, which then stays free
+  // To learn a port, which then stays free.
+  ASSERT_NO_FATAL_FAILURE(start_server());
   int port = server_->port();
   server_->stop();
 
@@ -151,8 +151,7 @@ TEST_F(NatsChannel, ServerAbsentAtOpen_OpenReturnsAtOnceAndConnectsLater) {
   ASSERT_TRUE(server_->start()) << server_->error();
   ASSERT_EQ(server_->port(), port);
   ASSERT_TRUE(eventually([&] { return a_->connected() && b_->connected(); }))
-      << "no connection once the server is up; server log:\n"
-      << server_->log_text();
+      << "no connection once the server is up";
   EXPECT_TRUE(delivered(*a_, "p01", *log_b, "late but there"));
   EXPECT_FALSE(log_b->has_payload("too early")) << "kept for later";
   bool said_connected = false;
@@ -167,7 +166,7 @@ TEST_F(NatsChannel, ServerAbsentAtOpen_OpenReturnsAtOnceAndConnectsLater) {
 // channel opens a new one until the server answers.
 TEST_F(NatsChannel,
        ServerHungAtOpen_OpenReturnsAtOnceAndConnectsOnceItResumes) {
-  start_server();
+  ASSERT_NO_FATAL_FAILURE(start_server());
   server_->pause();
   auto took = open_both_now();
   ASSERT_TRUE(a_ && b_);
@@ -182,29 +181,40 @@ TEST_F(NatsChannel,
 }
 
 TEST_F(NatsChannel, ServerKilled_PublishStaysImmediateAndTheChannelReconnects) {
-  start_server();
-  open_both();
+  ASSERT_NO_FATAL_FAILURE(start_server());
+  ASSERT_NO_FATAL_FAILURE(open_both());
+  // Three reports wait in A's queue when the server dies: once the channel
+  // knows, its thread drops them rather than leave them to cnats for later.
+  georoute::nats_channel_testing::hold_publisher(*a_, true);
+  for (int i = 0; i < 3; ++i)
+    ASSERT_TRUE(a_->publish(subject_of("p01"), "queued before the kill"));
   server_->kill();
   auto worst = slowest_publish(*a_, subject_of("p01"), 20, 400ms);
   EXPECT_LT(worst, 100ms);
   ASSERT_TRUE(eventually([&] { return !a_->connected(); }, 3000ms));
+  auto before = a_->counters();
   EXPECT_FALSE(a_->publish(subject_of("p01"), "while down"));
-  EXPECT_GE(a_->counters().dropped_not_connected, 1u);
+  georoute::nats_channel_testing::hold_publisher(*a_, false);
+  EXPECT_TRUE(eventually([&] {
+    return a_->counters().dropped_not_connected >=
+           before.dropped_not_connected + 1 + 3;
+  })) << "queued reports were not dropped";
+  EXPECT_EQ(a_->counters().published, before.published);
   EXPECT_GE(a_->counters().disconnects, 1u);
 
   ASSERT_TRUE(server_->start()) << server_->error();
   ASSERT_TRUE(eventually([&] { return a_->connected() && b_->connected(); }))
-      << "no reconnect; server log:\n"
-      << server_->log_text();
+      << "no reconnect";
   EXPECT_GE(a_->counters().reconnects, 1u);
   EXPECT_TRUE(delivered(*a_, "p01", *log_b, "after the restart"));
-  EXPECT_FALSE(log_b->has_payload("while down"));
+  for (auto& m : log_b->received())
+    EXPECT_EQ(m.payload, "after the restart") << "sent after the reconnect";
 }
 
 TEST_F(NatsChannel,
        ServerHung_PingsNoticeAndTheChannelReconnectsAfterItResumes) {
-  start_server();
-  open_both();
+  ASSERT_NO_FATAL_FAILURE(start_server());
+  ASSERT_NO_FATAL_FAILURE(open_both());
   server_->pause();
   // Pings every 200 ms, two unanswered end the connection: well within 3 s.
   auto t0 = clock_type::now();
@@ -222,17 +232,16 @@ TEST_F(NatsChannel,
   EXPECT_LT(worst, 100ms) << "publish() waited on the hung server";
   EXPECT_GE(noticed_after, 200ms) << "noticed before a ping could be missed";
   ASSERT_TRUE(eventually([&] { return a_->connected() && b_->connected(); }))
-      << "no reconnect after SIGCONT; server log:\n"
-      << server_->log_text();
+      << "no reconnect after SIGCONT";
   EXPECT_GE(a_->counters().reconnects, 1u);
   EXPECT_TRUE(delivered(*a_, "p01", *log_b, "after the resume"));
 }
 
 TEST_F(NatsChannel, QueueFull_TheNewestIsDroppedAndCounted) {
-  start_server();
+  ASSERT_NO_FATAL_FAILURE(start_server());
   auto a = options("p01");
   a.publish_queue = 8;
-  open_both(a, options("p02"));
+  ASSERT_NO_FATAL_FAILURE(open_both(a, options("p02")));
   georoute::nats_channel_testing::hold_publisher(*a_, true);
   for (int i = 0; i < 8; ++i)
     EXPECT_TRUE(a_->publish(subject_of("p01"), std::to_string(i)));
@@ -251,10 +260,10 @@ TEST_F(NatsChannel, QueueFull_TheNewestIsDroppedAndCounted) {
 }
 
 TEST_F(NatsChannel, OversizedInbound_FlaggedNotCopied) {
-  start_server();
+  ASSERT_NO_FATAL_FAILURE(start_server());
   auto b = options("p02");
   b.max_payload = 1024;
-  open_both(options("p01"), b);
+  ASSERT_NO_FATAL_FAILURE(open_both(options("p01"), b));
   ASSERT_TRUE(a_->publish(subject_of("p01"), std::string(1025, 'x')));
   ASSERT_TRUE(a_->publish(subject_of("p01"), std::string(1024, 'y')));
   ASSERT_TRUE(eventually([&] { return log_b->received().size() == 2; }));
@@ -270,7 +279,7 @@ TEST_F(NatsChannel, OversizedInbound_FlaggedNotCopied) {
 
 TEST_F(NatsChannel,
        SlowHandler_InboundBeyondThePendingLimitIsDroppedAndCounted) {
-  start_server();
+  ASSERT_NO_FATAL_FAILURE(start_server());
   auto b_opts = options("p02");
   b_opts.pending_msgs = 4;
   // B's handler waits at a gate the test holds closed.
@@ -290,6 +299,7 @@ TEST_F(NatsChannel,
   ASSERT_TRUE(ch) << ch.error().what;
   b_ = std::move(*ch);
   a_ = open(options("p01"), log_a);
+  ASSERT_TRUE(a_);
   ASSERT_TRUE(eventually([&] { return a_->connected() && b_->connected(); }));
   for (int i = 0; i < 40; ++i) {
     ASSERT_TRUE(a_->publish(subject_of("p01"), std::to_string(i)));
@@ -309,11 +319,11 @@ TEST_F(NatsChannel,
 }
 
 TEST_F(NatsChannel, DestroyedWhileMessagesArrive_CleanAndSilentAfterwards) {
-  start_server();
+  ASSERT_NO_FATAL_FAILURE(start_server());
   // cnats' threads of a connection are made by the channel's thread and
   // carry its name too.
   auto names = georoute::test::threads_named("georoute.nats");
-  open_both();
+  ASSERT_NO_FATAL_FAILURE(open_both());
   EXPECT_GE(georoute::test::threads_named("georoute.nats"), names + 2);
   // B's handler notes a call that comes after B is gone.
   struct late_check {
@@ -323,8 +333,11 @@ TEST_F(NatsChannel, DestroyedWhileMessagesArrive_CleanAndSilentAfterwards) {
   };
   auto late = std::make_shared<late_check>();
   auto ch = nats_channel::open(options("p02"),
+                               // Slow enough that the destructor comes
+                               // while it runs.
                                [late](nats_inbound) {
                                  ++late->calls;
+                                 std::this_thread::sleep_for(20ms);
                                  if (late->destroyed) ++late->late;
                                },
                                {});
@@ -339,7 +352,7 @@ TEST_F(NatsChannel, DestroyedWhileMessagesArrive_CleanAndSilentAfterwards) {
       std::this_thread::sleep_for(100us);
     }
   }};
-  bool flowing = eventually([&] { return late->calls > 50; });
+  bool flowing = eventually([&] { return late->calls > 5; });
   auto t0 = clock_type::now();
   c.reset();
   auto took = clock_type::now() - t0;
