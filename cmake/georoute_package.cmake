@@ -76,7 +76,11 @@ install(DIRECTORY
   # includes Asio; nothing installed includes them, and a host needs no
   # Boost.
   PATTERN "http1" EXCLUDE
-  PATTERN "io_loop_asio.hpp" EXCLUDE)
+  PATTERN "io_loop_asio.hpp" EXCLUDE
+  # The NATS channel and the fleet's link over it (transport/nats,
+  # actors/nats) are built in the build tree only: their libraries are not
+  # exported yet, so their headers are not installed either.
+  PATTERN "nats" EXCLUDE)
 
 configure_package_config_file(
   ${PROJECT_SOURCE_DIR}/cmake/georouteConfig.cmake.in
