@@ -144,6 +144,7 @@ void note_marks(self_ptr self) {
     if (std::find(st.marked.begin(), st.marked.end(), r) == st.marked.end()) {
       ++st.stats.seen_marks;
       st.reporter->observe(r, fleet_event::marked, now);
+      st.health->local_failure(r, now);
     }
   }
   st.marked = std::move(marked);
@@ -226,6 +227,7 @@ void on_probe(self_ptr self, fl_probe_done& m) {
     // evidence the claim still holds.
     bool waited = m.outcome.error == transport::failure::timeout ||
                   now - m.sent >= st.cfg.probe_timeout;
+    st.health->local_failure(m.region, now);
     st.reporter->observe(m.region,
                          waited ? fleet_event::threshold_wait
                          : m.outcome.error == transport::failure::refused
@@ -269,8 +271,14 @@ void on_tick(self_ptr self, caf::actor_clock::time_point due) {
   }
   st.was_connected = connected;
   note_marks(self);
-  for (auto& out : st.reporter->due(now, wall_ms(), connected))
+  for (auto& out : st.reporter->due(now, wall_ms(), connected)) {
     publish(self, out.region, fleet_payload(out.claim));
+    // This process's own claim is one vote here too: its first-hand
+    // evidence and one peer's make a verdict (k = 2), where its local
+    // failover alone would wait for the read ladder.
+    st.health->receive(st.cfg.reporter, out.region, out.claim, now,
+                       out.claim.ts_ms);
+  }
   evaluate(self);
   probe_due(self);
   auto next = due + st.cfg.tick;
@@ -332,6 +340,10 @@ void on_observed(self_ptr self, const fleet_observations& obs) {
     add(t.refused, fleet_event::refused);
     add(t.errors, fleet_event::error);
     add(t.successes, fleet_event::success);
+    // Within one tally the order is lost: a failure beside successes does
+    // not end their veto (the region answered in this very interval).
+    if (t.threshold_waits + t.breaker_opened + t.refused + t.errors > 0)
+      st.health->local_failure(t.region, now);
     if (t.successes > 0) st.health->local_success(t.region, now);
   }
 }

@@ -21,6 +21,7 @@
 #include "georoute/messages/types.hpp"
 #include "tests/bench/bench_command.hpp"
 #include "tests/drill/drill.hpp"
+#include "tests/drill/fleet_drill.hpp"
 #include "tests/emulator/emulator_main.hpp"
 
 #include <caf/actor_system.hpp>
@@ -120,6 +121,9 @@ int main(int argc, char** argv) {
   // The drill reads the configuration itself, after its own options.
   if (command == "drill")
     return georoute::drill::run_drill_command(std::move(args));
+  // One process of the fleet drill (started by it; not for people).
+  if (command == "fleet-member")
+    return georoute::drill::run_fleet_member(std::move(args));
   if (command == "help" || (!args.empty() && args.front() == "--help")) {
     std::cout << usage;
     return 0;

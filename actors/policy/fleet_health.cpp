@@ -287,6 +287,11 @@ void fleet_health::local_success(std::string_view region,
   local_success_[fleet_region_key(region)] = now;
 }
 
+void fleet_health::local_failure(std::string_view region,
+                                 clock::time_point now) {
+  local_failure_[fleet_region_key(region)] = now;
+}
+
 void fleet_health::probe_succeeded(std::string_view region,
                                    clock::time_point now) {
   auto key = fleet_region_key(region);
@@ -328,7 +333,10 @@ uint32_t fleet_health::votes(std::string_view region,
 
 bool fleet_health::vetoed(const std::string& key, clock::time_point now) const {
   auto it = local_success_.find(key);
-  return it != local_success_.end() && now - it->second <= options_.local_veto;
+  if (it == local_success_.end() || now - it->second > options_.local_veto)
+    return false;
+  auto failed = local_failure_.find(key);
+  return failed == local_failure_.end() || failed->second <= it->second;
 }
 
 void fleet_health::forget_idle(clock::time_point now) {

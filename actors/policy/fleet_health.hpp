@@ -32,9 +32,16 @@
 //   4. A region is judged down by the fleet when at least `min_reporters`
 //      (k, 2 by default) distinct reporters hold a counted "down" claim.
 //      Each reporter is one vote, however often it reports.
+//      The owner hands its own claims in too (under its own id): its
+//      first-hand evidence is one vote, and one peer's agreement makes a
+//      verdict at k = 2, while a process without evidence of its own
+//      needs k peers.
 //   5. The receiver's own normal-latency success on the region within the
 //      last 2 s vetoes the verdict, and lifts one already applied:
-//      first-hand evidence beats hearsay.
+//      first-hand evidence beats hearsay. Only while it is the receiver's
+//      latest word on the region: a failure it saw there since
+//      (`local_failure`) ends the veto, so a region that answered a moment
+//      before it hung is not shielded for 2 s.
 //   6. Never the last region: at most n-1 regions of an account's read list
 //      are demoted at once; when more qualify, the ones with the most votes
 //      go first (then the later in the preference order), and the refusals
@@ -224,6 +231,12 @@ public:
   /// The receiver itself had a normal-latency success on `region`.
   void local_success(std::string_view region, clock::time_point now);
 
+  /// The receiver itself saw `region` fail (a read waited for the hedge
+  /// threshold, an error, a refusal, its breaker or failover gave up on
+  /// it). Newer than its last success there, it ends that success's veto:
+  /// the receiver's own latest word on the region is no longer "healthy".
+  void local_failure(std::string_view region, clock::time_point now);
+
   /// The receiver's own probe of `region` succeeded: a lapsed verdict's
   /// region is restored.
   void probe_succeeded(std::string_view region, clock::time_point now);
@@ -278,6 +291,8 @@ private:
   std::map<std::string, reporter, std::less<>> reporters_;
   /// Region key -> the receiver's last normal-latency success there.
   std::map<std::string, clock::time_point> local_success_;
+  /// Region key -> the receiver's last failure there.
+  std::map<std::string, clock::time_point> local_failure_;
   /// Region key -> its verdict, while the region is demoted.
   std::map<std::string, verdict> verdicts_;
   /// Regions whose verdict the veto or rule 6 is holding back now: each

@@ -3,6 +3,7 @@
 #include "georoute/actors/policy/timeout_ladder.hpp"
 #include "georoute/config/georoute_config.hpp"
 #include "georoute/messages/types.hpp"
+#include "tests/drill/fleet_drill.hpp"
 
 #include <charconv>
 #include <chrono>
@@ -34,6 +35,13 @@ constexpr const char* help_text =
     "  --seed=1              random seed of the workload\n"
     "  --deadline=5s         the callers' request timeout (S6 uses a shorter "
     "one)\n"
+    "  --fleet               instead of the scenarios: the fleet drill "
+    "(region\n"
+    "                        health shared over NATS; own options "
+    "--processes=4..8,\n"
+    "                        --rate=R reads/s per process, --json=F; needs "
+    "libnats\n"
+    "                        and nats-server)\n"
     "  --soak=30min          instead of the scenarios: one soak of that "
     "length,\n"
     "                        random faults (hangs, refusals, resets, 503, "
@@ -245,6 +253,12 @@ result<parsed_command> parse_command(std::vector<std::string> args) {
 }
 
 int run_drill_command(std::vector<std::string> args) {
+  // The fleet drill has processes, a NATS server and options of its own.
+  auto fleet = std::find(args.begin(), args.end(), "--fleet");
+  if (fleet != args.end()) {
+    args.erase(fleet);
+    return run_fleet_drill(std::move(args));
+  }
   auto parsed = parse_command(std::move(args));
   if (!parsed) {
     std::cerr << "georoute drill: " << parsed.error().what << "\n";

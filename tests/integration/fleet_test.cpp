@@ -8,6 +8,13 @@
 // region comes back only after the receiver's own probe.
 
 #include "georoute/actors/fleet.hpp"
+#ifdef GEOROUTE_HAVE_NATS
+#  include "georoute/actors/nats/fleet_link.hpp"
+#  include "georoute/transport/nats/nkey.hpp"
+#  include "georoute/transport/nats/server_config.hpp"
+#  include "tests/transport/nats/nats_server_process.hpp"
+#  include "tests/transport/test_pki.hpp"
+#endif
 #include "tests/integration/engine_fixture.hpp"
 
 #include <atomic>
@@ -79,7 +86,7 @@ protected:
     fleet_settings(settings, "p1");
   }
 
-  static void fleet_settings(config::settings& s, const std::string& rid) {
+  virtual void fleet_settings(config::settings& s, const std::string& rid) {
     s.fleet.enabled = true;
     s.fleet.servers = {"nats://127.0.0.1:4222"}; // not used: the bus is
     s.fleet.fleet = "test";
@@ -87,11 +94,17 @@ protected:
     s.fleet.probe_interval = 200ms;
   }
 
-  void configure_engine(engine_options& eo) override {
-    auto [link, inbox] = bus.join("p1");
-    links["p1"] = link;
+  // The link and inbox of reporter `rid`, into `eo`.
+  virtual void connect(const config::settings&, const std::string& rid,
+                       engine_options& eo) {
+    auto [link, inbox] = bus.join(rid);
+    links[rid] = link;
     eo.fleet = link;
     eo.inbox = inbox;
+  }
+
+  void configure_engine(engine_options& eo) override {
+    connect(settings, "p1", eo);
   }
 
   // Starts another engine of the fleet, reporter `rid`.
@@ -100,10 +113,7 @@ protected:
     fleet_settings(s, rid);
     engine_options eo;
     eo.sweep_after = 500ms;
-    auto [link, inbox] = bus.join(rid);
-    links[rid] = link;
-    eo.fleet = link;
-    eo.inbox = inbox;
+    connect(s, rid, eo);
     auto e = engine::start(*sys, s, eo);
     EXPECT_TRUE(e) << sys->render(e.error());
     auto& ref = peers.emplace(rid, std::move(*e)).first->second;
@@ -215,6 +225,14 @@ TEST_F(Fleet, TwoReportersDemoteTheRegionAtAThird_ItsFirstReadSkipsIt) {
     std::cerr << fleet_of("p1") << "\n"
               << fleet_of("p2") << "\n"
               << fleet_of("p3") << "\n";
+  // p1's own claim is one vote at p1: with p2's it makes a verdict there
+  // too.
+  wait_for(
+      [&] {
+        auto s = ask<fleet_stats>(eng->fleet(), 5s, stats_atom_v);
+        return s && s->demoted == std::vector<std::string>{"West US"};
+      },
+      "p1 to demote West US on its own claim and p2's");
   // p3 never read from West: its first read goes to East, without a wait.
   auto r = read("p3");
   ASSERT_TRUE(r) << sys->render(r.error());
@@ -275,5 +293,101 @@ TEST_F(Fleet, LinkDown_NothingIsSent_ReadsAsWithoutSharing) {
   EXPECT_GT(s->report.dropped_disconnected, 0u);
   EXPECT_EQ(s->published, 0u);
 }
+
+#ifdef GEOROUTE_HAVE_NATS
+
+// The same fleet over a real nats-server: TLS, one NKey user per engine,
+// each allowed to publish on its own subjects only, and the engine's link
+// made by make_nats_fleet_link from the settings, as a host makes it.
+class FleetOverNats : public Fleet {
+protected:
+  std::unique_ptr<georoute::testing::test_pki> pki;
+  std::unique_ptr<georoute::testing::nats_server_process> server;
+  std::map<std::string, nkey_pair> keys;
+  std::map<std::string, nats_fleet> nats_links;
+
+  void SetUp() override {
+    if (georoute::testing::nats_server_path().empty())
+      GTEST_SKIP() << "nats-server not installed";
+    pki = std::make_unique<georoute::testing::test_pki>();
+    std::vector<nats_fleet_user> users;
+    for (const char* rid : {"p1", "p2", "p3"}) {
+      auto k = generate_user_nkey();
+      ASSERT_TRUE(k) << k.error().what;
+      keys[rid] = *k;
+      auto file = pki->dir() + "/" + rid + ".nk";
+      ASSERT_FALSE(write_nkey_seed_file(file, k->seed));
+      users.push_back({rid, k->public_key});
+    }
+    nats_server_config_options so;
+    so.fleet = "test";
+    so.tls_cert_file = pki->server_cert;
+    so.tls_key_file = pki->server_key;
+    so.users = users;
+    server = std::make_unique<georoute::testing::nats_server_process>(
+        pki->dir(), [so](int port) {
+          auto o = so;
+          o.port = port;
+          auto text = nats_server_config(o);
+          return text ? *text : std::string{};
+        });
+    ASSERT_TRUE(server->start()) << server->error();
+    Fleet::SetUp();
+  }
+
+  void TearDown() override {
+    Fleet::TearDown();
+    nats_links.clear(); // after the engines stopped
+    server.reset();
+    pki.reset();
+  }
+
+  void fleet_settings(config::settings& s, const std::string& rid) override {
+    Fleet::fleet_settings(s, rid);
+    s.fleet.servers = {server->url()};
+    s.fleet.nkey = keys[rid].public_key;
+    s.fleet.nkey_seed_file = pki->dir() + "/" + rid + ".nk";
+    s.fleet.ca_file = pki->ca_cert;
+  }
+
+  void connect(const config::settings& s, const std::string& rid,
+               engine_options& eo) override {
+    auto made = make_nats_fleet_link(s);
+    ASSERT_TRUE(made) << made.error().what;
+    eo.fleet = made->link;
+    eo.inbox = made->inbox;
+    nats_links[rid] = std::move(*made);
+  }
+
+  bool all_connected() {
+    for (auto& [rid, l] : nats_links)
+      if (!l.link->connected()) return false;
+    return true;
+  }
+};
+
+TEST_F(FleetOverNats, TwoReportersDemoteTheRegionAtAThird) {
+  ASSERT_TRUE(ask<data_response>(eng->router(), 10s, route_atom_v,
+                                 point(data_op::create, "doc1")));
+  add("p2");
+  add("p3");
+  wait_for([&] { return all_connected(); }, "every link to connect");
+  warm({"p1", "p2", "p3"});
+  ASSERT_TRUE(emu->set_region_state("West US", emulator::region_state::hang));
+  witness("p1");
+  witness("p2");
+  wait_for([&] { return first_read_region("p3") == "East US"; },
+           "p3 to move West US after East US on the fleet's word");
+  auto r = read("p3");
+  ASSERT_TRUE(r) << sys->render(r.error());
+  EXPECT_EQ(first_arm(*r), "East US");
+  EXPECT_EQ(r->diag.hedges, 0u);
+  auto st = ask<fleet_stats>(peers.at("p3").fleet(), 5s, stats_atom_v);
+  ASSERT_TRUE(st);
+  EXPECT_GE(st->health.accepted, 2u) << "claims of p1 and p2, over NATS";
+  EXPECT_EQ(st->dropped_subject, 0u);
+}
+
+#endif
 
 } // namespace

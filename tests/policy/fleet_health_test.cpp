@@ -348,6 +348,31 @@ TEST(FleetHealth, Rule5_ARecentLocalSuccessVetoesAndLiftsAVerdict) {
   EXPECT_EQ(h.counters().verdicts_vetoed, 2u);
 }
 
+// The veto holds only while the success is the receiver's latest word on
+// the region: a failure it saw since ends it; a success after the failure
+// brings it back.
+TEST(FleetHealth, Rule5_AFailureSinceTheSuccessEndsTheVeto) {
+  fleet_health h;
+  h.local_success("East US", t0);
+  h.local_failure("East US", t0 + 500ms);
+  h.receive("a", "East US", down(1), t0 + 1s, wall0);
+  h.receive("b", "East US", down(1, "00000000000000b1"), t0 + 1s, wall0);
+  EXPECT_EQ(h.evaluate(three, false, t0 + 1s).demoted_for_reads.size(), 1u)
+      << "its success came before its own failure";
+  EXPECT_EQ(h.counters().verdicts_vetoed, 0u);
+  // A success after the failure: the veto again, and the verdict lifts.
+  h.local_success("East US", t0 + 1500ms);
+  EXPECT_TRUE(h.evaluate(three, false, t0 + 1500ms).demoted_for_reads.empty());
+  EXPECT_EQ(h.counters().verdicts_vetoed, 1u);
+  // A failure at the very time of the success does not end it (not newer).
+  fleet_health g;
+  g.local_success("East US", t0);
+  g.local_failure("East US", t0);
+  g.receive("a", "East US", down(1), t0, wall0);
+  g.receive("b", "East US", down(1, "00000000000000b1"), t0, wall0);
+  EXPECT_TRUE(g.evaluate(three, false, t0).demoted_for_reads.empty());
+}
+
 // -- rule 6: never the last region --------------------------------------------
 
 TEST(FleetHealth, Rule6_NeverTheLastRegion_MostVotesGoFirst) {
