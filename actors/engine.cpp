@@ -8,14 +8,13 @@
 #include "georoute/actors/internal.hpp"
 #include "georoute/actors/location_cache.hpp"
 #include "georoute/actors/pkrange_cache.hpp"
-#include "georoute/actors/policy/fleet_subject.hpp"
+#include "georoute/actors/policy/hedging.hpp"
 #include "georoute/actors/query_plan.hpp"
 #include "georoute/actors/retry.hpp"
 #include "georoute/actors/router.hpp"
 #include "georoute/config/options.hpp"
 #include "georoute/messages/error.hpp"
 #include "georoute/transport/http_client.hpp"
-#include "georoute/transport/url.hpp"
 
 #include <caf/event_based_actor.hpp>
 #include <caf/scoped_actor.hpp>
@@ -194,11 +193,11 @@ caf::actor handle_of(const engine_wiring& w, part p) {
   return {};
 }
 
-// The hedge threshold as the fleet's rules use it: a read that took this
-// long "waited for the threshold", a probe slower than it failed.
+// The hedge threshold as the fleet's rules use it (the static one, as the
+// hedge of a point read computes it): a read that took this long "waited
+// for the threshold", a probe slower than it failed.
 std::chrono::milliseconds fleet_threshold_of(const config::settings& s) {
-  auto t = s.hedging.threshold.value_or(std::chrono::milliseconds{0});
-  return t.count() > 0 ? t : std::chrono::milliseconds{1000};
+  return static_hedge_threshold(s.hedging, s.http.ladders.partition_failover);
 }
 
 // Spawns `p` wired to the collaborators in `w` and records it there. `me` is
