@@ -66,10 +66,6 @@ namespace georoute {
 
 namespace {
 
-// The region token of the subject that asks peers for their claims: not
-// [a-z0-9] only, so no region's token can be it.
-constexpr const char* sync_token = "_sync";
-
 std::string new_epoch() {
   std::random_device rd;
   std::mt19937_64 gen{(static_cast<uint64_t>(rd()) << 32) ^ rd()};
@@ -124,10 +120,6 @@ std::string region_of_token(const fleet_state& st, const std::string& token) {
   return {};
 }
 
-std::string key_of(const std::string& region) {
-  return fleet_region_key(region);
-}
-
 // A read region this process's own failover newly marked unavailable is
 // first-hand evidence against it (metadata reads, which the router does not
 // see, mark too).
@@ -174,7 +166,7 @@ void send_probe(self_ptr self, const std::string& region) {
   auto& st = self->state;
   auto endpoint = st.table ? st.table->account_read_endpoint(region) : "";
   if (endpoint.empty() || !st.http) return;
-  auto key = key_of(region);
+  auto key = fleet_region_key(region);
   auto now = self->clock().now();
   st.probing[key] = true;
   st.probe_sent[key] = now;
@@ -200,7 +192,7 @@ void probe_due(self_ptr self) {
   auto wanted = st.reporter->claimed();
   wanted.insert(wanted.end(), st.to_probe.begin(), st.to_probe.end());
   for (const auto& region : wanted) {
-    auto key = key_of(region);
+    auto key = fleet_region_key(region);
     if (st.probing[key]) continue;
     auto last = st.probe_sent.find(key);
     if (last != st.probe_sent.end() &&
@@ -212,7 +204,7 @@ void probe_due(self_ptr self) {
 
 void on_probe(self_ptr self, fl_probe_done& m) {
   auto& st = self->state;
-  auto key = key_of(m.region);
+  auto key = fleet_region_key(m.region);
   st.probing[key] = false;
   auto now = now_of(self);
   bool ok = m.outcome.error == transport::failure::none &&
@@ -238,16 +230,9 @@ void on_probe(self_ptr self, fl_probe_done& m) {
   evaluate(self);
 }
 
-// `region`: a region name, or `sync_token` for the ask for claims (which
-// `fleet_subject` would squeeze into a region's token).
-void publish(self_ptr self, const std::string& region,
+void publish(self_ptr self, const std::string& subject,
              const std::string& payload) {
   auto& st = self->state;
-  auto subject = region == sync_token
-                     ? "georoute.h1." + st.cfg.fleet + "." + st.cfg.account +
-                           "." + sync_token + "." + st.cfg.reporter
-                     : fleet_subject(st.cfg.fleet, st.cfg.account, region,
-                                     st.cfg.reporter);
   if (subject.empty()) {
     ++st.stats.publish_refused;
     return;
@@ -267,12 +252,17 @@ void on_tick(self_ptr self, caf::actor_clock::time_point due) {
     // Just connected (at start, or after the link was down): ask the peers
     // for their claims, so this process does not pay for an incident the
     // fleet already knows.
-    publish(self, sync_token, "{}");
+    publish(self,
+            fleet_sync_subject(st.cfg.fleet, st.cfg.account, st.cfg.reporter),
+            "{}");
   }
   st.was_connected = connected;
   note_marks(self);
   for (auto& out : st.reporter->due(now, wall_ms(), connected)) {
-    publish(self, out.region, fleet_payload(out.claim));
+    publish(self,
+            fleet_subject(st.cfg.fleet, st.cfg.account, out.region,
+                          st.cfg.reporter),
+            fleet_payload(out.claim));
     // This process's own claim is one vote here too: its first-hand
     // evidence and one peer's make a verdict (k = 2), where its local
     // failover alone would wait for the read ladder.
@@ -296,7 +286,7 @@ void on_inbound(self_ptr self, fleet_inbound& in) {
     return;
   }
   auto now = now_of(self);
-  if (parts->region == sync_token) {
+  if (parts->region == fleet_sync_token) {
     // The ask takes a token from the asker's bucket: a flood of asks is a
     // flood like any other, and costs at most one report a second per
     // region claimed.

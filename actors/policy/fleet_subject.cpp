@@ -53,6 +53,12 @@ std::string fleet_subject(std::string_view fleet, std::string_view acct,
   return join({fleet, acct, r, rid});
 }
 
+std::string fleet_sync_subject(std::string_view fleet, std::string_view acct,
+                               std::string_view rid) {
+  if (!all_tokens({fleet, acct, rid})) return {};
+  return join({fleet, acct, fleet_sync_token, rid});
+}
+
 std::string fleet_subscription(std::string_view fleet, std::string_view acct) {
   if (!all_tokens({fleet, acct})) return {};
   return join({fleet, acct, ">"});

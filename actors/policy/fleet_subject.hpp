@@ -37,6 +37,16 @@ bool is_fleet_token(std::string_view s);
 std::string fleet_subject(std::string_view fleet, std::string_view acct,
                           std::string_view region, std::string_view rid);
 
+/// The region token of the ask a newcomer sends for its peers' claims. It
+/// holds '_', so no region name's token (`fleet_token`: [a-z0-9]) is it.
+inline constexpr std::string_view fleet_sync_token = "_sync";
+
+/// The subject of that ask: "georoute.h1.<fleet>.<acct>._sync.<rid>"
+/// (within the reporter's publish permission). Empty when a token is not
+/// one.
+std::string fleet_sync_subject(std::string_view fleet, std::string_view acct,
+                               std::string_view rid);
+
 /// What a receiver subscribes to for one account: "georoute.h1.<fleet>.
 /// <acct>.>". Empty when `fleet` or `acct` is not a token.
 std::string fleet_subscription(std::string_view fleet, std::string_view acct);

@@ -164,9 +164,9 @@ fake_location_cache(fake_location_cache_actor::pointer self,
   location_table_options lo;
   lo.default_endpoint = global_ep;
   lo.preferred_regions = {"West US", "East US", "North Europe"};
-  auto table = std::make_shared<const location_table>(
-      location_table{lo}.with_account(three_region_account(),
-                                      self->clock().now()));
+  auto table =
+      std::make_shared<const location_table>(location_table{lo}.with_account(
+          three_region_account(), self->clock().now()));
   location_snapshot snap{table, 1};
   return {
       [](account_atom, const database_account&) {},

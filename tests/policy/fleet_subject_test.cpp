@@ -130,4 +130,17 @@ TEST(ParseFleetSubject, RoundTripsWhatFleetSubjectBuilds) {
 }
 
 } // namespace
+// The newcomer's ask: within the reporter's permission, parsed back with
+// a region token no region name can have.
+TEST(FleetSyncSubject, BuiltParsedAndNeverARegionsToken) {
+  EXPECT_EQ(fleet_sync_subject("f1", "acct", "p01"),
+            "georoute.h1.f1.acct._sync.p01");
+  EXPECT_EQ(fleet_sync_subject("f1", "acct", "P 1"), "");
+  auto parts =
+      parse_fleet_subject(fleet_sync_subject("f1", "acct", "p01"), "f1");
+  ASSERT_TRUE(parts);
+  EXPECT_EQ(parts->region, fleet_sync_token);
+  EXPECT_NE(fleet_token("_sync"), fleet_sync_token);
+}
+
 } // namespace georoute::fleet_subject_test
