@@ -351,7 +351,9 @@ ojson to_json(const scenario_report& s) {
                         {"backend", to_json(b.backend)},
                         {"callers", ojson(b.callers)},
                         {"accepted", ojson(b.accepted)},
-                        {"held", ojson(b.held)}});
+                        {"held", ojson(b.held)},
+                        {"queued", ojson(b.queued)},
+                        {"open", ojson(b.open)}});
   auto memory = ojson::array();
   for (const auto& m : s.memory)
     memory.push_back({{"t_ms", m.t_ms},
@@ -620,6 +622,8 @@ void checker::scenario(const json& s, const std::string& path) {
     // Optional: reports written before them have neither.
     if (b.contains("accepted")) map_of(b, p, "accepted", type::unsigned_int);
     if (b.contains("held")) map_of(b, p, "held", type::unsigned_int);
+    if (b.contains("queued")) map_of(b, p, "queued", type::unsigned_int);
+    if (b.contains("open")) map_of(b, p, "open", type::unsigned_int);
   });
   // Optional: reports written before the memory series have none.
   if (s.contains("memory"))
@@ -641,11 +645,10 @@ void checker::scenario(const json& s, const std::string& path) {
       field(*f, fp, "site", type::string);
       for (const char* k :
            {"pages", "pages_with_documents", "documents", "duplicates",
-            "order_violations", "malformed", "failed_pages",
-            "timed_out_pages", "restarts", "restarts_elsewhere",
-            "pages_discarded", "ranges_at_end", "acknowledged",
-            "acknowledged_missing", "final_documents", "final_never_seen",
-            "final_stale", "phantoms"})
+            "order_violations", "malformed", "failed_pages", "timed_out_pages",
+            "restarts", "restarts_elsewhere", "pages_discarded",
+            "ranges_at_end", "acknowledged", "acknowledged_missing",
+            "final_documents", "final_never_seen", "final_stale", "phantoms"})
         field(*f, fp, k, type::unsigned_int);
       map_of(*f, fp, "served_by", type::unsigned_int);
       field(*f, fp, "caught_up", type::boolean);

@@ -49,6 +49,11 @@ struct timeline_bucket {
   std::map<std::string, uint64_t> accepted{};
   /// Requests held by a hang at the end of this second, per region.
   std::map<std::string, uint64_t> held{};
+  /// At the end of this second, per region: connections the kernel
+  /// completed that the emulator had not accepted yet (its accept queue),
+  /// and connections open.
+  std::map<std::string, uint64_t> queued{};
+  std::map<std::string, uint64_t> open{};
 };
 
 /// The process's memory at one instant of the scenario (drill and engines
@@ -69,7 +74,7 @@ struct memory_point {
 /// The change-feed consumer that ran beside the workload: what it read and
 /// applied, and how that compares with the collection at the end.
 struct feed_report {
-  std::string site; ///< the region of the site it read through (mostly)
+  std::string site;   ///< the region of the site it read through (mostly)
   uint64_t pages = 0; ///< pages applied, caught-up (empty) ones included
   uint64_t pages_with_documents = 0;
   uint64_t documents = 0; ///< documents applied
@@ -89,14 +94,14 @@ struct feed_report {
   uint64_t pages_discarded = 0;    ///< arrived, dropped unapplied by a restart
   /// Pages applied by the region that answered their last read.
   std::map<std::string, uint64_t> served_by;
-  uint32_t ranges_at_end = 0;      ///< cursors the last continuation tracks
-  bool caught_up = false;          ///< the final drain caught up
-  int64_t drain_ms = 0;            ///< how long the final drain took
-  uint64_t acknowledged = 0;       ///< acknowledged writes (documents)
+  uint32_t ranges_at_end = 0;        ///< cursors the last continuation tracks
+  bool caught_up = false;            ///< the final drain caught up
+  int64_t drain_ms = 0;              ///< how long the final drain took
+  uint64_t acknowledged = 0;         ///< acknowledged writes (documents)
   uint64_t acknowledged_missing = 0; ///< never in the feed
-  uint64_t final_documents = 0;    ///< documents the collection holds
-  uint64_t final_never_seen = 0;   ///< never in the feed
-  uint64_t final_stale = 0;        ///< only an older version applied
+  uint64_t final_documents = 0;      ///< documents the collection holds
+  uint64_t final_never_seen = 0;     ///< never in the feed
+  uint64_t final_stale = 0;          ///< only an older version applied
   uint64_t phantoms = 0; ///< applied, but not in the collection at the end
 };
 

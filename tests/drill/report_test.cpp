@@ -42,6 +42,8 @@ scenario_report passing() {
     b.callers = {{"success", 99}, {"timeout", t == 1 ? 1u : 0u}};
     if (t == 1) b.accepted["East US"] = 7;
     if (t == 2) b.held["East US"] = 12;
+    if (t == 2) b.queued["East US"] = 40;
+    if (t == 3) b.open["West US"] = 16;
     s.timeline.push_back(b);
   }
   s.criteria = {{"user-visible failures = 0", "0", true},
@@ -260,6 +262,9 @@ TEST(RenderJson, Fields_UnderTheirStructNames) {
   EXPECT_EQ(s1["timeline"][1]["accepted"]["East US"], 7);
   EXPECT_EQ(s1["timeline"][2]["held"]["East US"], 12);
   EXPECT_TRUE(s1["timeline"][0]["held"].empty());
+  EXPECT_EQ(s1["timeline"][2]["queued"]["East US"], 40);
+  EXPECT_EQ(s1["timeline"][3]["open"]["West US"], 16);
+  EXPECT_TRUE(s1["timeline"][0]["queued"].empty());
   EXPECT_EQ(s1["faults"][1]["label"], "East US recovers");
   EXPECT_EQ(s1["by_kind"]["write"]["timeouts"], 1);
   EXPECT_EQ(s1["criteria"][1]["measured"], "1.23 s");
@@ -320,9 +325,17 @@ TEST(ValidateReportJson, WrongType_Named) {
             }),
             problems{"scenarios[0].timeline[2].held.East US: expected an "
                      "unsigned integer, got number -1"});
+  EXPECT_EQ(after([](json& j) {
+              j["scenarios"][0]["timeline"][2]["queued"]["East US"] = "many";
+            }),
+            problems{"scenarios[0].timeline[2].queued.East US: expected an "
+                     "unsigned integer, got string \"many\""});
   // Reports written before the connection counts had none: still valid.
   EXPECT_TRUE(after([](json& j) {
-                j["scenarios"][0]["timeline"][1].erase("accepted");
+                auto& b = j["scenarios"][0]["timeline"][1];
+                b.erase("accepted");
+                b.erase("queued");
+                b.erase("open");
               }).empty());
 }
 

@@ -414,17 +414,19 @@ void scenario_run::sample_backend() {
     b.counts.shrink_to_fit();
     backend_counts_bytes_ += b.counts.capacity() * sizeof(backend_count);
     last = std::move(now);
-    // Connections accepted and requests held, per region: what tells a
-    // region that stopped taking new connections, or held requests, from
-    // one that answered late.
+    // Connections accepted, queued and open, and requests held, per region:
+    // what tells a region that stopped taking new connections (a queue), or
+    // held requests, from one that answered late, and a client that churns
+    // connections (many accepted, few open) from one that keeps them.
     b.connections.reserve(regions_.size());
     accepted_last.resize(regions_.size(), 0);
     for (size_t r = 0; r < regions_.size(); ++r) {
       auto accepted = emu_->accepted_connections(regions_[r]);
-      auto held = emu_->held_requests(regions_[r]);
-      b.connections.emplace_back(
-          static_cast<uint32_t>(accepted - accepted_last[r]),
-          static_cast<uint32_t>(held));
+      b.connections.push_back(
+          {static_cast<uint32_t>(accepted - accepted_last[r]),
+           static_cast<uint32_t>(emu_->held_requests(regions_[r])),
+           static_cast<uint32_t>(emu_->accept_queue(regions_[r])),
+           static_cast<uint32_t>(emu_->open_connections(regions_[r]))});
       accepted_last[r] = accepted;
     }
     backend_counts_bytes_ +=
@@ -745,9 +747,11 @@ void scenario_run::summarize() {
     for (const auto& c : second.counts)
       b.backend[backend_regions_[c.region]][c.status] = c.count;
     for (size_t r = 0; r < second.connections.size(); ++r) {
-      const auto& [accepted, held] = second.connections[r];
-      if (accepted > 0) b.accepted[regions_[r]] = accepted;
-      if (held > 0) b.held[regions_[r]] = held;
+      const auto& c = second.connections[r];
+      if (c.accepted > 0) b.accepted[regions_[r]] = c.accepted;
+      if (c.held > 0) b.held[regions_[r]] = c.held;
+      if (c.queued > 0) b.queued[regions_[r]] = c.queued;
+      if (c.open > 0) b.open[regions_[r]] = c.open;
     }
     if (second.breaker_opened > 0)
       b.callers["breaker_opened"] = second.breaker_opened;

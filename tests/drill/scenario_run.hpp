@@ -210,8 +210,12 @@ private:
     int64_t t_ms = 0;
     std::vector<backend_count> counts;
     /// Per region (index into regions_): connections the emulator accepted
-    /// in this second, and requests a hang held at its end.
-    std::vector<std::pair<uint32_t, uint32_t>> connections;
+    /// in this second; at its end, requests a hang held, connections
+    /// waiting in the accept queue, and connections open.
+    struct region_connections {
+      uint32_t accepted = 0, held = 0, queued = 0, open = 0;
+    };
+    std::vector<region_connections> connections;
     uint32_t breaker_opened = 0, breaker_closed = 0;
   };
   std::vector<std::string> backend_regions_;

@@ -139,6 +139,12 @@ public:
   uint64_t accepted_connections(const std::string& region) const;
   /// Connections open now, over every server (the global endpoint too).
   uint64_t open_connections() const;
+  /// Connections open now at `region` ("" = the global endpoint).
+  uint64_t open_connections(const std::string& region) const;
+  /// Connections at `region` that the kernel completed and the server has
+  /// not accepted yet: above a handful, the region stopped taking new
+  /// connections while clients kept connecting. 0 while it refuses.
+  uint64_t accept_queue(const std::string& region) const;
 
   emulator(const emulator&) = delete;
   emulator& operator=(const emulator&) = delete;

@@ -28,8 +28,8 @@
 
 #include "tests/emulator/server.hpp"
 
-#include "tests/emulator/emulator.hpp"
 #include "georoute/transport/auth.hpp"
+#include "tests/emulator/emulator.hpp"
 
 #include <algorithm>
 #include <atomic>
@@ -41,9 +41,12 @@
 #include <ctime>
 #include <exception>
 #include <mutex>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <optional>
 #include <pthread.h>
 #include <sstream>
+#include <sys/socket.h>
 #include <thread>
 #include <unordered_map>
 #include <utility>
@@ -175,6 +178,9 @@ public:
   /// Requests held now by a hang (the state or a rule).
   uint64_t held() const { return held_.load(); }
   void add_held(int64_t delta) { held_ += static_cast<uint64_t>(delta); }
+  /// Connections the kernel completed that the listener has not accepted
+  /// yet (its accept queue); 0 while it refuses or cannot be read.
+  uint64_t accept_queue() const;
   /// Sessions alive now (open connections).
   size_t open_sessions() {
     std::lock_guard<std::mutex> guard{mtx_};
@@ -615,6 +621,18 @@ void listener::on_accept(uint64_t gen, error_code ec, socket_type sock) {
     }
   }
   if (s) net::dispatch(s->executor(), [s] { s->start(); });
+}
+
+uint64_t listener::accept_queue() const {
+  std::lock_guard<std::mutex> guard{mtx_};
+  if (!acceptor_.is_open() || state_ == region_state::offline_refuse) return 0;
+  // On a listening socket, Linux reports the accept queue's length as
+  // tcpi_unacked.
+  tcp_info info{};
+  socklen_t len = sizeof(info);
+  auto fd = const_cast<tcp::acceptor&>(acceptor_).native_handle();
+  if (::getsockopt(fd, IPPROTO_TCP, TCP_INFO, &info, &len) != 0) return 0;
+  return info.tcpi_unacked;
 }
 
 void listener::forget(const session* s) {
@@ -1060,6 +1078,18 @@ uint64_t emulator::accepted_connections(const std::string& region) const {
   if (region.empty()) return impl_->global->accepted();
   auto* l = impl_->find(region);
   return l ? l->accepted() : 0;
+}
+
+uint64_t emulator::accept_queue(const std::string& region) const {
+  if (region.empty()) return impl_->global->accept_queue();
+  auto* l = impl_->find(region);
+  return l ? l->accept_queue() : 0;
+}
+
+uint64_t emulator::open_connections(const std::string& region) const {
+  if (region.empty()) return impl_->global->open_sessions();
+  auto* l = impl_->find(region);
+  return l ? l->open_sessions() : 0;
 }
 
 uint64_t emulator::open_connections() const {

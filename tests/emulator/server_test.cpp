@@ -115,6 +115,24 @@ TEST_F(EmulatorServer, KeepAlive_SeveralRequests_OneAcceptedConnection) {
 }
 
 TEST_F(EmulatorServer,
+       PerRegionConnections_OpenCountsTheRegionsOwn_NothingQueuedOnceAccepted) {
+  auto east = emu->open_connections("East US");
+  auto west = emu->open_connections("West US");
+  auto fresh = make_client();
+  auto o = send("GET", emu->endpoint("East US"), "/", {}, {}, 5s, fresh.get());
+  ASSERT_EQ(o.status, 200) << o.error_detail;
+  EXPECT_EQ(emu->open_connections("East US"), east + 1);
+  EXPECT_EQ(emu->open_connections("West US"), west);
+  // Answered, so accepted: the kernel's accept queue is empty again.
+  EXPECT_EQ(emu->accept_queue("East US"), 0u);
+  EXPECT_EQ(emu->accept_queue("Nowhere"), 0u);
+  EXPECT_EQ(emu->open_connections("Nowhere"), 0u);
+  ASSERT_TRUE(emu->set_region_state("East US", region_state::offline_refuse));
+  EXPECT_EQ(emu->accept_queue("East US"), 0u);
+  ASSERT_TRUE(emu->set_region_state("East US", region_state::online));
+}
+
+TEST_F(EmulatorServer,
        OpenConnections_CountsLiveSessions_ZeroAfterTheClientCloses) {
   auto base = emu->open_connections();
   auto fresh = make_client();
