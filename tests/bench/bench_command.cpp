@@ -10,16 +10,37 @@
 #include "tests/engine_loop_choice.hpp"
 
 #include <algorithm>
+#include <arpa/inet.h>
 #include <csignal>
 #include <functional>
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <sys/socket.h>
 #include <thread>
+#include <unistd.h>
 
 namespace georoute::bench {
 
 namespace {
+
+// A loopback port where nothing listens: bound once to learn it, then
+// closed, so connecting there is refused. 1 (never listened on by a test)
+// if no socket could be had.
+int closed_port() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return 1;
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(a);
+  int port = 1;
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0 &&
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0)
+    port = ntohs(a.sin_port);
+  ::close(fd);
+  return port;
+}
 
 using namespace std::chrono_literals;
 
@@ -273,6 +294,26 @@ int run_bench_command(std::vector<std::string> args) {
     return 1;
   }
 
+  // The same engine with fleet health on and its NATS server absent (a
+  // port where nothing listens): what sharing costs the reads when its
+  // channel is dead. A build without libnats skips it and says so.
+  std::unique_ptr<georoute_driver> fleet_down;
+  std::string fleet_down_skip = "skipped (--skip)";
+  if (!o.skipped(fleet_down_client) && !o.skipped("georoute")) {
+    auto fd = d;
+    fd.fleet_server = "nats://127.0.0.1:" + std::to_string(closed_port());
+    auto f = georoute_driver::start(fd);
+    if (!f) {
+      fleet_down_skip = f.error().what;
+    } else if (!(*f)->route_once(read, &err)) {
+      fleet_down_skip = "the first routed read failed: " + err;
+    } else {
+      fleet_down = std::move(*f);
+    }
+    if (!fleet_down)
+      log(std::string{fleet_down_client} + " skipped: " + fleet_down_skip);
+  }
+
   // CAF's default scheduler alone: the same callers against a responder
   // that answers at once, on a system configured as the default mode's.
   std::optional<echo_driver> echo;
@@ -309,8 +350,8 @@ int run_bench_command(std::vector<std::string> args) {
   // Interleaved rounds: every level and client once per round, the client
   // order rotating, so that noise hits all alike.
   const std::vector<std::string> clients{
-      "raw",       "georoute",     default_scheduler_client,
-      echo_client, rep.alt_client, "peer"};
+      "raw",          "georoute", default_scheduler_client, echo_client,
+      rep.alt_client, "peer",     fleet_down_client};
   for (int round = 0; round < o.rounds; ++round) {
     for (auto n : o.in_flight) {
       for (size_t c = 0; c < clients.size(); ++c) {
@@ -321,6 +362,8 @@ int run_bench_command(std::vector<std::string> args) {
             ((client == rep.alt_client || client == default_scheduler_client) &&
              o.skipped("georoute"))) {
           f = skipped_round(client, n, round, "skipped (--skip)");
+        } else if (client == fleet_down_client && !fleet_down) {
+          f = skipped_round(client, n, round, fleet_down_skip);
         } else if (client == "raw") {
           std::unique_ptr<raw_load> load;
           f = timed_round(
@@ -330,10 +373,12 @@ int run_bench_command(std::vector<std::string> args) {
               },
               [&] { load->stop(); });
         } else if (client == "georoute" || client == rep.alt_client ||
-                   client == default_scheduler_client) {
-          auto& engine = client == "georoute"       ? *drv
-                         : client == rep.alt_client ? *alt
-                                                    : *def;
+                   client == default_scheduler_client ||
+                   client == fleet_down_client) {
+          auto& engine = client == "georoute"          ? *drv
+                         : client == rep.alt_client    ? *alt
+                         : client == fleet_down_client ? fleet_down
+                                                       : *def;
           std::unique_ptr<caller_load> load;
           f = timed_round(
               o, n, em,

@@ -20,6 +20,8 @@ const char* const usage =
     "hang, region refusing connections, write-region switch), cold-start\n"
     "metadata amplification, cache memory, resident memory under a\n"
     "sustained load in both scheduling modes, and a change-feed drain.\n"
+    "georoute also runs with hedging the other way round, on CAF's default\n"
+    "scheduler, and with fleet health on and its NATS server absent.\n"
     "\n"
     "options:\n"
     "  --seconds=S            measured window per round (default 3)\n"
@@ -41,7 +43,8 @@ const char* const usage =
     "  --bulk-budget=N        ops a second each range takes in the rows under\n"
     "                         429 (default 2000)\n"
     "  --skip=LIST            any of raw,georoute,caf-echo,peer,failover,\n"
-    "                         cold,memory,accounting,sustain,feed,bulk\n"
+    "                         cold,memory,accounting,sustain,feed,bulk,\n"
+    "                         georoute-fleet-down\n"
     "  --peer-dir=DIR         where npm installs @azure/cosmos (default: in "
     "the\n"
     "                         build tree)\n"
@@ -157,9 +160,10 @@ std::string parse(std::vector<std::string> args, options& o) {
       for (const auto& s : o.skip)
         if (s != "raw" && s != "georoute" && s != "caf-echo" && s != "peer" &&
             s != "failover" && s != "cold" && s != "memory" &&
-            s != "accounting" && s != "sustain" && s != "feed" && s != "bulk")
+            s != "accounting" && s != "sustain" && s != "feed" && s != "bulk" &&
+            s != "georoute-fleet-down")
           return bad("any of raw,georoute,caf-echo,peer,failover,cold,memory,"
-                     "accounting,sustain,feed,bulk");
+                     "accounting,sustain,feed,bulk,georoute-fleet-down");
     } else if (flag == "--peer-dir") {
       if (value.empty()) return bad("a directory");
       o.peer_dir = value;

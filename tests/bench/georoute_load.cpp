@@ -9,6 +9,10 @@
 #include "georoute/transport/http_client.hpp"
 #include "tests/engine_loop_choice.hpp"
 
+#ifdef GEOROUTE_BENCH_NATS
+#  include "georoute/actors/nats/fleet_link.hpp"
+#endif
+
 #include <algorithm>
 #include <atomic>
 #include <caf/all.hpp>
@@ -181,6 +185,10 @@ struct georoute_driver::impl {
   std::shared_ptr<home_thread> home;
   std::shared_ptr<transport::http_client> client;
   std::shared_ptr<counting_port> port;
+  /// With `fleet_server`: kept until the engine stopped (destroying the
+  /// link closes the channel and joins its thread).
+  std::shared_ptr<fleet_link> fleet;
+  std::shared_ptr<fleet_inbox> inbox;
   std::optional<engine> eng;
 
   template <class T, class Handle, class... Ts>
@@ -199,6 +207,8 @@ georoute_driver::georoute_driver() : impl_(std::make_unique<impl>()) {}
 georoute_driver::~georoute_driver() {
   if (impl_->eng) impl_->eng->stop();
   impl_->eng.reset();
+  impl_->fleet.reset(); // after the engine: its channel's thread is joined
+  impl_->inbox.reset();
   impl_->port.reset();
   impl_->client.reset(); // joins the io threads while the system lives
   impl_->home.reset();   // after the client: it drove the client's sockets
@@ -216,6 +226,19 @@ georoute_driver::start(driver_options opts) {
   s.http.max_connections_per_endpoint = opts.connections;
   s.scheduler_threads = opts.scheduler_threads;
   if (opts.hedging) s.hedging.enabled = *opts.hedging;
+  if (!opts.fleet_server.empty()) {
+    s.fleet.enabled = true;
+    s.fleet.servers = {opts.fleet_server};
+    s.fleet.reporter = "bench";
+#ifdef GEOROUTE_BENCH_NATS
+    auto link = make_nats_fleet_link(s);
+    if (!link) return problem{"the fleet's link: " + link.error().what};
+    m.fleet = std::move(link->link);
+    m.inbox = std::move(link->inbox);
+#else
+    return problem{"fleet health needs libnats, which this build lacks"};
+#endif
+  }
   // The system first: on the engine loop the client shares its thread.
   m.cfg =
       std::make_unique<bench_config>(opts.scheduler_threads, opts.engine_loop);
@@ -241,6 +264,8 @@ georoute_driver::start(driver_options opts) {
   eo.http = m.port;
   eo.home = m.home;
   eo.sweep_after = opts.sweep_after;
+  eo.fleet = m.fleet;
+  eo.inbox = m.inbox;
   auto e = engine::start(*m.sys, s, eo);
   if (!e) return problem{"engine::start: " + m.sys->render(e.error())};
   m.eng.emplace(std::move(*e));

@@ -49,6 +49,10 @@ struct driver_options {
   /// On CAF's default scheduler: the router and the client's sockets on a
   /// home thread (actors/home_thread.hpp), as the engine runs by default.
   bool home_thread = true;
+  /// Non-empty: fleet health on, its link a NATS channel to this server
+  /// URL (the bench gives one where nothing listens: the cost of sharing
+  /// with a dead channel). Starting fails in a build without libnats.
+  std::string fleet_server;
 };
 
 /// A running set of callers (see `georoute_driver::start_load`).

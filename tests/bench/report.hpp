@@ -34,6 +34,9 @@ struct ratio_row {
   /// Throughput with hedging on / with it off (nothing slow: the cost of
   /// the machinery); -1 when unknown.
   double hedging_on_over_off = -1;
+  /// Throughput with fleet health on and its server absent / "georoute"
+  /// (sharing off); -1 when unknown.
+  double fleet_down_over_off = -1;
   /// The engine on CAF's default scheduler: throughput over raw and CPU per
   /// read over raw's.
   double default_over_raw = -1;
@@ -68,6 +71,10 @@ constexpr const char* default_scheduler_client = "georoute-caf-sched";
 /// Its baseline: the same callers on a system configured as its own,
 /// asking an actor that answers at once (echo_load.hpp).
 constexpr const char* echo_client = "caf-echo";
+
+/// The engine ("georoute"'s options) with fleet health on and its NATS
+/// server absent: the cost of sharing when the channel is dead.
+constexpr const char* fleet_down_client = "georoute-fleet-down";
 
 struct report {
   std::string command;
