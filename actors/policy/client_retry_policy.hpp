@@ -67,8 +67,7 @@ struct client_retry_options {
   /// so max + 1 failovers happen (121 with the default).
   uint32_t max_failover_retries = 120;
   /// The pause before a failover retry: reads always, writes from the second
-  /// failover on; none after a refused connection while a region of the
-  /// request is still untried (a refusal is a definite answer).
+  /// failover on.
   std::chrono::milliseconds failover_retry_interval{std::chrono::seconds{1}};
   /// 404.1002 retries of a single-master request (the last one carries the
   /// hub-region-only header when hub processing is on).
@@ -220,8 +219,7 @@ private:
   retry_decision endpoint_failover(retry_decision d, const request_facts& f,
                                    bool as_read, bool mark_both, bool force,
                                    bool preferred, bool override_discovery,
-                                   const char* what,
-                                   bool refused = false) const;
+                                   const char* what) const;
   retry_decision session_not_available(retry_decision d,
                                        const request_facts& f) const;
   retry_decision unavailable_endpoint(retry_decision d, const request_facts& f,
