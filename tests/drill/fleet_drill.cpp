@@ -177,13 +177,14 @@ caf::behavior reader(caf::event_based_actor* self, router_actor router,
                             {"hedges", resp.diag.hedges},
                             {"ok", true}});
                 },
-                [=](caf::error&) {
+                [=](caf::error& e) {
                   --log->outstanding;
                   log->add({{"r", sent},
                             {"ms", wall_ms() - sent},
                             {"first", ""},
                             {"hedges", 0},
-                            {"ok", false}});
+                            {"ok", false},
+                            {"err", self->system().render(e)}});
                 });
         self->delayed_send(self, period, fm_tick{});
       },
@@ -480,14 +481,15 @@ member_view view_of(const child& c, const std::vector<json>& lines) {
 }
 
 struct hang_result {
-  int waits_total = 0;       // reads after the hang whose first try was West
-  int waits_before = 0;      // ... before the verdict reached the process
-  int waits_after = 0;       // ... after it
-  int waits_late = 0;        // ... of processes started during the hang
-  int failed = 0;            // reads that failed (caller timeout, error)
-  int64_t all_avoid_ms = -1; // the last first try to West after the hang
-  std::vector<double> delivery_ms;   // k-th claim -> applied, per process
-                                     // that ran when the k-th claim went
+  int waits_total = 0;  // reads after the hang whose first try was West
+  int waits_before = 0; // ... before the verdict reached the process
+  int waits_after = 0;  // ... after it
+  int waits_late = 0;   // ... of processes started during the hang
+  int failed = 0;       // reads that failed (caller timeout, error)
+  std::map<std::string, int> errors; // failed reads by their error's text
+  int64_t all_avoid_ms = -1;       // the last first try to West after the hang
+  std::vector<double> delivery_ms; // k-th claim -> applied, per process
+                                   // that ran when the k-th claim went
   std::vector<double> late_ready_ms; // a late starter: start -> verdict
   int demoted = 0, restored = 0, restored_before_heal = 0;
   std::vector<double> baseline_ms; // reads before the hang
@@ -525,7 +527,10 @@ hang_result run_hang(fleet_world& w, int n, bool sharing) {
   for (const auto& v : views) {
     for (const auto& rd : v.reads) {
       auto sent = rd["r"].get<int64_t>();
-      if (!rd["ok"].get<bool>()) ++r.failed;
+      if (!rd["ok"].get<bool>()) {
+        ++r.failed;
+        ++r.errors[rd.value("err", std::string{"(not recorded)"})];
+      }
       if (sent < hang_at) {
         if (rd["ok"].get<bool>())
           r.baseline_ms.push_back(rd["ms"].get<double>());
@@ -754,6 +759,12 @@ int run_fleet_drill(std::vector<std::string> args) {
   line("  of late starters", std::to_string(off.waits_late),
        std::to_string(on.waits_late));
   line("failed reads", std::to_string(off.failed), std::to_string(on.failed));
+  auto print_errors = [](const char* which, const hang_result& h) {
+    for (const auto& [text, count] : h.errors)
+      std::printf("    %s: %d x %s\n", which, count, text.c_str());
+  };
+  print_errors("off", off);
+  print_errors("on", on);
   line("all avoid West US after (ms)", std::to_string(off.all_avoid_ms),
        std::to_string(on.all_avoid_ms));
   line("processes demoting West US", std::to_string(off.demoted),
