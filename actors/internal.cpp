@@ -43,6 +43,7 @@ attempt_result attempt_result_of(const transport::outcome& o) {
   r.transport_failure = o.error != transport::failure::none;
   r.timed_out = o.error == transport::failure::timeout;
   r.request_sent = o.request_sent;
+  r.refused = o.error == transport::failure::refused;
   r.status = o.status;
   r.substatus = o.substatus;
   r.retry_after_ms = o.retry_after_ms;

@@ -485,7 +485,8 @@ std::vector<option> build_table() {
   t.push_back(duration(g, "failover-retry-interval",
                        GEOROUTE_FIELD(retry.failover_retry_interval),
                        milliseconds{0}, seconds{60},
-                       "pause before a failover"));
+                       "pause before a failover (none after a refused "
+                       "connection while a region is untried)"));
   t.push_back(integer(g, "throttle-retries",
                       GEOROUTE_FIELD(retry.throttle_retries), 0, 1000,
                       "429 retries"));

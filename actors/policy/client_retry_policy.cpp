@@ -76,8 +76,9 @@ retry_decision client_retry_policy::evaluate(const failure_signal& s,
   auto decide = [&]() -> retry_decision {
     switch (s.what) {
     case failure_signal::kind::connection_failure:
-      return endpoint_failover(d, f, f.is_read, true, false, true, false,
-                               "connection failure");
+      return endpoint_failover(
+          d, f, f.is_read, true, false, true, false,
+          s.refused ? "connection refused" : "connection failure", s.refused);
     case failure_signal::kind::timeout:
       if (f.is_multi_master_write() && !f.endpoint.empty()) {
         // A write that timed out may have been applied: it is not retried.
@@ -186,7 +187,7 @@ retry_decision
 client_retry_policy::endpoint_failover(retry_decision d, const request_facts& f,
                                        bool as_read, bool mark_both, bool force,
                                        bool preferred, bool override_discovery,
-                                       const char* what) const {
+                                       const char* what, bool refused) const {
   std::string why = what;
   if (counters_.failover > options_.max_failover_retries) {
     d.reason = why + ": not retried, " + std::to_string(counters_.failover) +
@@ -204,8 +205,13 @@ client_retry_policy::endpoint_failover(retry_decision d, const request_facts& f,
     d.mark_write = !as_read || mark_both;
   }
   // Writes: the first failover goes at once (the other write region may
-  // take it), later ones wait like reads.
+  // take it), later ones wait like reads. A refused connection is a
+  // definite answer (the region is not serving, nothing was sent): the
+  // next region is tried at once, as long as one of the request's regions
+  // is still untried; once they all were, the pause is back, so that a
+  // client whose every region refuses (its own network down) does not spin.
   bool wait = as_read || d.next.failover > 1;
+  if (refused && d.next.failover < f.applicable_endpoint_count) wait = false;
   d.delay = wait ? options_.failover_retry_interval : milliseconds{0};
   d.refresh_account = true;
   d.force_refresh = force;

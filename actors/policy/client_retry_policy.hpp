@@ -67,7 +67,8 @@ struct client_retry_options {
   /// so max + 1 failovers happen (121 with the default).
   uint32_t max_failover_retries = 120;
   /// The pause before a failover retry: reads always, writes from the second
-  /// failover on.
+  /// failover on; none after a refused connection while a region of the
+  /// request is still untried (a refusal is a definite answer).
   std::chrono::milliseconds failover_retry_interval{std::chrono::seconds{1}};
   /// 404.1002 retries of a single-master request (the last one carries the
   /// hub-region-only header when hub processing is on).
@@ -219,7 +220,8 @@ private:
   retry_decision endpoint_failover(retry_decision d, const request_facts& f,
                                    bool as_read, bool mark_both, bool force,
                                    bool preferred, bool override_discovery,
-                                   const char* what) const;
+                                   const char* what,
+                                   bool refused = false) const;
   retry_decision session_not_available(retry_decision d,
                                        const request_facts& f) const;
   retry_decision unavailable_endpoint(retry_decision d, const request_facts& f,

@@ -15,7 +15,7 @@ failure_signal signal_for(const attempt_failure& f,
                                 : failure_signal::timed_out();
   if (f.transport_failure)
     return f.request_sent ? failure_signal::lost_after_send()
-                          : failure_signal::connection();
+                          : failure_signal::connection(f.refused);
   return failure_signal::http(f.status, f.substatus, f.retry_after_ms);
 }
 

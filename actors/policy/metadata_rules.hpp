@@ -42,6 +42,9 @@ struct attempt_failure {
   /// With `transport_failure`: the request had (maybe) reached the server
   /// (`transport::outcome::request_sent`).
   bool request_sent = false;
+  /// With `transport_failure`: the server refused the connection. Nothing
+  /// was sent, and the region's answer is definite: it is not serving.
+  bool refused = false;
 };
 
 /// The signal the retry policy sees for `f`, once the ladder has given up

@@ -33,9 +33,12 @@ struct failure_signal {
   int substatus = 0;
   /// x-ms-retry-after-ms; negative when absent or unparsable.
   int64_t retry_after_ms = -1;
+  /// With `connection_failure`: the server refused the connection (a
+  /// definite answer; nothing was sent).
+  bool refused = false;
 
-  static failure_signal connection() {
-    return {kind::connection_failure, 0, 0, -1};
+  static failure_signal connection(bool refused = false) {
+    return {kind::connection_failure, 0, 0, -1, refused};
   }
   static failure_signal http(int status, int substatus = 0,
                              int64_t retry_after_ms = -1) {

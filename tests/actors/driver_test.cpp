@@ -325,7 +325,9 @@ TEST_F(Driver, Refresh_TheNextAttemptWaitsForIt) {
   refreshes->hold = true;
   start<end_kind::hard>();
   auto h = go(60s);
-  answer(0, transport_failure(transport::failure::refused));
+  // A reset before the request went out: it keeps the failover pause
+  // (a refused connection goes on at once).
+  answer(0, transport_failure(transport::failure::reset));
   EXPECT_EQ(refreshes->total(), 1);
   advance(5s);
   EXPECT_EQ(http->count(), 1u) << "went on without the refresh";

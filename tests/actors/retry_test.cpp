@@ -271,7 +271,8 @@ TEST_F(Retry, DeadlineTripsDuringAttempt_BeforeAnyFinished_IsADeadlineError) {
 TEST_F(Retry, DeadlineTripsDuringBackoff_ReportsLastUnderlyingFailure) {
   // Connection failures fail over with a pause of 20 s (reads): attempt 1 at
   // 0 s, attempt 2 at 20 s, the deadline at 30 s falls into the second
-  // pause. Nothing refuses: the policy would retry 120 times.
+  // pause. Nothing refuses: the policy would retry 120 times. (Resets before
+  // the request went out: a refused connection would go on at once.)
   retry_config cfg;
   cfg.hard_deadline = 30s;
   cfg.client.failover_retry_interval = 20s;
@@ -279,11 +280,11 @@ TEST_F(Retry, DeadlineTripsDuringBackoff_ReportsLastUnderlyingFailure) {
   auto h =
       self->request(retry, caf::infinite, execute_atom_v, read_collection());
   run();
-  answer(transport_failure(transport::failure::refused));
+  answer(transport_failure(transport::failure::reset));
   advance(20s);
   ASSERT_EQ(http->count(), 2u);
   EXPECT_EQ(last_endpoint(), east_ep); // West is marked
-  answer(transport_failure(transport::failure::refused));
+  answer(transport_failure(transport::failure::reset));
   advance(9s);
   EXPECT_TRUE(self->mailbox().empty()) << "answered before the deadline";
   advance(1s); // t = 30 s, in the middle of the second pause
@@ -291,9 +292,9 @@ TEST_F(Retry, DeadlineTripsDuringBackoff_ReportsLastUnderlyingFailure) {
       self, h,
       [](transport::outcome&) { ADD_FAILURE() << "expected an error"; },
       [](caf::error& e) {
-        EXPECT_EQ(code_of(e), errc::connection_refused);
+        EXPECT_EQ(code_of(e), errc::connection_reset);
         auto text = context_of(e);
-        EXPECT_NE(text.find("refused (injected refused) from East US"),
+        EXPECT_NE(text.find("reset (injected reset) from East US"),
                   std::string::npos)
             << text;
         EXPECT_NE(text.find("after 2 attempts"), std::string::npos) << text;
@@ -526,7 +527,9 @@ TEST_F(Retry, NoEndpointManager_NoRefreshCounted_TheDecisionCompletes) {
   auto h =
       self->request(retry, caf::infinite, execute_atom_v, read_collection());
   run();
-  answer(transport_failure(transport::failure::refused));
+  // A reset before the request went out: it keeps the failover pause
+  // (a refused connection goes on at once).
+  answer(transport_failure(transport::failure::reset));
   auto s = stats();
   EXPECT_EQ(s.marks, 1u);
   EXPECT_EQ(s.refreshes, 0u);
@@ -658,7 +661,9 @@ TEST_F(Retry, EndpointManagerDownDuringTheRefresh_GoesOnAfterThePause) {
   auto h =
       self->request(retry, caf::infinite, execute_atom_v, read_collection());
   run();
-  answer(transport_failure(transport::failure::refused));
+  // A reset before the request went out: it keeps the failover pause
+  // (a refused connection goes on at once).
+  answer(transport_failure(transport::failure::reset));
   EXPECT_EQ(refreshes->total(), 1);
   advance(5s);
   EXPECT_EQ(http->count(), 1u) << "went on without the refresh";

@@ -310,13 +310,14 @@ TEST_F(Router, BudgetSpentDuringAnAttempt_ItsDecisionRuns_NoNewAttempt) {
 }
 
 // The budget ends while the next attempt waits out the failover pause: the
-// operation ends at once, and the pending attempt never goes.
+// operation ends at once, and the pending attempt never goes. (A reset
+// before the request went out: a refused connection would go on at once.)
 TEST_F(Router, BudgetSpentDuringTheFailoverPause_EndsAtOnce_NoNewAttempt) {
   start();
   auto req = read_doc();
   req.options.budget = 500ms;
   auto h = route(req);
-  answer(0, transport_failure(transport::failure::refused));
+  answer(0, transport_failure(transport::failure::reset));
   EXPECT_EQ(stats().marks, 1u);
   EXPECT_EQ(http->count(), 1u) << "no failover pause";
   EXPECT_TRUE(self->mailbox().empty());
@@ -324,7 +325,7 @@ TEST_F(Router, BudgetSpentDuringTheFailoverPause_EndsAtOnce_NoNewAttempt) {
   receive_now(
       self, h, [](data_response&) { ADD_FAILURE() << "expected an error"; },
       [](caf::error& e) {
-        EXPECT_EQ(code_of(e), errc::connection_refused);
+        EXPECT_EQ(code_of(e), errc::connection_reset);
         EXPECT_NE(context_of(e).find("operation budget of 500ms spent"),
                   std::string::npos)
             << context_of(e);
@@ -663,7 +664,9 @@ TEST_F(Router, Breaker_OpenProbeReopenHalfOpenClosed) {
 TEST_F(Router, NoEndpointManager_NoRefreshCounted_TheDecisionCompletes) {
   start({}, three_region_account(), false);
   auto h = route(read_doc());
-  answer(0, transport_failure(transport::failure::refused));
+  // A reset before the request went out: it keeps the failover pause
+  // (a refused connection goes on at once).
+  answer(0, transport_failure(transport::failure::reset));
   auto s = stats();
   EXPECT_EQ(s.marks, 1u);
   EXPECT_EQ(s.refreshes, 0u);
@@ -923,7 +926,9 @@ TEST_F(Router, EndpointManagerDownDuringTheRefresh_GoesOnAfterThePause) {
   refreshes->hold = true;
   start();
   auto h = route(read_doc());
-  answer(0, transport_failure(transport::failure::refused));
+  // A reset before the request went out: it keeps the failover pause
+  // (a refused connection goes on at once).
+  answer(0, transport_failure(transport::failure::reset));
   EXPECT_EQ(refreshes->total(), 1);
   advance(5s);
   EXPECT_EQ(http->count(), 1u) << "went on without the refresh";

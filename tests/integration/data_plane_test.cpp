@@ -8,6 +8,7 @@
 #include "tests/integration/engine_fixture.hpp"
 
 #include <nlohmann/json.hpp>
+#include <optional>
 
 namespace {
 
@@ -20,8 +21,14 @@ protected:
   /// Read preference for a test that restarts with `restart()`.
   std::vector<std::string> preferred;
 
+  /// The pause before a failover retry, for a test that restarts with
+  /// `restart()` (the fixture's is 50 ms).
+  std::optional<std::chrono::milliseconds> failover_pause;
+
   void configure() override {
     if (!preferred.empty()) settings.location.preferred_regions = preferred;
+    if (failover_pause)
+      settings.retry.failover_retry_interval = *failover_pause;
   }
 
   void restart() {
@@ -193,6 +200,27 @@ TEST_F(DataPlane, RegionRefuses_ReadFailsOver_MarksIt_NextRequestAvoidsIt) {
   auto again = route(read);
   ASSERT_TRUE(again);
   EXPECT_EQ(regions_of(again->diag), std::vector<std::string>{"East US 200"});
+}
+
+// A refusal is a definite answer: the next region is tried at once, without
+// the failover pause. The pause here is a minute, so a read that waited for
+// it would outlast the request's 10 s timeout; the same test with a reset
+// (not a refusal) keeps the pause (ClientRetryPolicy tests).
+TEST_F(DataPlane, RegionRefuses_NextRegionAtOnce_NotAfterTheFailoverPause) {
+  failover_pause = std::chrono::minutes{1};
+  restart();
+  create("doc1");
+  ASSERT_TRUE(
+      emu->set_region_state("West US", emulator::region_state::offline_refuse));
+  auto read = point(data_op::read, "doc1");
+  read.options.hedge = 0;
+  auto r = route(read, 10s);
+  ASSERT_TRUE(r) << sys->render(r.error());
+  ASSERT_EQ(regions_of(r->diag),
+            (std::vector<std::string>{"West US 0 refused", "East US 200"}));
+  EXPECT_NE(r->diag.attempts[0].retry_reason.find("connection refused"),
+            std::string::npos)
+      << r->diag.attempts[0].retry_reason;
 }
 
 TEST_F(DataPlane, ReadGets503_OneCrossRegionRetry) {

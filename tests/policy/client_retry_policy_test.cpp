@@ -60,6 +60,16 @@ std::vector<decision_row> decision_rows() {
        with(read_facts(), [](auto& f) { f.endpoint.clear(); }),
        fs::connection(),
        {true, 1000ms, 0, true, false, false, false, true, false}},
+      // A refused connection: the same failover, without the pause (the
+      // region's answer is definite and nothing was sent).
+      {"ConnectionRefused_Read_MarksBothRetriesAtOnce",
+       read_facts(),
+       fs::connection(true),
+       {true, 0ms, 0, true, false, true, true, true, false}},
+      {"ConnectionRefused_OneRegionRequest_Pauses",
+       with(read_facts(), [](auto& f) { f.applicable_endpoint_count = 1; }),
+       fs::connection(true),
+       {true, 1000ms, 0, true, false, true, true, true, false}},
       // 403.3
       {"WriteForbidden_SingleMasterWrite_MarkWriteForceRefreshFlip",
        single_write_facts(),
@@ -280,6 +290,39 @@ TEST(ClientRetryPolicy, EndpointFailover_121Allowed_122ndRefused) {
   EXPECT_FALSE(d.refresh_account);
   EXPECT_TRUE(d.mark_endpoint.empty());
   EXPECT_EQ(policy.counters().failover, 121u);
+}
+
+// Refused connections go on at once while a region of the request is still
+// untried (three here: two failovers), then pause as any failover does: a
+// client whose every region refuses (its own network down) does not spin.
+// Other connection failures (a reset before the request went out, DNS, TLS)
+// keep the pause.
+TEST(ClientRetryPolicy, ConnectionRefused_AtOnceUntilEveryRegionWasTried) {
+  client_retry_policy policy;
+  std::vector<int64_t> delays;
+  for (int i = 0; i < 4; ++i) {
+    auto d = policy.on_failure(failure_signal::connection(true), read_facts());
+    ASSERT_TRUE(d.retry);
+    EXPECT_EQ(d.mark_endpoint, east);
+    EXPECT_NE(d.reason.find("connection refused"), std::string::npos)
+        << d.reason;
+    delays.push_back(d.delay.count());
+  }
+  EXPECT_EQ(delays, (std::vector<int64_t>{0, 0, 1000, 1000}));
+  client_retry_policy writes;
+  auto w1 =
+      writes.on_failure(failure_signal::connection(true), single_write_facts());
+  auto w2 =
+      writes.on_failure(failure_signal::connection(true), single_write_facts());
+  auto w3 =
+      writes.on_failure(failure_signal::connection(true), single_write_facts());
+  EXPECT_EQ(w1.delay.count(), 0);
+  EXPECT_EQ(w2.delay.count(), 0) << "a write's second failover, refused";
+  EXPECT_EQ(w3.delay.count(), 1000);
+  client_retry_policy other;
+  EXPECT_EQ(other.on_failure(failure_signal::connection(), read_facts())
+                .delay.count(),
+            1000);
 }
 
 TEST(ClientRetryPolicy, EndpointFailover_CustomBudget_MaxPlusOne) {

@@ -96,13 +96,14 @@ void expect_signal(const failure_signal& got, const failure_signal& want,
   EXPECT_EQ(got.status, want.status) << name;
   EXPECT_EQ(got.substatus, want.substatus) << name;
   EXPECT_EQ(got.retry_after_ms, want.retry_after_ms) << name;
+  EXPECT_EQ(got.refused, want.refused) << name;
 }
 
 TEST(SignalFor, Table) {
-  // The transport's failure kind (refused, reset, dns, tls, protocol,
-  // body_too_large) does not reach attempt_failure: all of them are
-  // `transport_failure` without `timed_out`, so one row covers them, and
-  // one more with `request_sent`.
+  // Of the transport's failure kinds only a refusal reaches
+  // attempt_failure (`refused`); reset, dns, tls, protocol and
+  // body_too_large are `transport_failure` without `timed_out`, so one row
+  // covers them, and one more with `request_sent`.
   const signal_row rows[] = {
       {"Timeout_RegionSilent_Connection",
        {true, true},
@@ -124,6 +125,14 @@ TEST(SignalFor, Table) {
        {true, false},
        {},
        failure_signal::connection()},
+      {"Refused_NotSilent_ConnectionRefused",
+       {true, false, 0, 0, -1, false, true},
+       {},
+       failure_signal::connection(true)},
+      {"Refused_Timeout_TimedOutWins",
+       {true, true, 0, 0, -1, false, true},
+       {},
+       failure_signal::timed_out()},
       {"TransportFailure_RequestSent_LostAfterSend",
        {true, false, 0, 0, -1, true},
        {},
