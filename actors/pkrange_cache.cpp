@@ -59,6 +59,9 @@ struct load {
   uint64_t id = 0;
   map_ptr base;     ///< the map the refresh starts from; null for a cold load
   std::string etag; ///< the next If-None-Match
+  /// The endpoint that served the last page: the next page starts there
+  /// (`metadata_request::start_endpoint`).
+  std::string endpoint;
   range_list ranges;
   uint32_t pages = 0;
   std::vector<waiter> waiters;
@@ -88,9 +91,10 @@ caf::error not_a_rid(const std::string& rid) {
 }
 
 metadata_request page_request(const std::string& path, const std::string& etag,
-                              bool first_page) {
+                              bool first_page, std::string start_endpoint) {
   metadata_request req;
   req.first_page = first_page;
+  req.start_endpoint = std::move(start_endpoint);
   req.method = "GET";
   req.path = path;
   req.headers = {{"a-im", "Incremental Feed"}, {"x-ms-max-item-count", "-1"}};
@@ -204,6 +208,7 @@ void on_page(self_ptr self, const std::string& rid, const std::string& path,
   for (auto& r : page->ranges)
     l->ranges.push_back(std::move(r));
   l->etag = page->etag;
+  l->endpoint = o.endpoint;
   if (l->pages >= self->state.cfg.max_pages) {
     finish(self, rid, id,
            make_error(errc::protocol_violation, where + ": no 304 after " +
@@ -223,7 +228,7 @@ void request_page(self_ptr self, const std::string& rid,
   // `caf::infinite`: no caller's timeout reaches the load; the load's own
   // deadline bounds all its pages together.
   self->request(self->state.retry, caf::infinite, execute_atom_v,
-                page_request(path, l->etag, l->pages == 1))
+                page_request(path, l->etag, l->pages == 1, l->endpoint))
       .then([=](transport::outcome& o) { on_page(self, rid, path, id, o); },
             [=](caf::error& e) { finish(self, rid, id, std::move(e)); });
 }

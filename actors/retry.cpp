@@ -206,10 +206,11 @@ attempt_loop make_loop(const retry_state& st, const metadata_request& req) {
   loop_environment env;
   env.client = st.cfg.client;
   env.attempt_cap = st.cfg.attempt_cap;
-  return attempt_loop{metadata_loop(req.kind, req.op, req.policy,
-                                    !req.collection_name.empty(),
-                                    excluded_for(st, req), env),
-                      st.cfg.ladders};
+  auto cfg =
+      metadata_loop(req.kind, req.op, req.policy, !req.collection_name.empty(),
+                    excluded_for(st, req), env);
+  cfg.start_endpoint = req.start_endpoint;
+  return attempt_loop{std::move(cfg), st.cfg.ladders};
 }
 
 transport::request metadata_plane::wire(const metadata_request& r,

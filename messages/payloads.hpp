@@ -76,6 +76,12 @@ struct metadata_request {
   /// The first page of a feed (every non-feed request is one): only the
   /// first page of the pkranges feed may be hedged to a second region.
   bool first_page = true;
+  /// The endpoint the first attempt goes to while its region may take the
+  /// request (not excluded, not marked unavailable); empty: the loop's
+  /// choice. A later page of a feed starts where the page before was
+  /// served: its continuation came from there, and when a hedge served it,
+  /// the preferred region just proved slow.
+  std::string start_endpoint;
 };
 
 /// A document-level request for the request router.
@@ -592,7 +598,8 @@ typename Inspector::result_type inspect(Inspector& f, fleet_demotion& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, metadata_request& x) {
   return f(x.method, x.path, x.headers, x.body, x.kind, x.op, x.collection_name,
-           x.policy, x.rid_based, x.excluded_regions, x.first_page);
+           x.policy, x.rid_based, x.excluded_regions, x.first_page,
+           x.start_endpoint);
 }
 
 template <class Inspector>

@@ -53,6 +53,30 @@ void attempt_loop::make_policy(const location_table& table) {
     policy_.emplace(client_retry_policy{cfg_.client});
 }
 
+std::string attempt_loop::applicable_start(const location_table& table,
+                                           const resolve_input& in,
+                                           policy_time now) const {
+  bool fell_back = false;
+  std::vector<std::string> scratch;
+  const auto& eps =
+      table.applicable_ref(in.op, in.excluded_regions, now, fell_back, scratch);
+  if (fell_back) return {}; // every region is down: the policy's choice
+  auto wanted = normalize_endpoint(cfg_.start_endpoint);
+  for (const auto& ep : eps) {
+    if (normalize_endpoint(ep) != wanted) continue;
+    // Unavailable endpoints are listed too, after the others: a mark or a
+    // fleet demotion since the page before outweighs where it was served.
+    if (table.is_unavailable(ep, in.op, now)) return {};
+    if (in.op == op_kind::read) {
+      auto region = table.region_of(ep);
+      for (const auto& r : table.fleet_demoted_reads())
+        if (same_region(r, region)) return {};
+    }
+    return ep;
+  }
+  return {};
+}
+
 result<attempt_plan> attempt_loop::next_attempt(const location_table& table,
                                                 policy_time now) {
   if (attempts_ >= cfg_.attempt_cap)
@@ -65,7 +89,10 @@ result<attempt_plan> attempt_loop::next_attempt(const location_table& table,
   in.excluded_regions = cfg_.excluded_regions;
   in = std::visit([&](const auto& p) { return p.route(std::move(in)); },
                   *policy_);
-  if (pinned_) in.pinned_endpoint = endpoint_;
+  if (pinned_)
+    in.pinned_endpoint = endpoint_;
+  else if (attempts_ == 0 && !cfg_.start_endpoint.empty())
+    in.pinned_endpoint = applicable_start(table, in, now);
   attempt_plan plan;
   // Per-partition failover: the range's writes go where the service moved
   // them, and so does a read's hub retry (its hub is that region). The

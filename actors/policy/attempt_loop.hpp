@@ -105,6 +105,10 @@ struct attempt_loop_config {
   uint32_t attempt_cap = 200;
   /// Regions excluded for this operation (engine-wide and its own).
   std::vector<std::string> excluded_regions;
+  /// The first attempt goes to this endpoint if it is among the applicable
+  /// ones for the request then; empty: the policy's choice (see
+  /// `metadata_request::start_endpoint`).
+  std::string start_endpoint;
   client_retry_options client;
   /// The per-partition circuit breaker: owned by the caller, it must
   /// outlive the loop; null: none (metadata, or switched off). Consulted
@@ -270,6 +274,10 @@ private:
 
   const timeout_ladder& ladder() const { return *choice_.ladder; }
   void make_policy(const location_table& table);
+  /// `cfg_.start_endpoint` as the table spells it, if the request may use
+  /// it now (applicable, not a fallback); empty otherwise.
+  std::string applicable_start(const location_table& table,
+                               const resolve_input& in, policy_time now) const;
   loop_step decide(const attempt_result& r, const location_table& table,
                    policy_time now, bool budget_spent,
                    const ladder_decision& ladder);

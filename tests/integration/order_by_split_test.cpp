@@ -33,7 +33,7 @@ struct split_case {
   stage when = stage::before_first_page;
 };
 
-std::string case_name(const testing::TestParamInfo<split_case>& info) {
+std::string case_name(const ::testing::TestParamInfo<split_case>& info) {
   const auto& c = info.param;
   std::string name = c.descending ? "Desc" : "Asc";
   name += c.filtered ? "_Where" : "_All";
@@ -50,7 +50,7 @@ std::string case_name(const testing::TestParamInfo<split_case>& info) {
 
 // Names the case in failure messages instead of its bytes.
 void PrintTo(const split_case& c, std::ostream* os) {
-  *os << case_name(testing::TestParamInfo<split_case>(c, 0));
+  *os << case_name(::testing::TestParamInfo<split_case>(c, 0));
 }
 
 /// One document of the data set: distinct scores (a permutation of
@@ -68,7 +68,7 @@ doc doc_at(int i) {
 }
 
 class OrderBySplit : public engine_test,
-                     public testing::WithParamInterface<split_case> {
+                     public ::testing::WithParamInterface<split_case> {
 protected:
   void SetUp() override {
     engine_test::SetUp();
@@ -194,7 +194,7 @@ std::vector<split_case> all_cases() {
   return out;
 }
 
-INSTANTIATE_TEST_SUITE_P(Matrix, OrderBySplit, testing::ValuesIn(all_cases()),
+INSTANTIATE_TEST_SUITE_P(Matrix, OrderBySplit, ::testing::ValuesIn(all_cases()),
                          case_name);
 
 } // namespace

@@ -308,6 +308,62 @@ TEST(AttemptLoop, PartitionRangePolicy_HopsRegionsWithoutMarks) {
   EXPECT_EQ(loop.next_attempt(t, t0)->endpoint, west);
 }
 
+// A later page of the pkranges feed starts where the page before was
+// served (a hedge in the second region, say); its ladder then stays there,
+// and a failure moves on as the policy says.
+TEST(AttemptLoop, StartEndpoint_FirstAttemptGoesThere_LadderStaysThere) {
+  auto t = fixture();
+  auto c = metadata(loop_policy::partition_range);
+  c.kind = request_kind::pkranges_read;
+  c.start_endpoint = west;
+  attempt_loop loop{c, ladders};
+  auto p = loop.next_attempt(t, t0);
+  ASSERT_TRUE(p);
+  EXPECT_EQ(p->endpoint, west);
+  EXPECT_EQ(p->region, "West US");
+  EXPECT_EQ(loop.on_result(timed_out(), t, t0, false).next, loop_next::attempt);
+  EXPECT_EQ(loop.next_attempt(t, t0)->endpoint, west) << "the ladder's step";
+  // A definite answer to move on: the policy's hop, not the start again.
+  attempt_loop other{c, ladders};
+  ASSERT_EQ(other.next_attempt(t, t0)->endpoint, west);
+  EXPECT_EQ(other.on_result(status(503), t, t0, false).next,
+            loop_next::attempt);
+  EXPECT_NE(other.next_attempt(t, t0)->endpoint, west);
+}
+
+// The start endpoint is a preference, not an override: a region the
+// request may not use now (marked unavailable, excluded, unknown) is passed
+// over for the policy's own choice.
+TEST(AttemptLoop, StartEndpoint_UnusableRegion_PolicyChooses) {
+  auto c = metadata(loop_policy::partition_range);
+  c.kind = request_kind::pkranges_read;
+  c.start_endpoint = west;
+  {
+    auto t = fixture().with_mark(west, true, true, t0);
+    attempt_loop loop{c, ladders};
+    EXPECT_EQ(loop.next_attempt(t, t0)->endpoint, east) << "marked";
+  }
+  {
+    auto t = fixture();
+    auto excluded = c;
+    excluded.excluded_regions = {"West US"};
+    attempt_loop loop{excluded, ladders};
+    EXPECT_EQ(loop.next_attempt(t, t0)->endpoint, east) << "excluded";
+  }
+  {
+    auto t = fixture().with_fleet_demotions({"West US"}, {}, t0);
+    attempt_loop loop{c, ladders};
+    EXPECT_EQ(loop.next_attempt(t, t0)->endpoint, east) << "fleet-demoted";
+  }
+  {
+    auto t = fixture();
+    auto unknown = c;
+    unknown.start_endpoint = "http://127.0.0.1:9/";
+    attempt_loop loop{unknown, ladders};
+    EXPECT_EQ(loop.next_attempt(t, t0)->endpoint, east) << "unknown";
+  }
+}
+
 TEST(AttemptLoop, ExcludedRegions_NeverChosen) {
   auto t = fixture();
   auto c = data_plane(op_kind::read);
