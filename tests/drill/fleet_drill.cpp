@@ -43,6 +43,7 @@ int run_fleet_member(std::vector<std::string>) {
 #  include <algorithm>
 #  include <atomic>
 #  include <caf/all.hpp>
+#  include <cerrno>
 #  include <chrono>
 #  include <csignal>
 #  include <cstdlib>
@@ -55,6 +56,7 @@ int run_fleet_member(std::vector<std::string>) {
 #  include <random>
 #  include <set>
 #  include <sstream>
+#  include <sys/stat.h>
 #  include <sys/wait.h>
 #  include <thread>
 #  include <unistd.h>
@@ -147,6 +149,22 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(georoute::drill::fm_stop)
 namespace georoute::drill {
 namespace {
 
+// An operation's attempts, compact, for the reader of a member's lines:
+// "West US +0ms 1001ms timeout arm0; East US +1001ms 2ms 200 arm1 win".
+std::string attempts_text(const diagnostics& d) {
+  std::string out;
+  for (const auto& a : d.attempts) {
+    if (!out.empty()) out += "; ";
+    out += a.region + " +" + std::to_string(a.started_us / 1000) + "ms " +
+           std::to_string(a.elapsed_us / 1000) + "ms " +
+           (a.failure.empty() ? std::to_string(a.status) : a.failure) + " arm" +
+           std::to_string(a.arm) + (a.winner ? " win" : "");
+  }
+  if (d.metadata_refreshes > 0)
+    out += " (metadata refreshes " + std::to_string(d.metadata_refreshes) + ")";
+  return out;
+}
+
 // Reads random seeded documents at a fixed rate; each answer is a line.
 caf::behavior reader(caf::event_based_actor* self, router_actor router,
                      std::shared_ptr<member_log> log, caf::timespan period,
@@ -175,6 +193,7 @@ caf::behavior reader(caf::event_based_actor* self, router_actor router,
                                           ? std::string{}
                                           : resp.diag.attempts.front().region},
                             {"hedges", resp.diag.hedges},
+                            {"att", attempts_text(resp.diag)},
                             {"ok", true}});
                 },
                 [=](caf::error& e) {
@@ -281,10 +300,10 @@ int run_fleet_member(std::vector<std::string> args) {
   cfg.set("scheduler.max-threads", 2);
   caf::actor_system sys{cfg};
   engine_options eo;
+  // Every event of the engine (they are few): the report reads the fleet
+  // verdicts and marks; the rest is for the reader of a member's lines.
   eo.log = [log](const log_record& r) {
-    if (r.event == "region.fleet_demoted" ||
-        r.event == "region.fleet_restored" || r.event == "region.marked")
-      log->add({{"ev", r.event}, {"at", wall_ms()}, {"text", r.message}});
+    log->add({{"ev", r.event}, {"at", wall_ms()}, {"text", r.message}});
   };
   std::optional<nats_fleet> nf;
   if (sharing) {
@@ -422,6 +441,14 @@ struct criterion_row {
 
 struct fleet_world {
   std::string exe, dir, key, endpoint, ca, fleet;
+  std::string out_dir; // the members' lines: `dir`, or --keep=DIR's
+  std::string phase;   // the members' line files go in out_dir/phase
+
+  std::string phase_dir() const {
+    auto d = out_dir + "/" + phase;
+    ::mkdir(d.c_str(), 0700);
+    return d;
+  }
   std::unique_ptr<emulator::emulator> emu;
   std::unique_ptr<nats_server_process> server;
   std::map<std::string, std::pair<std::string, std::string>> creds; // rid->
@@ -498,12 +525,13 @@ struct hang_result {
 
 hang_result run_hang(fleet_world& w, int n, bool sharing) {
   hang_result r;
+  w.phase = sharing ? "hang-on" : "hang-off";
   std::vector<child> kids;
   auto t0 = wall_ms();
   int early = n / 2;
   for (int i = 0; i < early; ++i) {
     auto rid = rid_of(i + 1);
-    kids.push_back(spawn_member(w.exe, w.dir, rid,
+    kids.push_back(spawn_member(w.exe, w.phase_dir(), rid,
                                 w.member_args(rid, sharing, 43), w.key));
   }
   std::this_thread::sleep_for(8s);
@@ -512,8 +540,8 @@ hang_result run_hang(fleet_world& w, int n, bool sharing) {
   std::this_thread::sleep_for(5s);
   for (int i = early; i < n; ++i) {
     auto rid = rid_of(i + 1);
-    auto c =
-        spawn_member(w.exe, w.dir, rid, w.member_args(rid, sharing, 30), w.key);
+    auto c = spawn_member(w.exe, w.phase_dir(), rid,
+                          w.member_args(rid, sharing, 30), w.key);
     c.late = true;
     kids.push_back(c);
   }
@@ -572,14 +600,15 @@ hang_result run_hang(fleet_world& w, int n, bool sharing) {
 // Runs `n` members with sharing on and all regions healthy while `during`
 // acts on the run; returns every member's lines.
 std::vector<member_view>
-run_healthy(fleet_world& w, int n, int seconds,
+run_healthy(fleet_world& w, const std::string& phase, int n, int seconds,
             const std::function<void(std::vector<child>&)>& during,
             const std::function<void(fleet_world&, std::vector<child>&)>&
                 extra_children = {}) {
+  w.phase = phase;
   std::vector<child> kids;
   for (int i = 0; i < n; ++i) {
     auto rid = rid_of(i + 1);
-    kids.push_back(spawn_member(w.exe, w.dir, rid,
+    kids.push_back(spawn_member(w.exe, w.phase_dir(), rid,
                                 w.member_args(rid, true, seconds), w.key));
   }
   if (extra_children) extra_children(w, kids);
@@ -625,6 +654,17 @@ int run_fleet_drill(std::vector<std::string> args) {
   w.exe.assign(exe, static_cast<size_t>(len));
   test_pki pki;
   w.dir = pki.dir();
+  w.out_dir = w.dir;
+  if (f.count("keep")) {
+    // Each member's lines (reads with their attempts, the engine's events)
+    // stay in DIR, one file per member and phase, for the reader.
+    w.out_dir = f["keep"];
+    if (::mkdir(w.out_dir.c_str(), 0700) != 0 && errno != EEXIST) {
+      std::cerr << "georoute drill --fleet: --keep=" << w.out_dir
+                << ": cannot create it\n";
+      return 2;
+    }
+  }
   w.ca = pki.ca_cert;
   w.fleet = "drill" + std::to_string(::getpid());
   // One NKey per process, and the forger's.
@@ -805,16 +845,17 @@ int run_fleet_drill(std::vector<std::string> args) {
   std::cout << "starved: one process stopped 900 ms of every second ...\n"
             << std::flush;
   int healthy_n = std::max(4, n / 2);
-  auto starved = run_healthy(w, healthy_n, 25, [&](std::vector<child>& kids) {
-    std::this_thread::sleep_for(5s);
-    auto pid = kids.front().pid;
-    for (int i = 0; i < 15; ++i) {
-      ::kill(pid, SIGSTOP);
-      std::this_thread::sleep_for(900ms);
-      ::kill(pid, SIGCONT);
-      std::this_thread::sleep_for(100ms);
-    }
-  });
+  auto starved =
+      run_healthy(w, "starved", healthy_n, 25, [&](std::vector<child>& kids) {
+        std::this_thread::sleep_for(5s);
+        auto pid = kids.front().pid;
+        for (int i = 0; i < 15; ++i) {
+          ::kill(pid, SIGSTOP);
+          std::this_thread::sleep_for(900ms);
+          ::kill(pid, SIGCONT);
+          std::this_thread::sleep_for(100ms);
+        }
+      });
   int starved_demotions = 0, starved_claims = 0;
   for (size_t i = 0; i < starved.size(); ++i) {
     if (i == 0 && !starved[i].stats.is_null())
@@ -833,11 +874,11 @@ int run_fleet_drill(std::vector<std::string> args) {
             << std::flush;
   child forger;
   auto forged = run_healthy(
-      w, healthy_n, 20, [&](std::vector<child>&) {},
+      w, "forged", healthy_n, 20, [&](std::vector<child>&) {},
       [&](fleet_world& ww, std::vector<child>&) {
         auto a = ww.member_args("forger", true, 15);
         a.push_back("--forge");
-        forger = spawn_member(ww.exe, ww.dir, "forger", a, ww.key);
+        forger = spawn_member(ww.exe, ww.phase_dir(), "forger", a, ww.key);
       });
   auto forger_lines = wait_and_read(forger);
   uint64_t permission_errors = 0, forged_published = 0;
@@ -869,14 +910,15 @@ int run_fleet_drill(std::vector<std::string> args) {
   // -------------------------------------------------------
   std::cout << "channel: nats-server stopped 8 s, then killed ...\n"
             << std::flush;
-  auto chan = run_healthy(w, healthy_n, 25, [&](std::vector<child>&) {
-    std::this_thread::sleep_for(6s);
-    w.server->pause();
-    std::this_thread::sleep_for(8s);
-    w.server->resume();
-    std::this_thread::sleep_for(4s);
-    w.server->kill();
-  });
+  auto chan =
+      run_healthy(w, "channel", healthy_n, 25, [&](std::vector<child>&) {
+        std::this_thread::sleep_for(6s);
+        w.server->pause();
+        std::this_thread::sleep_for(8s);
+        w.server->resume();
+        std::this_thread::sleep_for(4s);
+        w.server->kill();
+      });
   std::vector<double> chan_ms;
   int chan_failed = 0, chan_lines = 0;
   for (const auto& v : chan) {
