@@ -30,23 +30,9 @@ protected:
   }
 
   void seed_document() {
-    transport::http_client c{transport::http_client_options{}};
-    auto key = transport::parse_master_key(emu->key());
-    ASSERT_TRUE(key);
-    transport::request r;
-    r.method = "POST";
-    r.endpoint = emu->global_endpoint();
-    r.target = "/dbs/d/colls/c/docs";
-    r.body = R"({"id":"a","pk":"p0"})";
-    r.headers = {{"content-type", "application/json"},
-                 {"x-ms-documentdb-partitionkey", "[\"p0\"]"}};
-    r.timeout = 5s;
-    transport::sign_request(r, *key, std::chrono::system_clock::now());
-    std::promise<transport::outcome> p;
-    auto f = p.get_future();
-    c.send(std::move(r),
-           [&p](transport::outcome o) { p.set_value(std::move(o)); });
-    ASSERT_EQ(f.get().status, 201);
+    auto o = post_to_emulator("/dbs/d/colls/c/docs", R"({"id":"a","pk":"p0"})",
+                              "[\"p0\"]");
+    ASSERT_EQ(o.status, 201) << o.body;
   }
 
   void TearDown() override {

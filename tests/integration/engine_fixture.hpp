@@ -9,10 +9,10 @@
 #include "georoute/actors/engine.hpp"
 #include "georoute/messages/error.hpp"
 #include "georoute/messages/types.hpp"
-#include "tests/emulator/emulator.hpp"
-#include "tests/engine_loop_choice.hpp"
 #include "georoute/transport/auth.hpp"
 #include "georoute/transport/http_client.hpp"
+#include "tests/emulator/emulator.hpp"
+#include "tests/engine_loop_choice.hpp"
 
 #include <caf/all.hpp>
 #include <chrono>
@@ -152,27 +152,38 @@ protected:
     emu.reset();
   }
 
-  void create_collection() {
+  /// A signed POST to the emulator's global endpoint, outside the engine
+  /// (`partition_key_json` empty: no partition-key header).
+  transport::outcome post_to_emulator(const std::string& target,
+                                      const std::string& body,
+                                      const std::string& partition_key_json) {
     auto key = transport::parse_master_key(emu->key());
     transport::http_client c{transport::http_client_options{}};
+    transport::request r;
+    r.method = "POST";
+    r.endpoint = emu->global_endpoint();
+    r.target = target;
+    r.body = body;
+    r.headers = {{"content-type", "application/json"}};
+    if (!partition_key_json.empty())
+      r.headers.emplace_back("x-ms-documentdb-partitionkey",
+                             partition_key_json);
+    r.timeout = 5s;
+    transport::sign_request(r, *key, std::chrono::system_clock::now());
+    std::promise<transport::outcome> p;
+    auto f = p.get_future();
+    c.send(std::move(r),
+           [&p](transport::outcome o) { p.set_value(std::move(o)); });
+    return f.get();
+  }
+
+  void create_collection() {
     for (
         auto [target, body] :
         {std::pair<std::string, std::string>{"/dbs", R"({"id":"d"})"},
          {"/dbs/d/colls",
           R"({"id":"c","partitionKey":{"paths":["/pk"],"kind":"Hash","version":2}})"}}) {
-      transport::request r;
-      r.method = "POST";
-      r.endpoint = emu->global_endpoint();
-      r.target = target;
-      r.body = body;
-      r.headers = {{"content-type", "application/json"}};
-      r.timeout = 5s;
-      transport::sign_request(r, *key, std::chrono::system_clock::now());
-      std::promise<transport::outcome> p;
-      auto f = p.get_future();
-      c.send(std::move(r),
-             [&p](transport::outcome o) { p.set_value(std::move(o)); });
-      auto o = f.get();
+      auto o = post_to_emulator(target, body, "");
       ASSERT_EQ(o.status, 201) << o.body;
     }
   }
