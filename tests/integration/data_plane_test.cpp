@@ -469,8 +469,17 @@ protected:
   void stale_single_write_view_west_503() {
     create("doc1");
     emu->control().set_multi_write(false);
+    auto a = ask<database_account>(eng->endpoints(), 5s, refresh_atom_v, true);
+    ASSERT_TRUE(a);
+    ASSERT_FALSE(a->enable_multiple_write_locations);
+    // The single-write table reaches the router a hop after the endpoint
+    // manager answered: a round trip through the location cache, then one
+    // through the router, and the router has it (each mailbox takes what
+    // was sent to it before, in order). Without them the write could be
+    // routed on the multi-write table, and its 503 retried without a read.
     ASSERT_TRUE(
-        ask<database_account>(eng->endpoints(), 5s, refresh_atom_v, true));
+        ask<resolution>(eng->locations(), 5s, resolve_atom_v, resolve_input{}));
+    ASSERT_TRUE(ask<router_stats>(eng->router(), 5s, stats_atom_v));
     emu->control().set_multi_write(true); // the engine has not seen this yet
     emulator::fault_rule f;
     f.region = "West US";
@@ -538,6 +547,8 @@ TEST_F(MultiWriteDefaultInterval,
   auto stats = ask<endpoint_manager_stats>(eng->endpoints(), 5s, stats_atom_v);
   ASSERT_TRUE(stats);
   EXPECT_EQ(stats->refreshes_deferred, 1u);
+  EXPECT_EQ(stats->fetches_started, 3u) << "the first read, the test's, the "
+                                           "retry's";
 }
 
 TEST_F(MultiWrite, SessionReadThatKeepsMissing_WalksTheRegions) {
