@@ -78,9 +78,9 @@ struct metadata_request {
   bool first_page = true;
   /// The endpoint the first attempt goes to while its region may take the
   /// request (not excluded, not marked unavailable, not demoted by the
-  /// fleet for reads); empty: the loop's choice. A later page of a feed starts where the page before was
-  /// served: its continuation came from there, and when a hedge served it,
-  /// the preferred region just proved slow.
+  /// fleet for reads); empty: the loop's choice. A later page of a feed starts
+  /// where the page before was served: its continuation came from there, and
+  /// when a hedge served it, the preferred region just proved slow.
   std::string start_endpoint;
 };
 
