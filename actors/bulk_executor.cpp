@@ -381,11 +381,11 @@ void on_answer(self_ptr self, const std::string& range_id, uint64_t seq,
   if (!results) {
     r.cc.on_abandon(seq);
     for (auto id : ids)
-      fail_op(self, id, errc::protocol_violation,
-              what_of(st) + ": range " + range_id + " answered " +
+      fail_op(self, id, errc::outcome_unknown,
+              with_outcome_unknown_advice(
+                  what_of(st) + ": range " + range_id + " answered " +
                   std::to_string(resp.status) + " but " + results.error().what +
-                  "; the operation may have been applied: read it back "
-                  "before sending it again");
+                  ", so which operations ran cannot be told"));
     dispatch_all(self);
     return;
   }
@@ -526,10 +526,10 @@ void on_failure(self_ptr self, const std::string& range_id, uint64_t seq,
   case bulk_failure_verdict::maybe_applied:
     r.cc.on_abandon(seq);
     for (auto id : ids)
-      fail_op(self, id, code,
-              text + "; the bulk request carrying this operation may have "
-                     "been applied, and is not sent again: read the "
-                     "document back before sending it again");
+      fail_op(self, id, errc::outcome_unknown,
+              with_outcome_unknown_advice(
+                  text + "; the bulk request carrying this operation is not "
+                         "sent again"));
     break;
   }
   dispatch_all(self);

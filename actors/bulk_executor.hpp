@@ -32,8 +32,8 @@
 //   engine refusal (overloaded) sends them again after a pause; a definite
 //   refusal fails them with its error; anything after which the request may
 //   have run (a timeout, a lost connection, a 5xx, a broken answer) fails
-//   each of them with an error that says it may have been applied. A bulk
-//   request is never sent twice.
+//   each of them with `errc::outcome_unknown`. A bulk request is never sent
+//   twice.
 // - Each operation has its budget from when the session took it; once it
 //   is spent, the operation is not sent again (`errc::deadline_exceeded`).
 // - The session holds at most `max_pending_operations` operations; a

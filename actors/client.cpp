@@ -1,6 +1,7 @@
 #include "georoute/actors/client.hpp"
 
 #include "georoute/actors/bulk_executor.hpp"
+#include "georoute/actors/router_wire.hpp"
 #include "georoute/messages/error.hpp"
 
 #include <caf/scoped_actor.hpp>
@@ -39,16 +40,37 @@ caf::expected<T> ask_router(caf::actor_system& sys, const engine& eng,
   return result;
 }
 
+/// A write the caller stopped waiting for may still be applied by the
+/// engine, which goes on with it: its outcome is unknown, and the error
+/// says so as every other such write's does.
+template <class T>
+caf::expected<T> write_timed_out(caf::expected<T> result, caf::timespan timeout,
+                                 const std::string& what) {
+  if (result || result.error() != caf::sec::request_timeout) return result;
+  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(timeout);
+  return make_error(errc::outcome_unknown,
+                    with_outcome_unknown_advice(
+                        "the client's timeout of " +
+                        std::to_string(ms.count()) +
+                        " ms passed before the engine answered the " + what));
+}
+
 } // namespace
 
 caf::expected<data_response> client::execute(data_request req) {
-  return ask_router<data_response>(*sys_, *engine_, timeout_, route_atom_v,
-                                   std::move(req));
+  bool write = is_write(req.op);
+  auto what = std::string{to_string(req.op)} + " on " + req.collection_link;
+  auto r = ask_router<data_response>(*sys_, *engine_, timeout_, route_atom_v,
+                                     std::move(req));
+  return write ? write_timed_out(std::move(r), timeout_, what) : r;
 }
 
 caf::expected<batch_response> client::batch(batch_request req) {
-  return ask_router<batch_response>(*sys_, *engine_, timeout_, route_atom_v,
-                                    std::move(req));
+  auto what = "batch on " + req.collection_link;
+  return write_timed_out(ask_router<batch_response>(*sys_, *engine_, timeout_,
+                                                    route_atom_v,
+                                                    std::move(req)),
+                         timeout_, what);
 }
 
 caf::expected<bulk_summary> client::bulk(bulk_open open,

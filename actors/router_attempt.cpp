@@ -26,19 +26,41 @@ transport::request attempt_wire(const data_request& req,
   return to_wire(req, t);
 }
 
+// Each attempt that goes out, at trace level: which arm, where, for which
+// range, and how the circuit breaker let it through (what a drill reads to
+// tell which request reached a region).
+void log_attempt(const router_state& st, const data_request& req,
+                 const std::string& link, const char* arm,
+                 const std::string& range_id, const attempt_plan& plan) {
+  if (!st.cfg.log.enabled(log_level::trace)) return;
+  std::string admission = !plan.breaker_consulted ? "not consulted"
+                          : plan.admission == admission_kind::probe ? "probe"
+                          : plan.admission == admission_kind::trial ? "trial"
+                          : plan.admission == admission_kind::fallback
+                              ? "fallback"
+                              : "pass";
+  st.cfg.log.log(log_level::trace, router_state::name, "attempt.sent",
+                 std::string{to_string(req.op)} + " of " + link + " range " +
+                     (range_id.empty() ? std::string{"?"} : range_id) + ": " +
+                     arm + " to " + plan.region + ", breaker " + admission);
+}
+
 transport::request data_plane::wire(const data_operation& op,
                                     const attempt_plan& plan) const {
+  log_attempt(self->state, op.req, op.link, "primary", op.diag.range_id, plan);
   return attempt_wire(op.req, op.link, session_token_for(self->state, op),
                       plan);
 }
 
 transport::request data_plane::wire(const late_wire& w,
                                     const attempt_plan& plan) const {
+  log_attempt(self->state, w.req, w.link, "late ladder step", w.range_id, plan);
   return attempt_wire(w.req, w.link, w.session_token, plan);
 }
 
 late_wire data_plane::late_wire_of(const data_operation& op) const {
-  return {op.req, op.link, session_token_for(self->state, op)};
+  return {op.req, op.link, session_token_for(self->state, op),
+          op.diag.range_id};
 }
 
 effect_origin data_plane::origin(const data_payload&,
@@ -122,13 +144,14 @@ void data_plane::on_primary_success(uint64_t id, data_operation& op,
   // A broken body is the gateway breaking the protocol: an error, never a
   // success the caller cannot parse. Not retried: a write was applied.
   if (auto bad = success_body_problem(op.req.op, o)) {
-    auto why = *bad;
+    auto text =
+        failure_text(o, op.region, op.loop->attempts(), describe(op), *bad);
+    // A write's answer that cannot be read cannot say what was applied.
     if (is_write(op.req.op))
-      why += "; the write may have been applied: read it back before "
-             "retrying";
-    finish_error(
-        self, id, errc::protocol_violation,
-        failure_text(o, op.region, op.loop->attempts(), describe(op), why));
+      finish_error(self, id, errc::outcome_unknown,
+                   with_outcome_unknown_advice(std::move(text)));
+    else
+      finish_error(self, id, errc::protocol_violation, std::move(text));
     return;
   }
   finish_ok(self, id, o);

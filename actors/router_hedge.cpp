@@ -20,8 +20,9 @@ void data_plane::abandon_arms(uint64_t id, data_operation& op,
   auto& st = self->state;
   auto token = session_token_for(st, op);
   for (auto& [arm, loop] : op.hedge->abandon()) {
-    st.driver.late().file(id, static_cast<uint32_t>(arm),
-                          {std::move(loop), {op.req, op.link, token}});
+    st.driver.late().file(
+        id, static_cast<uint32_t>(arm),
+        {std::move(loop), {op.req, op.link, token, op.diag.range_id}});
     ++op.diag.abandoned_arms;
   }
   op.diag.hedges = static_cast<uint32_t>(op.hedge->hedges_sent());
@@ -61,6 +62,7 @@ void send_arm(self_ptr self, uint64_t id, data_operation& op,
   w.record = op.diag.attempts.size();
   op.diag.attempts.push_back(std::move(rec));
   ++st.stats.hedges_started;
+  log_attempt(st, op.req, op.link, "hedge", op.diag.range_id, s.plan);
   st.driver.send(
       id, static_cast<uint32_t>(s.arm),
       attempt_wire(op.req, op.link, session_token_for(st, op), s.plan));

@@ -160,8 +160,13 @@ void finish_failure(self_ptr self, uint64_t id, const std::string& why) {
   const auto& o = *op.last_failure;
   auto attempts = op.loop->attempts() +
                   static_cast<uint32_t>(op.hedge ? op.hedge->hedges_sent() : 0);
-  finish_error(self, id, classify_outcome(o),
-               failure_text(o, op.last_region, attempts, describe(op), why));
+  auto text = failure_text(o, op.last_region, attempts, describe(op), why);
+  if (write_outcome_unknown(op)) {
+    finish_error(self, id, errc::outcome_unknown,
+                 with_outcome_unknown_advice(std::move(text)));
+    return;
+  }
+  finish_error(self, id, classify_outcome(o), std::move(text));
 }
 
 // Why a region is marked, for the location cache's log; built only when

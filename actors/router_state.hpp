@@ -150,6 +150,7 @@ struct late_wire {
   data_request req;
   std::string link;
   std::string session_token;
+  std::string range_id; // for the trace log
 };
 
 // How an operation failed, for its caller (with its diagnostics).
@@ -307,6 +308,9 @@ std::vector<std::string> excluded_for(const router_state& st,
 transport::request attempt_wire(const data_request& req,
                                 const std::string& link, std::string token,
                                 const attempt_plan& plan);
+void log_attempt(const router_state& st, const data_request& req,
+                 const std::string& link, const char* arm,
+                 const std::string& range_id, const attempt_plan& plan);
 std::optional<caf::error> refuse_if_overloaded(self_ptr self);
 caf::result<data_response> start(self_ptr self, data_request& req);
 /// A transactional batch: checked and written here, carried out as one
@@ -337,6 +341,9 @@ void record_answer(self_ptr self, data_payload& op, attempt_record& rec,
 
 // router_writes.cpp
 bool write_copy_safe(const data_payload& op);
+// Whether a write's caller must be told that its outcome is unknown
+// (`errc::outcome_unknown`) when it fails now.
+bool write_outcome_unknown(const data_operation& op);
 bool take_echo(self_ptr self, uint64_t id, const transport::outcome& o,
                const std::string& region);
 void on_read_back(self_ptr self, uint64_t id, transport::outcome& o);

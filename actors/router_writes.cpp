@@ -12,6 +12,16 @@ bool write_copy_safe(const data_payload& op) {
                          !o.if_none_match.empty(), !op.tracking_id.empty());
 }
 
+// Whatever ends the write now, one of its copies may have been applied:
+// an attempt timed out, lost its connection after it was sent, or answered
+// 408; or a hedge arm went out (a hedged write that failed everywhere may
+// still have been applied by an arm whose answer never came).
+bool write_outcome_unknown(const data_operation& op) {
+  if (!is_write(op.req.op)) return false;
+  return (op.loop && op.loop->maybe_applied()) ||
+         (op.hedge && op.hedge->hedges_sent() > 0);
+}
+
 // A final answer of a write that may be the echo of its own first copy
 // (`classify_write_echo`): a create's 409 or a conditional replace's 412
 // is checked by reading the document (its tracking id decides); a remove's
@@ -90,9 +100,15 @@ void on_read_back(self_ptr self, uint64_t id, transport::outcome& o) {
   }
   op.last_failure = echo;
   op.last_region = op.echo_region;
-  finish_error(self, id, classify_outcome(echo),
-               failure_text(echo, op.echo_region, op.loop->attempts(),
-                            describe(op), verdict.why));
+  auto text = failure_text(echo, op.echo_region, op.loop->attempts(),
+                           describe(op), verdict.why);
+  if (!o.success()) {
+    // The read-back could not tell: the first copy may have been applied.
+    finish_error(self, id, errc::outcome_unknown,
+                 with_outcome_unknown_advice(std::move(text)));
+    return;
+  }
+  finish_error(self, id, classify_outcome(echo), std::move(text));
 }
 
 // An answer while a read-back decides this write: another arm's success

@@ -75,8 +75,17 @@ const char* to_string(errc x) {
     return "collaborator_down";
   case errc::overloaded:
     return "overloaded";
+  case errc::outcome_unknown:
+    return "outcome_unknown";
   }
   return "unknown";
+}
+
+std::string with_outcome_unknown_advice(std::string text) {
+  if (text.find(outcome_unknown_advice) != std::string::npos) return text;
+  if (!text.empty()) text += "; ";
+  text += outcome_unknown_advice;
+  return text;
 }
 
 caf::error make_error(errc x, std::string context) {

@@ -60,7 +60,23 @@ enum class errc : uint8_t {
   shutting_down = 54,      ///< the engine was stopped with work in flight
   collaborator_down = 55,  ///< an actor the work waited on exited
   overloaded = 56,         ///< a waiter list is full; retry later
+  /// A write was sent and no answer says whether it was applied: it timed
+  /// out, or its connection was lost, after the request went out (on any
+  /// account, whatever the attempt count). The write may have been applied
+  /// once; the context says what happened and ends with
+  /// `outcome_unknown_advice`. Read the item back before writing it again.
+  outcome_unknown = 57,
 };
+
+/// The words every error of a write whose outcome is unknown carries, the
+/// same on every path (router, batch, bulk, the blocking client).
+inline constexpr const char* outcome_unknown_advice =
+    "outcome unknown: the write may have been applied; read it back before "
+    "writing it again";
+
+/// `text`, ending with `outcome_unknown_advice` (appended after "; " unless
+/// the text already carries it).
+std::string with_outcome_unknown_advice(std::string text);
 
 /// Name of the category as CAF sees it (at most 10 characters).
 constexpr caf::atom_value error_category = caf::atom("georoute");

@@ -198,7 +198,8 @@ using query_plan_actor = caf::typed_actor<
 ///   Errors as for a data request; `errc::validation_error` before any
 ///   trip for a malformed batch (the message names the operation). A batch
 ///   that may have been applied (a timeout, a connection lost after it was
-///   sent) is never sent again: its error says so.
+///   sent) is never sent again: it fails with `errc::outcome_unknown`, as
+///   every write of unknown outcome does.
 /// - `(route_atom, bulk_open)` → `caf::actor`: a bulk session
 ///   (actors/bulk_executor.hpp; `caf::actor_cast<bulk_actor>` the answer),
 ///   which takes operations in chunks and answers each operation's result.

@@ -80,16 +80,19 @@ retry_decision client_retry_policy::evaluate(const failure_signal& s,
           d, f, f.is_read, true, false, true, false,
           s.refused ? "connection refused" : "connection failure", s.refused);
     case failure_signal::kind::timeout:
-      if (f.is_multi_master_write() && !f.endpoint.empty()) {
-        // A write that timed out may have been applied: it is not retried.
-        // But its region went silent, and the next writes must not wait
-        // for it too: mark it (as a connection failure would) so that they
-        // go to the next write region.
-        d.mark_endpoint = f.endpoint;
-        d.mark_read = true;
-        d.mark_write = true;
-        d.reason = "timeout on a write: not retried (it may have been "
-                   "applied); the silent region is marked unavailable";
+      if (!f.is_read) {
+        // A write that timed out may have been applied: it is not retried
+        // here (the caller is told its outcome is unknown).
+        d.reason = "timeout on a write: not retried";
+        if (f.is_multi_master_write() && !f.endpoint.empty()) {
+          // Its region went silent, and the next writes must not wait for
+          // it too: mark it (as a connection failure would) so that they
+          // go to the next write region.
+          d.mark_endpoint = f.endpoint;
+          d.mark_read = true;
+          d.mark_write = true;
+          d.reason += "; the silent region is marked unavailable";
+        }
         return d;
       }
       d.reason = "timeout: not retried (the attempt ladder already did)";
@@ -105,8 +108,7 @@ retry_decision client_retry_policy::evaluate(const failure_signal& s,
         return endpoint_failover(d, f, true, true, false, true, false,
                                  "connection lost after the request was "
                                  "sent");
-      d.reason = "connection lost after the write was sent: not retried (it "
-                 "may have been applied; read it back before writing again)";
+      d.reason = "connection lost after the write was sent: not retried";
       if (f.endpoint_discovery && !f.endpoint.empty()) {
         d.mark_endpoint = f.endpoint;
         d.mark_read = true;
@@ -171,7 +173,8 @@ retry_decision client_retry_policy::evaluate(const failure_signal& s,
     if (s.is(429, 3092) && f.is_multi_master_write())
       return unavailable_endpoint(d, f, "429.3092 on a multi-master write");
     if (s.is_status(408)) {
-      d.reason = "408: not retried (the attempt ladder already did)";
+      d.reason = f.is_read ? "408: not retried (the attempt ladder already did)"
+                           : "408 on a write: not retried";
       return d;
     }
     return throttle(d, s, "throttle");

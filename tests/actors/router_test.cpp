@@ -1406,4 +1406,186 @@ TEST_F(RouterBatch, AnswerWithTheWrongCount_AProtocolViolation) {
       });
 }
 
+// -- writes whose outcome is unknown ----------------------------------------
+
+// Every write whose answer was lost after it went out fails with
+// `errc::outcome_unknown` and the same words, whatever the account, the
+// kind of write, write retries, and how the answer was lost: a caller can
+// branch on the code, and a person reads that it may have been applied.
+struct unknown_case {
+  const char* name;
+  bool multi_write;
+  data_op op;
+  transport::failure failure;
+  int write_retries; // 0 or 1
+};
+
+void PrintTo(const unknown_case& c, std::ostream* os) {
+  *os << c.name;
+}
+
+data_request write_of(data_op op, int write_retries) {
+  data_request r;
+  r.op = op;
+  r.collection_link = "dbs/d/colls/c";
+  r.options.partition_key_json = R"(["p0"])";
+  r.options.write_retries = write_retries;
+  r.options.hedge = 0;
+  if (op != data_op::create && op != data_op::upsert) r.id = "doc1";
+  if (op == data_op::patch)
+    r.body = R"([{"op":"incr","path":"/n","value":1}])";
+  else if (op != data_op::remove)
+    r.body = R"({"id":"doc1","pk":"p0"})";
+  return r;
+}
+
+class RouterOutcomeUnknown
+    : public Router,
+      public ::testing::WithParamInterface<unknown_case> {};
+
+TEST_P(RouterOutcomeUnknown, AnswerLostAfterSent_OutcomeUnknownByCode) {
+  const auto& c = GetParam();
+  start({}, c.multi_write ? multi_write_account() : three_region_account());
+  auto req = write_of(c.op, c.write_retries);
+  req.options.budget = 10s;
+  auto h = route(req);
+  ASSERT_EQ(http->count(), 1u);
+  auto lost = transport_failure(c.failure);
+  lost.request_sent = true;
+  // A multi-write account with write retries sends a tracked copy to the
+  // next write region: its answer is lost too.
+  for (int round = 0; round < 10 && self->mailbox().empty(); ++round) {
+    for (size_t i = 0; i < http->count(); ++i)
+      if (!http->at(i).answered) answer(i, lost);
+    advance(2s);
+  }
+  if (c.write_retries == 0 || !c.multi_write) {
+    EXPECT_EQ(http->count(), 1u) << "sent again though it may be applied";
+  }
+  receive_now(
+      self, h, [](data_response&) { ADD_FAILURE() << "expected an error"; },
+      [&](caf::error& e) {
+        EXPECT_EQ(code_of(e), errc::outcome_unknown) << context_of(e);
+        auto text = context_of(e);
+        EXPECT_NE(text.find(outcome_unknown_advice), std::string::npos) << text;
+        EXPECT_EQ(text.find("the attempt ladder already did"),
+                  std::string::npos)
+            << text;
+        EXPECT_NE(diagnostics_of(e), nullptr);
+      });
+}
+
+// The writes a caller can make, each on both kinds of account; timeouts
+// and connections lost after the request went out.
+INSTANTIATE_TEST_SUITE_P(
+    Writes, RouterOutcomeUnknown,
+    ::testing::Values(
+        unknown_case{"CreateTimeoutSingleWrite", false, data_op::create,
+                     transport::failure::timeout, 0},
+        unknown_case{"CreateTimeoutSingleWriteRetries", false, data_op::create,
+                     transport::failure::timeout, 1},
+        unknown_case{"CreateTimeoutMultiWrite", true, data_op::create,
+                     transport::failure::timeout, 0},
+        unknown_case{"CreateTimeoutMultiWriteRetries", true, data_op::create,
+                     transport::failure::timeout, 1},
+        unknown_case{"UpsertResetSingleWrite", false, data_op::upsert,
+                     transport::failure::reset, 0},
+        unknown_case{"ReplaceTimeoutSingleWrite", false, data_op::replace,
+                     transport::failure::timeout, 0},
+        unknown_case{"ReplaceResetMultiWrite", true, data_op::replace,
+                     transport::failure::reset, 0},
+        unknown_case{"RemoveTimeoutSingleWrite", false, data_op::remove,
+                     transport::failure::timeout, 0},
+        unknown_case{"PatchTimeoutSingleWrite", false, data_op::patch,
+                     transport::failure::timeout, 0},
+        unknown_case{"PatchTimeoutSingleWriteRetries", false, data_op::patch,
+                     transport::failure::timeout, 1},
+        unknown_case{"PatchResetMultiWrite", true, data_op::patch,
+                     transport::failure::reset, 0}),
+    [](const ::testing::TestParamInfo<unknown_case>& i) {
+      return std::string{i.param.name};
+    });
+
+// One attempt, not retried, and the reason says why without claiming a
+// ladder that never ran.
+TEST_F(Router, CreateTimedOutOnASingleWriteAccount_OneAttemptSaysWhy) {
+  start();
+  auto h = route(write_of(data_op::create, 0));
+  auto lost = transport_failure(transport::failure::timeout);
+  lost.request_sent = true;
+  answer(0, lost);
+  advance(5s);
+  EXPECT_EQ(http->count(), 1u) << "a write that may have been applied went "
+                                  "again";
+  receive_now(
+      self, h, [](data_response&) { ADD_FAILURE() << "expected an error"; },
+      [](caf::error& e) {
+        EXPECT_EQ(code_of(e), errc::outcome_unknown);
+        EXPECT_NE(context_of(e).find("after 1 attempt for create of "
+                                     "dbs/d/colls/c; timeout on a write: not "
+                                     "retried; " +
+                                     std::string{outcome_unknown_advice}),
+                  std::string::npos)
+            << context_of(e);
+      });
+}
+
+// A refused connection sent nothing: its outcome is known (not applied).
+TEST_F(Router, CreateRefusedEverywhere_NotOutcomeUnknown) {
+  start();
+  auto req = write_of(data_op::create, 0);
+  req.options.budget = 3s;
+  auto h = route(req);
+  for (int i = 0; i < 20 && self->mailbox().empty(); ++i) {
+    for (size_t j = 0; j < http->count(); ++j)
+      if (!http->at(j).answered)
+        answer(j, transport_failure(transport::failure::refused));
+    advance(1s);
+  }
+  receive_now(
+      self, h, [](data_response&) { ADD_FAILURE() << "expected an error"; },
+      [](caf::error& e) {
+        EXPECT_NE(code_of(e), errc::outcome_unknown) << context_of(e);
+        EXPECT_EQ(context_of(e).find(outcome_unknown_advice), std::string::npos)
+            << context_of(e);
+      });
+}
+
+// A read-back that cannot tell whether the 409 is the write's own copy
+// leaves its outcome unknown.
+TEST_F(Router, WriteRetried_ReadBackFails_OutcomeUnknown) {
+  start({}, multi_write_account());
+  auto h = route(tracked_create());
+  answer(0, transport_failure(transport::failure::timeout));
+  if (http->count() == 1u) advance(1s);
+  ASSERT_EQ(http->count(), 2u) << "the tracked create was not retried";
+  answer(1, status_response(409));
+  ASSERT_EQ(http->count(), 3u) << "no read-back";
+  answer(2, status_response(503));
+  receive_now(
+      self, h, [](data_response&) { ADD_FAILURE() << "expected an error"; },
+      [](caf::error& e) {
+        EXPECT_EQ(code_of(e), errc::outcome_unknown) << context_of(e);
+        EXPECT_NE(context_of(e).find(outcome_unknown_advice), std::string::npos)
+            << context_of(e);
+      });
+}
+
+TEST_F(RouterBatch, TimedOut_OutcomeUnknown_SaysSo) {
+  start();
+  auto h = route_batch(two_op_batch());
+  auto lost = transport_failure(transport::failure::timeout);
+  lost.request_sent = true;
+  answer(0, lost);
+  advance(5s);
+  EXPECT_EQ(http->count(), 1u);
+  receive_now(
+      self, h, [](batch_response&) { ADD_FAILURE() << "expected an error"; },
+      [](caf::error& e) {
+        EXPECT_EQ(code_of(e), errc::outcome_unknown) << context_of(e);
+        EXPECT_NE(context_of(e).find(outcome_unknown_advice), std::string::npos)
+            << context_of(e);
+      });
+}
+
 } // namespace

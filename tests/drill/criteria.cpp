@@ -26,10 +26,14 @@ int64_t write_silence_ms(const config::settings& s) {
   return l.empty() ? 0 : ms_of(l.front().timeout);
 }
 
-bool timed_out_in_engine(const op_record& op) {
+bool outcome_unknown(const op_record& op) {
   return op.result == op_result::failure &&
-         (op.error.find("timeout") != std::string::npos ||
-          op.error.find("may have been applied") != std::string::npos);
+         op.error_code == errc::outcome_unknown;
+}
+
+bool timed_out_in_engine(const op_record& op) {
+  return outcome_unknown(op) || (op.result == op_result::failure &&
+                                 op.error.find("timeout") != std::string::npos);
 }
 
 std::string region_list(const std::map<std::string, uint64_t>& m) {
@@ -55,6 +59,14 @@ const op_record::attempt_outcome* failed_attempt(const op_record& op) {
   for (auto i = op.outcomes.rbegin(); i != op.outcomes.rend(); ++i)
     if (i->status == 0) return &*i;
   return op.outcomes.empty() ? nullptr : &op.outcomes.back();
+}
+
+// A write whose outcome is unknown because its connection was lost after it
+// was sent, not because an attempt timed out.
+bool cut_after_sent(const op_record& op) {
+  if (const auto* a = failed_attempt(op))
+    return a->status == 0 && a->failure != "timeout";
+  return op.error.find("timeout") == std::string::npos;
 }
 
 // When the ambiguous attempt went out and came back (the operation's own
@@ -288,7 +300,7 @@ void allow_ambiguous_writes_during(
       run, out, timed_out_in_engine,
       [&](const op_record& op) {
         if (sent_inside(op, silent)) return true;
-        bool cut = op.error.find("timeout") == std::string::npos;
+        bool cut = cut_after_sent(op);
         bool explained = cut && in_flight_at(op, cut_at);
         by_refusal += explained ? 1 : 0;
         return explained;
@@ -308,9 +320,7 @@ void allow_writes_cut_at(scenario_run& run, scenario_report& out,
   exclude_writes(
       run, out,
       [](const op_record& op) {
-        return op.result == op_result::failure &&
-               op.error.find("may have been applied") != std::string::npos &&
-               op.error.find("timeout") == std::string::npos;
+        return outcome_unknown(op) && cut_after_sent(op);
       },
       [&](const op_record& op) { return in_flight_at(op, cut_at); },
       "writes whose connection the fault cut after they were sent",

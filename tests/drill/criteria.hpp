@@ -34,6 +34,10 @@ int64_t read_silence_ms(const config::settings& s);
 /// are not retried).
 int64_t write_silence_ms(const config::settings& s);
 
+/// A write the engine answered `errc::outcome_unknown`: it may have been
+/// applied (recognised by its code, never by its text).
+bool outcome_unknown(const op_record& op);
+
 /// A failure because an attempt timed out inside the engine, or lost its
 /// connection after the request went out: a write that may have been
 /// applied, and is therefore not retried.

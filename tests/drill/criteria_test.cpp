@@ -8,6 +8,7 @@
 #include <random>
 
 using namespace georoute::drill;
+using georoute::errc;
 
 namespace {
 
@@ -28,7 +29,8 @@ op_record throttled_then_timed_out() {
   op.result = op_result::failure;
   op.start_us = 5'000'000;
   op.end_us = 10'800'000;
-  op.error = "transport_timeout: timeout; may have been applied";
+  op.error = "outcome_unknown: timeout; may have been applied";
+  op.error_code = errc::outcome_unknown;
   op.attempted = {"West US", "East US"};
   auto first = attempt(429, 5000, 5100);
   first.retry_reason = "throttled";
@@ -61,13 +63,29 @@ TEST(SoakJudgement, CutWrite_InFlightAtTheCut) {
   op.result = op_result::failure;
   op.start_us = 20'000'000;
   op.end_us = 20'050'000;
-  op.error = "connection_reset: closed after the request was sent; may "
+  op.error = "outcome_unknown: closed after the request was sent; may "
              "have been applied";
+  op.error_code = errc::outcome_unknown;
   op.outcomes = {attempt(0, 20000, 20050)};
   EXPECT_TRUE(in_flight_at(op, {20040}));
   EXPECT_TRUE(in_flight_at(op, {20500})); // the margin
   EXPECT_FALSE(in_flight_at(op, {21000}));
   EXPECT_FALSE(in_flight_at(op, {19000}));
+}
+
+// Whether a write may have been applied is read from the engine's code,
+// never from its words.
+TEST(SoakJudgement, OutcomeUnknown_ByItsCode_NotByItsText) {
+  auto op = throttled_then_timed_out();
+  EXPECT_TRUE(outcome_unknown(op));
+  EXPECT_TRUE(timed_out_in_engine(op));
+  op.error_code = errc::service_unavailable;
+  op.error = "service_unavailable: 503 (the words may have been applied)";
+  EXPECT_FALSE(outcome_unknown(op));
+  EXPECT_FALSE(timed_out_in_engine(op));
+  op.error_code = errc::outcome_unknown;
+  op.result = op_result::timeout; // the caller's own timeout: not the engine's
+  EXPECT_FALSE(outcome_unknown(op));
 }
 
 TEST(SoakJudgement, DescribedWrite_NamesAttemptsConnectionAndNearestFaults) {

@@ -298,6 +298,7 @@ void fail(caller_ptr self, op_record r, const caf::error& e) {
     r.error = e.category() == error_category
                   ? std::string{to_string(code_of(e))} + ": " + context_of(e)
                   : "caf: " + caf::to_string(e);
+    r.error_code = code_of(e);
     if (const auto* d = diagnostics_of(e))
       take_diagnostics(self->state.cfg, *d, r);
   }

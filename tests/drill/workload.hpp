@@ -6,6 +6,7 @@
 // that keeps every operation's outcome as the caller saw it (or, for long
 // runs, folds the unremarkable ones into counts).
 
+#include "georoute/messages/error.hpp"
 #include "georoute/messages/interfaces.hpp"
 
 #include <array>
@@ -66,6 +67,8 @@ struct op_record {
   bool hedged = false;
   bool hedge_won = false;
   std::string error; ///< failures: the engine's error text
+  /// Failures: the engine's `errc` (`errc::none` for an error of CAF's).
+  errc error_code = errc::none;
   /// Writes that succeeded: "id\npk".
   std::string written_id;
   /// Their `_trackingId` when they carried one (write retries on).

@@ -179,6 +179,46 @@ TEST_F(PatchBatch, BlockingClient_PatchAndBatch) {
   EXPECT_EQ(b->results[1].status, 201);
 }
 
+// A caller that stops waiting for a write cannot know whether it was
+// applied (the engine goes on with it): the blocking client says so by the
+// code every write of unknown outcome has, for a plain write and a batch.
+TEST_F(PatchBatch, BlockingClient_WriteHeldPastItsTimeout_OutcomeUnknown) {
+  emulator::fault_rule hold;
+  hold.operation = "write";
+  hold.action = emulator::fault_action::delay;
+  // Inside the fixture's write timeout (150 ms): only the caller gives up.
+  hold.delay = 120ms;
+  emu->control().add_fault(hold);
+  client db{*sys, *eng, 50ms};
+  auto w = db.create(link, R"({"id":"held","pk":"p0"})", pk("p0"));
+  ASSERT_FALSE(w) << "the held create was answered";
+  EXPECT_EQ(code_of(w.error()), errc::outcome_unknown) << describe(w.error());
+  EXPECT_NE(context_of(w.error()).find(outcome_unknown_advice),
+            std::string::npos)
+      << context_of(w.error());
+  EXPECT_NE(context_of(w.error()).find("50 ms"), std::string::npos)
+      << context_of(w.error());
+  batch_request req{link, R"(["p0"])"};
+  req.operations.push_back(
+      {batch_op_kind::create, "", R"({"id":"held-2","pk":"p0"})"});
+  auto b = db.batch(req);
+  ASSERT_FALSE(b) << "the held batch was answered";
+  EXPECT_EQ(code_of(b.error()), errc::outcome_unknown) << describe(b.error());
+  // A read the caller stopped waiting for is only the caller's timeout.
+  emulator::fault_rule slow_read = hold;
+  slow_read.operation = "read";
+  emu->control().add_fault(slow_read);
+  auto r = db.read(link, "held", pk("p0"));
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error(), caf::sec::request_timeout);
+  emu->control().clear_faults();
+  std::this_thread::sleep_for(500ms); // the held requests are answered
+  // Both were applied once: the advice was right to ask for a read-back.
+  client patient{*sys, *eng};
+  EXPECT_TRUE(patient.read(link, "held", pk("p0")));
+  EXPECT_TRUE(patient.read(link, "held-2", pk("p0")));
+}
+
 // Bad input: a validation error naming what is wrong, and no request.
 TEST_F(PatchBatch, BadInput_RefusedBeforeAnyRequest) {
   put("a", {{"n", 1}});
