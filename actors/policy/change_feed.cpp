@@ -61,6 +61,80 @@ bool same_key(const std::string& a, const std::string& b) {
   return !x.is_discarded() && !y.is_discarded() && x == y;
 }
 
+std::string interval_text(const std::string& min, const std::string& max) {
+  return "[" + min + ", " + max + ")";
+}
+
+uint64_t fnv1a64(std::string_view text) {
+  uint64_t h = 14695981039346656037ull;
+  for (unsigned char c : text) {
+    h ^= c;
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+/// A continuation's checksum: FNV-1a 64 of its JSON without "sum", as 16
+/// lower-case hex digits. nlohmann::json sorts the keys, so the text is the
+/// same whichever layout the token came in.
+std::string token_sum(nlohmann::json token) {
+  token.erase("sum");
+  auto h = fnv1a64(token.dump());
+  static constexpr char digits[] = "0123456789abcdef";
+  std::string out(16, '0');
+  for (int i = 15; i >= 0; --i, h >>= 4)
+    out[static_cast<size_t>(i)] = digits[h & 0xf];
+  return out;
+}
+
+/// The interval `cursors` tile together, or a problem naming two of them
+/// that overlap or leave a gap.
+result<std::pair<std::string, std::string>>
+tiled_interval(const std::deque<feed_cursor>& cursors) {
+  std::vector<const feed_cursor*> sorted;
+  for (const auto& c : cursors)
+    sorted.push_back(&c);
+  std::sort(sorted.begin(), sorted.end(),
+            [](auto* a, auto* b) { return epk_compare(a->min, b->min) < 0; });
+  for (size_t i = 1; i < sorted.size(); ++i) {
+    const auto& a = *sorted[i - 1];
+    const auto& b = *sorted[i];
+    auto order = epk_compare(a.max, b.min);
+    if (order > 0)
+      return problem{"the cursors " + interval_text(a.min, a.max) + " and " +
+                     interval_text(b.min, b.max) + " overlap"};
+    if (order < 0)
+      return problem{"the cursors " + interval_text(a.min, a.max) + " and " +
+                     interval_text(b.min, b.max) +
+                     " leave a gap: no cursor covers " +
+                     interval_text(a.max, b.min) +
+                     " (a cursor was removed from the token), so the changes "
+                     "there would never be read"};
+  }
+  return std::pair{sorted.front()->min, sorted.back()->max};
+}
+
+/// What is wrong when the cursors tile [lo, hi) and the scope is
+/// [min, max), or std::nullopt when the two are the same.
+std::optional<std::string> scope_problem(const std::string& lo,
+                                         const std::string& hi,
+                                         const std::string& min,
+                                         const std::string& max) {
+  auto scope = "its scope " + interval_text(min, max);
+  auto lost = " is missing from the token (cut or edited), so the changes "
+              "there would never be read";
+  if (epk_compare(lo, min) > 0)
+    return "no cursor covers " + interval_text(min, lo) + " of " + scope +
+           ": its first cursor" + lost;
+  if (epk_compare(hi, max) < 0)
+    return "no cursor covers " + interval_text(hi, max) + " of " + scope +
+           ": its last cursor" + lost;
+  if (epk_compare(lo, min) < 0 || epk_compare(hi, max) > 0)
+    return "the cursors cover " + interval_text(lo, hi) + ", past " + scope +
+           ": the scope or a cursor was edited";
+  return std::nullopt;
+}
+
 } // namespace
 
 std::optional<int64_t> feed_lsn_of(std::string_view etag) {
@@ -231,26 +305,41 @@ result<change_feed_state> change_feed_state::fresh(const feed_scope& scope,
                      std::string{origin_name(scope.start)} + ")"};
     break;
   }
+  st.scope_min_ = all.min;
+  st.scope_max_ = all.max;
   st.cursors_.push_back(std::move(all));
   return st;
 }
 
 result<change_feed_state> change_feed_state::resume(const std::string& token,
                                                     const std::string& link) {
+  feed_scope asked;
+  asked.collection_link = link;
+  return resume(token, asked);
+}
+
+result<change_feed_state> change_feed_state::resume(const std::string& token,
+                                                    const feed_scope& asked) {
   auto bad = [](const std::string& what) {
     return problem{"continuation: " + what};
   };
+  const auto& link = asked.collection_link;
   auto j = nlohmann::json::parse(token, nullptr, false);
   if (j.is_discarded() || !j.is_object())
-    return bad("not a change-feed continuation (expected the JSON object an "
-               "earlier page returned)");
+    return bad("not a change-feed continuation: not a JSON object (cut short "
+               "or damaged?); pass the continuation an earlier page "
+               "returned, whole");
   auto v = j.find("v");
   if (v == j.end() || !v->is_number_integer())
     return bad("no version \"v\": not a change-feed continuation of this "
                "engine");
-  if (v->get<int64_t>() != 1)
+  auto version = v->get<int64_t>();
+  if (version != 1 && version != 2)
     return bad("version " + v->dump() +
-               " is not supported (this engine reads version 1)");
+               " is not supported (this engine reads versions 1 and 2)");
+  if (version == 1 && (j.contains("scope") || j.contains("sum")))
+    return bad("a version-1 token has no \"scope\" or \"sum\": this one is a "
+               "version-2 token whose version was edited");
   auto str = [&](const char* key) -> const nlohmann::json* {
     auto it = j.find(key);
     if (it == j.end() || !it->is_string()) return nullptr;
@@ -292,6 +381,22 @@ result<change_feed_state> change_feed_state::resume(const std::string& token,
                  " is not a partition key: " + key.error().what);
     st.pk_ = pk->get<std::string>();
   }
+  if (version == 2) {
+    auto sc = j.find("scope");
+    if (sc == j.end())
+      return bad("\"scope\" is missing: a version-2 token carries the EPK "
+                 "interval its feed reads");
+    auto min = sc->is_object() ? sc->find("min") : sc->end();
+    auto max = sc->is_object() ? sc->find("max") : sc->end();
+    if (!sc->is_object() || min == sc->end() || !min->is_string() ||
+        max == sc->end() || !max->is_string())
+      return bad("\"scope\" must be an object with string \"min\" and "
+                 "\"max\"");
+    st.scope_min_ = min->get<std::string>();
+    st.scope_max_ = max->get<std::string>();
+    if (auto p = interval_problem("scope", st.scope_min_, st.scope_max_))
+      return bad(*p);
+  }
   auto cs = j.find("cursors");
   if (cs == j.end() || !cs->is_array() || cs->empty())
     return bad("\"cursors\" must be a non-empty array");
@@ -319,20 +424,44 @@ result<change_feed_state> change_feed_state::resume(const std::string& token,
     }
     st.cursors_.push_back(std::move(cur));
   }
-  // The cursors tile one interval: sorted by min, none overlaps the next.
-  std::vector<const feed_cursor*> sorted;
-  for (const auto& c : st.cursors_)
-    sorted.push_back(&c);
-  std::sort(sorted.begin(), sorted.end(),
-            [](auto* a, auto* b) { return epk_compare(a->min, b->min) < 0; });
-  for (size_t i = 1; i < sorted.size(); ++i)
-    if (epk_compare(sorted[i - 1]->max, sorted[i]->min) != 0)
-      return bad("the cursors [" + sorted[i - 1]->min + ", " +
-                 sorted[i - 1]->max + ") and [" + sorted[i]->min + ", " +
-                 sorted[i]->max + ") " +
-                 (epk_compare(sorted[i - 1]->max, sorted[i]->min) > 0
-                      ? "overlap"
-                      : "leave a gap"));
+  auto tiled = tiled_interval(st.cursors_);
+  if (!tiled) return bad(tiled.error().what);
+  const auto& [lo, hi] = *tiled;
+  if (version == 2) {
+    if (auto p = scope_problem(lo, hi, st.scope_min_, st.scope_max_))
+      return bad(*p);
+    const auto* sum = str("sum");
+    if (sum == nullptr)
+      return bad("its checksum \"sum\" is missing or not a string: a "
+                 "version-2 token carries one; pass the continuation exactly "
+                 "as a page returned it");
+    if (sum->get<std::string>() != token_sum(j))
+      return bad("its checksum \"sum\" does not match its content: the token "
+                 "was changed after it was written (edited or damaged); pass "
+                 "the continuation exactly as a page returned it");
+  } else {
+    // Version 1 did not record its scope: known only in the cases below.
+    auto whole = epk_compare(lo, "") == 0 && epk_compare(hi, "FF") == 0;
+    auto named = !asked.range_max.empty() &&
+                 epk_compare(upper(asked.range_min), lo) == 0 &&
+                 epk_compare(upper(asked.range_max), hi) == 0;
+    if (st.pk_.empty() && !whole && !named)
+      return bad(
+          "written by an older georoute (version 1), which did not record the "
+          "feed's scope, and its cursors cover only " +
+          interval_text(lo, hi) +
+          ", not the whole collection: a feed of that EPK range cannot be "
+          "told from a whole feed's token that lost its first or last "
+          "cursor, which would skip changes in silence. If the feed was "
+          "started for exactly the range " +
+          interval_text(lo, hi) +
+          ", send that range (range_min/range_max) with the token; otherwise "
+          "start the feed again (start = time, from when the last page you "
+          "applied was read)");
+    st.scope_min_ = lo;
+    st.scope_max_ = hi;
+  }
+  if (auto p = st.check_matches(asked)) return *p;
   return st;
 }
 
@@ -344,20 +473,16 @@ change_feed_state::check_matches(const feed_scope& scope) const {
                    " differs from the continuation's " +
                    (pk_.empty() ? std::string{"(none)"} : pk_) +
                    "; a continuation carries its scope"};
-  if (!scope.range_max.empty()) {
-    std::string lo = cursors_.front().min;
-    std::string hi = cursors_.front().max;
-    for (const auto& c : cursors_) {
-      if (epk_compare(c.min, lo) < 0) lo = c.min;
-      if (epk_compare(c.max, hi) > 0) hi = c.max;
-    }
-    if (!pk_.empty() || epk_compare(upper(scope.range_min), lo) != 0 ||
-        epk_compare(upper(scope.range_max), hi) != 0)
-      return problem{"range_min/range_max: [" + scope.range_min + ", " +
-                     scope.range_max +
-                     ") differs from the continuation's scope; a continuation "
-                     "carries its scope"};
-  }
+  if (!scope.range_max.empty() &&
+      (!pk_.empty() || epk_compare(upper(scope.range_min), scope_min_) != 0 ||
+       epk_compare(upper(scope.range_max), scope_max_) != 0))
+    return problem{"range_min/range_max: " +
+                   interval_text(scope.range_min, scope.range_max) +
+                   " differs from the continuation's scope " +
+                   (pk_.empty()
+                        ? interval_text(scope_min_, scope_max_)
+                        : std::string{"(the partition key "} + pk_ + ")") +
+                   "; a continuation carries its scope"};
   return std::nullopt;
 }
 
@@ -484,12 +609,13 @@ change_feed_state::on_not_modified(const std::string& etag) {
 
 std::string change_feed_state::continuation() const {
   nlohmann::json j;
-  j["v"] = 1;
+  j["v"] = 2;
   j["coll"] = link_;
   j["rid"] = rid_;
   j["start"] = origin_name(start_);
   if (start_ == feed_origin::time) j["time"] = start_time_ms_;
   if (!pk_.empty()) j["pk"] = pk_;
+  j["scope"] = {{"min", scope_min_}, {"max", scope_max_}};
   auto& cs = j["cursors"] = nlohmann::json::array();
   for (const auto& c : cursors_) {
     nlohmann::json e;
@@ -498,6 +624,7 @@ std::string change_feed_state::continuation() const {
     if (!c.etag.empty()) e["etag"] = c.etag;
     cs.push_back(std::move(e));
   }
+  j["sum"] = token_sum(j);
   return j.dump();
 }
 

@@ -27,10 +27,41 @@
 //   below it: the cursor keeps its position and such documents are dropped,
 //   so nothing is applied twice and nothing is skipped.
 //
-// The continuation is JSON: {"v":1,"coll":..,"rid":..,"start":..,["time":
-// ms,]["pk":..,]"cursors":[{"min":..,"max":..,["etag":..]}]}. It is bound to
-// the collection by name and by rid: a continuation of another collection,
-// or of one that was deleted and created again, is refused.
+// The continuation is JSON, version 2:
+//
+//   {"v":2,"coll":..,"rid":..,"start":..,["time":ms,]["pk":..,]
+//    "scope":{"min":..,"max":..},"cursors":[{"min":..,"max":..,["etag":..]}],
+//    "sum":..}
+//
+// It is bound to the collection by name and by rid: a continuation of
+// another collection, or of one that was deleted and created again, is
+// refused. It carries its own scope, the EPK interval the feed reads, fixed
+// when the feed starts: the whole collection ["", "FF"), the caller's EPK
+// range, or for a partition key the interval of its one cursor (["", "FF");
+// it is read by the key header and never cut). The cursors must tile the
+// scope exactly, in whatever pieces splits have cut them into since. A
+// token that lost a cursor (the first, the last or one between) is refused:
+// read as a feed of what is left, the changes of the lost interval would
+// never be delivered, and nothing would say so.
+//
+// "sum" is a 64-bit FNV-1a, 16 lower-case hex digits, of the token's JSON
+// as nlohmann::json writes it without "sum" (keys sorted, no spaces), so
+// that a token a caller's JSON library wrote again in another layout still
+// checks. A token changed after it was written (an etag moved, a scope
+// narrowed along with its cursors) is refused. FNV-1a is no cryptographic
+// hash: it catches damage and edits, not a forger who computes it again;
+// the tiling check does not depend on it.
+//
+// Version 1 (written by older engines: no scope, no sum) is still read when
+// its scope is known all the same: its cursors tile the whole collection, it
+// is a partition key's feed (one cursor), or the request names an EPK range
+// (range_min/range_max) that its cursors tile exactly. Any other version-1
+// token is refused, telling the caller to send the range it was made for or
+// to start the feed again: it cannot be told from a whole feed's token that
+// lost its first or last cursor, and a refusal the caller can act on is
+// better than changes lost in silence. A version-1 token with "scope" or
+// "sum" is refused too (no older engine wrote them: it is a version-2 token
+// edited to skip the checksum). The next page's continuation is version 2.
 
 #include "georoute/actors/policy/model.hpp"
 #include "georoute/actors/policy/result.hpp"
@@ -118,13 +149,21 @@ public:
   static result<change_feed_state> fresh(const feed_scope& scope,
                                          int64_t now_ms);
 
-  /// A feed resumed from `token` for the collection `link` (normalized).
-  /// Problems start with "continuation: " and name what is wrong.
+  /// A feed resumed from `token` for the request `asked`: its collection
+  /// (`collection_link`, normalized) and the scope it names, if any (a
+  /// partition key or an EPK range; the start fields are not read, the
+  /// token carries its start). Problems with the token start with
+  /// "continuation: " and name what is wrong; a request whose scope differs
+  /// from the token's gets `check_matches`' problem.
+  static result<change_feed_state> resume(const std::string& token,
+                                          const feed_scope& asked);
+
+  /// The same for a request that names no scope of its own.
   static result<change_feed_state> resume(const std::string& token,
                                           const std::string& link);
 
-  /// Whether a request's own scope fields agree with a resumed feed's;
-  /// a problem names the field that differs.
+  /// Whether a request's own scope fields agree with the feed's scope; a
+  /// problem names the field that differs.
   std::optional<problem> check_matches(const feed_scope& scope) const;
 
   /// Binds the feed to the collection's rid (the first read of a fresh
@@ -135,6 +174,9 @@ public:
   const std::string& partition_key_json() const { return pk_; }
   bool by_partition_key() const { return !pk_.empty(); }
   const std::string& collection_rid() const { return rid_; }
+  /// The EPK interval the feed reads, which its cursors tile.
+  const std::string& scope_min() const { return scope_min_; }
+  const std::string& scope_max() const { return scope_max_; }
   size_t size() const { return cursors_.size(); }
   const feed_cursor& front() const { return cursors_.front(); }
   const std::deque<feed_cursor>& cursors() const { return cursors_; }
@@ -184,6 +226,8 @@ private:
   std::string link_;
   std::string rid_;
   std::string pk_;
+  std::string scope_min_;
+  std::string scope_max_;
   feed_origin start_ = feed_origin::beginning;
   int64_t start_time_ms_ = 0;
   std::deque<feed_cursor> cursors_;
