@@ -77,7 +77,7 @@ struct op_slot {
   uint32_t sends = 0;
   uint32_t throttles = 0;
   uint32_t regroups = 0;
-  uint32_t resends = 0;
+  uint32_t gone_resends = 0; // sent again after an other 410
   milliseconds throttle_wait{0};
   double charge = 0;
 };
@@ -392,6 +392,9 @@ void on_answer(self_ptr self, const std::string& range_id, uint64_t seq,
   bool throttled = was_throttled(resp.diag);
   std::vector<uint64_t> again;
   std::vector<uint64_t> gone;
+  // `ids` is the request as sent (send() writes the body in this order) and
+  // the results come in the same order: n is the operation's position in
+  // its request, and n == 0 the one that led it.
   for (size_t n = 0; n < ids.size(); ++n) {
     auto id = ids[n];
     auto it = st.ops.find(id);
@@ -399,7 +402,7 @@ void on_answer(self_ptr self, const std::string& range_id, uint64_t seq,
     auto& op = it->second;
     auto& x = (*results)[n];
     op.charge += x.request_charge;
-    switch (classify_bulk_op(x.status, x.substatus)) {
+    switch (classify_bulk_op(x.status, x.substatus, n == 0, op.gone_resends)) {
     case bulk_op_verdict::done: {
       ++r.stats.operations;
       bulk_op_result out;
@@ -452,17 +455,12 @@ void on_answer(self_ptr self, const std::string& range_id, uint64_t seq,
     case bulk_op_verdict::regroup:
       gone.push_back(id);
       break;
+    case bulk_op_verdict::resend_gone:
+      ++op.gone_resends;
+      [[fallthrough]];
     case bulk_op_verdict::resend_now:
-      if (++op.resends > max_bulk_response_resends) {
-        ++r.stats.operations;
-        bulk_op_result out;
-        out.status = x.status;
-        out.substatus = x.substatus;
-        finish_op(self, id, std::move(out));
-      } else {
-        ++st.sum.resent;
-        again.push_back(id);
-      }
+      ++st.sum.resent;
+      again.push_back(id);
       break;
     }
   }

@@ -26,8 +26,11 @@
 //   as actors/policy/README.md explains) up to the throttle budget
 //   (`georoute.throttle-retries`, `georoute.throttle-max-wait`); 410/1002,
 //   1007, 1008 re-reads the routing map and re-groups it (ten times at
-//   most); 413/3402 and other 410s go again at once. Every other answer is
-//   final.
+//   most); other 410s go again at once (ten times at most). 413/3402 (the
+//   answer had no room left for it; it did not run) goes again at once,
+//   at the front of its range's queue, uncounted, so that it leads a later
+//   request; it is final only for the operation that led its request (an
+//   answer of its own could not hold it). Every other answer is final.
 // - A whole request that failed: a range gone re-groups its operations; an
 //   engine refusal (overloaded) sends them again after a pause; a definite
 //   refusal fails them with its error; anything after which the request may

@@ -24,13 +24,19 @@ std::optional<std::string> check_bulk_options(const bulk_options& o) {
   return std::nullopt;
 }
 
-bulk_op_verdict classify_bulk_op(int status, int substatus) {
+bulk_op_verdict classify_bulk_op(int status, int substatus, bool leading,
+                                 uint32_t gone_resends) {
   if (status == 429) return bulk_op_verdict::throttled;
   if (status == 410 &&
       (substatus == 1002 || substatus == 1007 || substatus == 1008))
     return bulk_op_verdict::regroup;
-  if (status == 410) return bulk_op_verdict::resend_now;
-  if (status == 413 && substatus == 3402) return bulk_op_verdict::resend_now;
+  if (status == 410)
+    return gone_resends < max_bulk_gone_resends ? bulk_op_verdict::resend_gone
+                                                : bulk_op_verdict::done;
+  // The answer was full before its turn; only an answer it led is final
+  // (see the declaration: why this always makes progress).
+  if (status == 413 && substatus == 3402)
+    return leading ? bulk_op_verdict::done : bulk_op_verdict::resend_now;
   return bulk_op_verdict::done;
 }
 

@@ -9,7 +9,8 @@
 // - which per-operation answers are final and which send the operation
 //   again (`classify_bulk_op`): 429 after its retry-after, 410/1002, 1007
 //   and 1008 after the routing map is read again (the range split or
-//   merged), 413/3402 and other 410s at once;
+//   merged), other 410s at once; 413/3402 (no room left in the answer) at
+//   once, unless the operation led its request (see `classify_bulk_op`);
 // - how many requests one range has in flight (`range_congestion`): a
 //   congestion window, not a fixed cap. It starts at one request, doubles
 //   per round of clear answers until the first throttle, then grows by one
@@ -38,10 +39,10 @@ inline constexpr size_t default_bulk_request_bytes = 220'201;
 /// Re-groupings of one operation after its range split or merged, at most.
 inline constexpr uint32_t max_bulk_regroups = 10;
 
-/// Sends of one operation turned away as too large for the response
-/// (413/3402), at most: each such send is answered without running the
-/// operation, so only a response that cannot hold it alone stops it.
-inline constexpr uint32_t max_bulk_response_resends = 10;
+/// Sends again of one operation answered 410 without a split or merge
+/// (not 1002, 1007, 1008), at most; the next such answer is its result.
+/// Nothing in that answer says when the operation would run.
+inline constexpr uint32_t max_bulk_gone_resends = 10;
 
 /// The options of one bulk session (`bulk_open`).
 struct bulk_options {
@@ -73,13 +74,36 @@ result<std::string> bulk_op_json(const batch_operation& op, size_t index);
 
 /// What a per-operation answer means for the operation.
 enum class bulk_op_verdict {
-  done,       ///< final: the caller gets it (a success or a refusal)
-  throttled,  ///< 429: send again after its retry-after
-  regroup,    ///< 410/1002, 1007, 1008: its range is gone; read the map
-  resend_now, ///< 413/3402 (it fits a later answer), other 410: again now
+  done,        ///< final: the caller gets it (a success or a refusal)
+  throttled,   ///< 429: send again after its retry-after
+  regroup,     ///< 410/1002, 1007, 1008: its range is gone; read the map
+  resend_now,  ///< 413/3402 behind another operation: again now, uncharged
+  resend_gone, ///< other 410: again now, charged one `gone_resends`
 };
 
-bulk_op_verdict classify_bulk_op(int status, int substatus);
+/// The verdict on one operation's answer `status`/`substatus`. `leading`:
+/// it was the first operation of the request that answer belongs to.
+/// `gone_resends`: the times it was sent again after an other 410.
+///
+/// 413/3402 says the answer filled up before the operation's turn: the
+/// service did not run it, so sending it again is safe. It fails for room
+/// only if it led its request: an answer that began with it could not hold
+/// it, and no answer will. Behind another operation it was merely late, and
+/// goes again at once, charged nothing: a small limit (a 4 MB answer and
+/// documents of a few hundred KB) turns most of each request away, round
+/// after round, and a charge per round would fail operations that fit.
+///
+/// This cannot livelock. The executor sends turned-away operations again
+/// at the front of their range's queue, and builds each request from that
+/// front, so they lead later requests. The service runs or refuses a
+/// request's first operation on its own merits, never for room behind
+/// others; so every answer settles its leading operation (a result, a
+/// final 413/3402) or charges it one of its bounded budgets (throttle
+/// retries, re-groups, `max_bulk_gone_resends`, and its time budget in any
+/// case). Room turns away only the operations after it: every round makes
+/// progress.
+bulk_op_verdict classify_bulk_op(int status, int substatus, bool leading,
+                                 uint32_t gone_resends);
 
 /// One range's congestion window (see the file comment). Every request
 /// sent gets a sequence number from `on_send`; its answer reports back with

@@ -10,6 +10,15 @@
 
 using namespace georoute;
 
+namespace georoute {
+// A failing row names the verdict, not its bytes.
+void PrintTo(bulk_op_verdict v, std::ostream* os) {
+  static const char* const names[] = {"done", "throttled", "regroup",
+                                      "resend_now", "resend_gone"};
+  *os << names[static_cast<int>(v)];
+}
+} // namespace georoute
+
 namespace bulk_policy_test {
 
 using json = nlohmann::json;
@@ -143,34 +152,84 @@ TEST(BulkOptions, OutOfRange_NamesTheOption) {
   }
 }
 
-TEST(BulkVerdict, PerOperationAnswers) {
+// Every answer but 413/3402 means the same wherever the operation stood in
+// its request: each row is checked leading and behind another.
+TEST(BulkVerdict, PerOperationAnswers_SameLeadingOrNot) {
   struct row {
+    const char* name;
     int status, substatus;
     bulk_op_verdict v;
   };
   const row rows[] = {
-      {201, 0, bulk_op_verdict::done},
-      {200, 0, bulk_op_verdict::done},
-      {204, 0, bulk_op_verdict::done},
-      {409, 0, bulk_op_verdict::done},
-      {412, 0, bulk_op_verdict::done},
-      {400, 0, bulk_op_verdict::done},
-      {404, 0, bulk_op_verdict::done},
-      {413, 0, bulk_op_verdict::done}, // a document too large: final
-      {429, 3200, bulk_op_verdict::throttled},
-      {429, 0, bulk_op_verdict::throttled},
-      {410, 1002, bulk_op_verdict::regroup},
-      {410, 1007, bulk_op_verdict::regroup},
-      {410, 1008, bulk_op_verdict::regroup},
-      {410, 0, bulk_op_verdict::resend_now},
-      {410, 1000, bulk_op_verdict::resend_now},
-      {413, 3402, bulk_op_verdict::resend_now},
-      {424, 0, bulk_op_verdict::done},
-      {500, 0, bulk_op_verdict::done},
+      {"Created_201_Done", 201, 0, bulk_op_verdict::done},
+      {"Read_200_Done", 200, 0, bulk_op_verdict::done},
+      {"Deleted_204_Done", 204, 0, bulk_op_verdict::done},
+      {"Conflict_409_Done", 409, 0, bulk_op_verdict::done},
+      {"PreconditionFailed_412_Done", 412, 0, bulk_op_verdict::done},
+      {"BadRequest_400_Done", 400, 0, bulk_op_verdict::done},
+      {"NotFound_404_Done", 404, 0, bulk_op_verdict::done},
+      {"DocumentTooLarge_413NoSubstatus_Done", 413, 0, bulk_op_verdict::done},
+      {"Throttled_429_3200_Throttled", 429, 3200, bulk_op_verdict::throttled},
+      {"Throttled_429NoSubstatus_Throttled", 429, 0,
+       bulk_op_verdict::throttled},
+      {"RangeGone_410_1002_Regroup", 410, 1002, bulk_op_verdict::regroup},
+      {"RangeGone_410_1007_Regroup", 410, 1007, bulk_op_verdict::regroup},
+      {"RangeGone_410_1008_Regroup", 410, 1008, bulk_op_verdict::regroup},
+      {"Gone_410NoSubstatus_ResendGone", 410, 0, bulk_op_verdict::resend_gone},
+      {"Gone_410_1000_ResendGone", 410, 1000, bulk_op_verdict::resend_gone},
+      {"FailedDependency_424_Done", 424, 0, bulk_op_verdict::done},
+      {"ServerError_500_Done", 500, 0, bulk_op_verdict::done},
   };
   for (const auto& r : rows)
-    EXPECT_EQ(classify_bulk_op(r.status, r.substatus), r.v)
-        << r.status << "/" << r.substatus;
+    for (bool leading : {true, false})
+      EXPECT_EQ(classify_bulk_op(r.status, r.substatus, leading, 0), r.v)
+          << r.name << (leading ? " (leading)" : " (behind another)");
+}
+
+// 413/3402: the answer was full before the operation's turn. Final only for
+// the operation an answer began with; behind another it goes again however
+// often it was turned away before (nothing is counted for it).
+TEST(BulkVerdict, ResponseFull_ByPosition) {
+  struct row {
+    const char* name;
+    bool leading;
+    uint32_t gone_resends;
+    bulk_op_verdict v;
+  };
+  const row rows[] = {
+      {"ResponseFull_Leading_Done", true, 0, bulk_op_verdict::done},
+      {"ResponseFull_BehindAnother_ResendNow", false, 0,
+       bulk_op_verdict::resend_now},
+      {"ResponseFull_BehindAnotherAfterManyGones_ResendNow", false,
+       max_bulk_gone_resends, bulk_op_verdict::resend_now},
+      {"ResponseFull_LeadingAfterManyGones_Done", true, max_bulk_gone_resends,
+       bulk_op_verdict::done},
+  };
+  for (const auto& r : rows)
+    EXPECT_EQ(classify_bulk_op(413, 3402, r.leading, r.gone_resends), r.v)
+        << r.name;
+}
+
+// Other 410s say nothing about when the operation would run: sent again
+// max_bulk_gone_resends times, then the 410 is its result.
+TEST(BulkVerdict, OtherGone_Bounded) {
+  struct row {
+    const char* name;
+    uint32_t gone_resends;
+    bulk_op_verdict v;
+  };
+  const row rows[] = {
+      {"Gone_FirstTime_ResendGone", 0, bulk_op_verdict::resend_gone},
+      {"Gone_OneBeforeTheLimit_ResendGone", max_bulk_gone_resends - 1,
+       bulk_op_verdict::resend_gone},
+      {"Gone_AtTheLimit_Done", max_bulk_gone_resends, bulk_op_verdict::done},
+      {"Gone_PastTheLimit_Done", max_bulk_gone_resends + 1,
+       bulk_op_verdict::done},
+  };
+  for (const auto& r : rows)
+    for (bool leading : {true, false})
+      EXPECT_EQ(classify_bulk_op(410, 0, leading, r.gone_resends), r.v)
+          << r.name << (leading ? " (leading)" : " (behind another)");
 }
 
 TEST(BulkBatchSize, ByCountAndBytes_FirstAlwaysGoes) {
