@@ -11,6 +11,7 @@
 #include <caf/all.hpp>
 #include <cctype>
 #include <condition_variable>
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <functional>
@@ -293,9 +294,18 @@ bool scenario_run::setup(world_options w) {
       if (auto level = parse_log_level(v)) {
         auto out = make_stream_sink(std::cerr);
         auto site = "site " + regions_[i] + ": ";
-        eo.log = [out, site](const log_record& r) {
+        // Each line says when, since the workload started ("-" before it),
+        // as the report's times do.
+        eo.log = [out, site, epoch = log_epoch_](const log_record& r) {
           auto tagged = r;
-          tagged.component = site + r.component;
+          auto start = epoch->load();
+          auto now = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                         recorder::clock::now().time_since_epoch())
+                         .count();
+          char at[32] = "-";
+          if (start != 0)
+            std::snprintf(at, sizeof at, "+%.3f s", (now - start) / 1e9);
+          tagged.component = std::string{at} + " " + site + r.component;
           out(tagged);
         };
         eo.log_min_level = *level;
@@ -344,6 +354,9 @@ void scenario_run::start_workload() {
   rec_ =
       std::make_shared<recorder>(recorder::clock::now(), world_.fold_successes,
                                  opts_.leak_per_op, opts_.cpu_hog > 0);
+  log_epoch_->store(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                        rec_->start().time_since_epoch())
+                        .count());
   auto per_caller = opts_.rate / std::max<uint32_t>(opts_.callers, 1);
   for (uint32_t i = 0; i < opts_.callers; ++i) {
     caller_setup c;
@@ -434,18 +447,22 @@ void scenario_run::sample_backend() {
     // The breakers' transitions in this second, and how far each range got.
     engine_sample e;
     e.t_ms = t_ms;
-    for (auto& s : sites_)
-      if (auto st = ask<router_stats>(*sys_, s.router(), 1s, stats_atom_v)) {
-        e.breaker_opened += st->breaker_opened;
-        e.breaker_probes += st->breaker_probes;
-        e.breaker_closed += st->breaker_closed;
-      }
+    // The emulator first, then the routers: a request that reached the
+    // emulator was admitted by its router before, so a probe counted here
+    // is never missing from the routers' count of the same sample.
     if (world_.sample_engines)
       for (const auto& [key, tally] : emu_->control().counters_by_range()) {
         uint64_t n = tally.held;
         for (const auto& [status, count] : tally.by_status)
           n += count;
         e.reached[key] = n;
+      }
+    e.counted_ms = now_ms();
+    for (auto& s : sites_)
+      if (auto st = ask<router_stats>(*sys_, s.router(), 1s, stats_atom_v)) {
+        e.breaker_opened += st->breaker_opened;
+        e.breaker_probes += st->breaker_probes;
+        e.breaker_closed += st->breaker_closed;
       }
     const engine_sample* prev =
         engine_samples_.empty() ? nullptr : &engine_samples_.back();

@@ -121,6 +121,9 @@ public:
   /// held).
   struct engine_sample {
     int64_t t_ms = 0;
+    /// When the emulator's counters were read (after the routers' stats):
+    /// `reached` holds what arrived up to then.
+    int64_t counted_ms = 0;
     uint64_t breaker_opened = 0, breaker_probes = 0, breaker_closed = 0;
     std::map<emulator::range_key, uint64_t> reached;
   };
@@ -187,6 +190,10 @@ private:
   std::vector<engine> sites_;
   std::shared_ptr<seed_set> seeds_;
   std::shared_ptr<recorder> rec_;
+  /// The workload's start (steady clock, ns), for the engines' log lines
+  /// (`GEOROUTE_LOG_LEVEL`): 0 until it starts.
+  std::shared_ptr<std::atomic<int64_t>> log_epoch_ =
+      std::make_shared<std::atomic<int64_t>>(0);
   std::vector<caf::actor> callers_;
   struct table_log {
     mutable std::mutex mtx;

@@ -767,7 +767,8 @@ void breaker_criteria(scenario_run& run, const std::string& region,
               counts, rs.breaker_closed <= rs.breaker_probes);
   if (range.empty()) return;
   // Requests that reached the range in the region, against probes sent
-  // meanwhile, from one attempt timeout after it opened to the fault's end.
+  // meanwhile, from one attempt timeout after it opened to the fault's end
+  // (`to`: samples whose counters were read by then).
   // Requests admitted before it opened may wait that long in the client's
   // connection pool behind the held ones, and only then go out.
   const auto& samples = run.engine_samples();
@@ -778,7 +779,7 @@ void breaker_criteria(scenario_run& run, const std::string& region,
   const scenario_run::engine_sample* open = nullptr;
   const scenario_run::engine_sample* last = nullptr;
   for (size_t i = 1; i < samples.size(); ++i) {
-    if (samples[i].t_ms < from || samples[i].t_ms > to) continue;
+    if (samples[i].t_ms < from || samples[i].counted_ms > to) continue;
     if (!opened_at && samples[i].breaker_opened > samples[i - 1].breaker_opened)
       opened_at = samples[i].t_ms;
     if (!opened_at || samples[i].t_ms < *opened_at + settle) continue;
@@ -836,13 +837,19 @@ void grey_script(scenario_run& run, scenario_report& out,
   run.fault(region + " " + label, region, [&] { apply(region); });
   auto from = out.faults.back().at_ms;
   run.wait_until_ms(grey_from_ms + grey_for_ms);
+  // The breaker is judged up to the lift, not past it: lifting a hang
+  // closes the connections it held, and a read held there (a probe, say) is
+  // sent again at once on a fresh connection (the client resends a read
+  // whose kept-alive connection closed with nothing back). That arrival is
+  // the heal's, and it lands milliseconds before the lift's own marker.
+  auto lift_at = run.now_ms();
   run.fault(region + " recovers", region, [&] { lift(region); });
   auto to = out.faults.back().at_ms;
   run.wait_until(1.0);
   run.finish();
   grey_criteria(run, out, 1, from, to);
   allow_ambiguous_writes_during(run, out, {{from, to}});
-  if (check) check(region, from, to);
+  if (check) check(region, from, lift_at);
 }
 
 void g1_hang(scenario_run& run, scenario_report& out) {
