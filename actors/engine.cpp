@@ -226,6 +226,7 @@ void spawn_part(caf::actor_system& sys, const engine_state& shared,
     cfg.pipeline.log = shared.log;
     cfg.fleet = shared.fleet;
     cfg.fleet_threshold = fleet_threshold_of(s);
+    cfg.fleet_startup_wait = s.fleet.startup_wait;
     w.router = spawn_router(sys, std::move(cfg),
                             {w.locations, w.endpoints, w.collections,
                              w.pkranges, http, w.plans, me},

@@ -20,8 +20,14 @@ namespace georoute {
 // -- the inbox ----------------------------------------------------------------
 
 void fleet_inbox::attach(caf::actor_addr target) {
-  std::lock_guard<std::mutex> guard{mtx_};
-  target_ = std::move(target);
+  std::optional<bool> status;
+  {
+    std::lock_guard<std::mutex> guard{mtx_};
+    target_ = target;
+    status = last_status_;
+  }
+  if (auto hdl = caf::actor_cast<caf::actor>(target); hdl && status)
+    caf::anon_send(hdl, fleet_link_status{*status});
 }
 
 void fleet_inbox::detach(const caf::actor_addr& target) {
@@ -40,6 +46,17 @@ void fleet_inbox::deliver(fleet_inbound in) {
     caf::anon_send(hdl, std::move(in));
 }
 
+void fleet_inbox::link_status(bool connected) {
+  caf::actor_addr target;
+  {
+    std::lock_guard<std::mutex> guard{mtx_};
+    target = target_;
+    last_status_ = connected;
+  }
+  if (auto hdl = caf::actor_cast<caf::actor>(target))
+    caf::anon_send(hdl, fleet_link_status{connected});
+}
+
 namespace {
 
 // The self-timer, with the time it was due (its lateness is evidence of a
@@ -47,6 +64,9 @@ namespace {
 struct fl_tick {
   caf::actor_clock::time_point due;
 };
+
+// The peers had their moment to answer the ask.
+struct fl_synced {};
 
 // A probe answered (or failed).
 struct fl_probe_done {
@@ -60,6 +80,7 @@ struct fl_probe_done {
 } // namespace georoute
 
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(georoute::fl_tick)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(georoute::fl_synced)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(georoute::fl_probe_done)
 
 namespace georoute {
@@ -100,6 +121,11 @@ struct fleet_state {
   std::map<std::string, caf::actor_clock::time_point> probe_sent; // by key
   std::map<std::string, bool> probing;                            // by key
   bool was_connected = false;
+  bool asked = false; // the peers were asked since the link connected
+  // The fleet's view is in (see `fleet_sync_atom`), and who waits for it.
+  bool synced = false;
+  bool sync_due = false;
+  std::vector<caf::response_promise> sync_waiters;
   fleet_stats stats;
   static inline const char* name = "georoute.fleet";
 };
@@ -243,21 +269,52 @@ void publish(self_ptr self, const std::string& subject,
     ++st.stats.publish_refused;
 }
 
-void on_tick(self_ptr self, caf::actor_clock::time_point due) {
+// Notices the link's state. Once connected (at start, or after the link
+// was down) and once the account's regions are known (a claim names a
+// region by its token: before the first account read it would be
+// dropped), asks the peers for their claims, so that this process does not
+// pay for an incident the fleet already knows. The link says when it
+// connects (`fleet_link_status`), the location cache when the regions
+// come; the tick looks too. Returns whether the link is connected.
+bool check_link(self_ptr self) {
   auto& st = self->state;
-  auto now = now_of(self);
-  st.reporter->timer_fired(due, now);
   bool connected = st.cfg.link->connected();
   if (connected && !st.was_connected) {
-    // Just connected (at start, or after the link was down): ask the peers
-    // for their claims, so this process does not pay for an incident the
-    // fleet already knows.
+    st.asked = false;
+    if (st.cfg.log.enabled(log_level::info))
+      st.cfg.log.log(log_level::info, fleet_state::name, "fleet.connected",
+                     "the fleet's channel is connected");
+  }
+  st.was_connected = connected;
+  bool regions_known = st.table && !st.table->available_read_regions().empty();
+  if (connected && !st.asked && regions_known) {
+    st.asked = true;
+    if (st.cfg.log.enabled(log_level::info))
+      st.cfg.log.log(log_level::info, fleet_state::name, "fleet.asked",
+                     "asking the peers for their claims");
     publish(self,
             fleet_sync_subject(st.cfg.fleet, st.cfg.account, st.cfg.reporter),
             "{}");
+    if (!st.synced && !st.sync_due) {
+      st.sync_due = true;
+      self->delayed_send(self, st.cfg.sync_grace, fl_synced{});
+    }
   }
-  st.was_connected = connected;
-  note_marks(self);
+  return connected;
+}
+
+// The fleet's view is in, or will not come soon: whoever waits goes on.
+void sync_done(self_ptr self) {
+  auto& st = self->state;
+  st.synced = true;
+  for (auto& rp : st.sync_waiters)
+    rp.deliver(caf::ok_atom_v);
+  st.sync_waiters.clear();
+}
+
+// Publishes the reports due now.
+void publish_due(self_ptr self, policy_time now, bool connected) {
+  auto& st = self->state;
   for (auto& out : st.reporter->due(now, wall_ms(), connected)) {
     publish(self,
             fleet_subject(st.cfg.fleet, st.cfg.account, out.region,
@@ -269,6 +326,15 @@ void on_tick(self_ptr self, caf::actor_clock::time_point due) {
     st.health->receive(st.cfg.reporter, out.region, out.claim, now,
                        out.claim.ts_ms);
   }
+}
+
+void on_tick(self_ptr self, caf::actor_clock::time_point due) {
+  auto& st = self->state;
+  auto now = now_of(self);
+  st.reporter->timer_fired(due, now);
+  bool connected = check_link(self);
+  note_marks(self);
+  publish_due(self, now, connected);
   evaluate(self);
   probe_due(self);
   auto next = due + st.cfg.tick;
@@ -290,7 +356,12 @@ void on_inbound(self_ptr self, fleet_inbound& in) {
     // The ask takes a token from the asker's bucket: a flood of asks is a
     // flood like any other, and costs at most one report a second per
     // region claimed.
-    if (st.health->asked(parts->rid, now)) st.reporter->resend_claims();
+    // Answered at once, not at the next tick: the asker is starting, and
+    // its first reads go out as soon as it knows the topology.
+    if (st.health->asked(parts->rid, now)) {
+      st.reporter->resend_claims();
+      publish_due(self, now, check_link(self));
+    }
     return;
   }
   if (in.oversized) {
@@ -346,6 +417,7 @@ void subscribe(self_ptr self) {
         if (snap.version > s.table_version || !s.table) {
           s.table = snap.table;
           s.table_version = snap.version;
+          check_link(self);
         }
       });
 }
@@ -384,6 +456,7 @@ caf::behavior fleet_impl(self_ptr self, fleet_config cfg,
         s.table = snap.table;
         s.table_version = snap.version;
         note_marks(self);
+        check_link(self); // the regions may have just become known
       },
       [=](const engine_wiring& w) {
         auto& s = self->state;
@@ -400,6 +473,21 @@ caf::behavior fleet_impl(self_ptr self, fleet_config cfg,
       },
       [=](fleet_observations& obs) { on_observed(self, obs); },
       [=](fleet_inbound& in) { on_inbound(self, in); },
+      [=](fleet_link_status s) {
+        // A first connection that failed: the server refuses or cannot be
+        // reached, and nothing is waited for (the channel keeps trying).
+        if (!s.connected && !self->state.was_connected) sync_done(self);
+        check_link(self);
+      },
+      [=](fl_synced) { sync_done(self); },
+      [=](fleet_sync_atom) {
+        auto& s = self->state;
+        auto rp = self->make_response_promise();
+        if (s.synced)
+          rp.deliver(caf::ok_atom_v);
+        else
+          s.sync_waiters.push_back(std::move(rp));
+      },
       [=](fl_tick t) { on_tick(self, t.due); },
       [=](fl_probe_done& m) { on_probe(self, m); },
       [=](stats_atom) {

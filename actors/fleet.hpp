@@ -46,6 +46,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -77,15 +78,32 @@ struct fleet_inbound {
 /// Hands what a link receives to the current fleet actor. `deliver` is
 /// called on the link's threads; it takes a mutex for a pointer copy and
 /// sends one message. Before `attach`, or after `detach`, it drops.
+/// The link's state changed: connected, or a connection failed or was lost.
+struct fleet_link_status {
+  bool connected = false;
+};
+
+// `(fleet_sync_atom)` to the fleet actor is answered (`caf::ok_atom`) once
+// the fleet's view is in: the link connected, the peers were asked for their
+// claims and `fleet_config::sync_grace` passed; or at once after the first
+// connection failed. The router holds data requests at start until then
+// (`georoute.fleet-health.startup-wait` at most).
+
 class fleet_inbox {
 public:
   void attach(caf::actor_addr target);
   void detach(const caf::actor_addr& target);
   void deliver(fleet_inbound in);
+  /// The link's state changed (`connected`): when it just connected, the
+  /// actor asks its peers for their claims at once instead of at its next
+  /// tick. The last state is kept and told to an actor attached later (the
+  /// link may connect, or fail to, before the actor exists).
+  void link_status(bool connected);
 
 private:
   std::mutex mtx_;
   caf::actor_addr target_;
+  std::optional<bool> last_status_;
 };
 
 /// What the router saw on one region since its last tally (capped: the
@@ -140,6 +158,9 @@ struct fleet_config {
   std::chrono::milliseconds probe_interval{std::chrono::seconds{2}};
   /// A probe slower than this failed (the hedge threshold: normal time).
   std::chrono::milliseconds probe_timeout{std::chrono::seconds{1}};
+  /// After the ask went out, how long the peers have to answer before the
+  /// fleet's view counts as in (`fleet_sync_atom`).
+  std::chrono::milliseconds sync_grace{50};
   std::shared_ptr<fleet_link> link;
   std::shared_ptr<fleet_inbox> inbox;
   logger log;
@@ -163,5 +184,6 @@ caf::actor spawn_fleet(caf::actor_system& sys, fleet_config cfg,
 } // namespace georoute
 
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(georoute::fleet_inbound)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(georoute::fleet_link_status)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(georoute::fleet_observations)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(georoute::fleet_stats)

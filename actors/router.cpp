@@ -88,8 +88,10 @@ router_impl_actor::behavior_type router_impl(self_ptr self, router_config cfg,
                  caf::actor_cast<caf::actor>(st.with.endpoints)})
     if (h) self->monitor(h);
   self->set_down_handler([=](caf::down_msg& dm) { on_down(self, dm); });
-  if (st.cfg.fleet)
+  if (st.cfg.fleet) {
     self->delayed_send(self, st.cfg.fleet_flush, rt_fleet_flush{});
+    close_fleet_gate(self);
+  }
   self->set_exit_handler([=](caf::exit_msg& msg) {
     if (!msg.reason) return;
     self->state.driver.stop(stopped_error(who, msg.reason));

@@ -111,6 +111,9 @@ struct router_config {
   /// every `fleet_flush`. None: nothing is tallied.
   caf::actor fleet;
   std::chrono::milliseconds fleet_flush{250};
+  /// At start, data operations wait at most this long for the fleet's view
+  /// (`fleet_sync_atom`); 0: they never wait.
+  std::chrono::milliseconds fleet_startup_wait{0};
   /// A read attempt that took this long waited for the hedge threshold.
   std::chrono::milliseconds fleet_threshold{std::chrono::seconds{1}};
 };

@@ -463,6 +463,7 @@ caf::result<data_response> start(self_ptr self, data_request& req) {
                                 op.write_retries, excluded_for(st, op), env);
   auto id =
       st.driver.admit(std::move(op), budget, std::move(config), st.cfg.ladders);
+  if (park_at_fleet_gate(self, id)) return rp;
   resolve_collection(self, id, false);
   return rp;
 }

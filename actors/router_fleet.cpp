@@ -80,4 +80,33 @@ void fleet_flush(self_ptr self) {
   self->delayed_send(self, st.cfg.fleet_flush, rt_fleet_flush{});
 }
 
+// The startup wait: a process started during an incident the fleet already
+// knows learns of it before its first reads go out. The fleet actor answers
+// once its channel connected and the peers had a moment to answer its ask
+// (or at once when the first connection failed); the request's timeout is
+// the bound. Either way the operations that waited go on, in order.
+void close_fleet_gate(self_ptr self) {
+  auto& st = self->state;
+  if (!st.cfg.fleet || st.cfg.fleet_startup_wait.count() <= 0) return;
+  st.fleet_gate = true;
+  auto open = [self] {
+    auto& s = self->state;
+    if (!s.fleet_gate) return;
+    s.fleet_gate = false;
+    auto waiting = std::move(s.fleet_gate_waiters);
+    s.fleet_gate_waiters.clear();
+    for (auto id : waiting)
+      if (s.driver.find(id) != nullptr) resolve_collection(self, id, false);
+  };
+  self->request(st.cfg.fleet, st.cfg.fleet_startup_wait, fleet_sync_atom_v)
+      .then([open](caf::ok_atom) { open(); }, [open](caf::error&) { open(); });
+}
+
+bool park_at_fleet_gate(self_ptr self, uint64_t id) {
+  auto& st = self->state;
+  if (!st.fleet_gate) return false;
+  st.fleet_gate_waiters.push_back(id);
+  return true;
+}
+
 } // namespace georoute::router_detail

@@ -248,6 +248,11 @@ struct router_state {
   // What the router's own requests saw per region since the last flush to
   // the fleet actor (only with `cfg.fleet`).
   std::vector<fleet_tally> fleet_tallies;
+  // At start, with the fleet on: data operations wait here, unresolved,
+  // until the fleet's view is in (`fleet_sync_atom`) or the startup wait
+  // passed; then they go on in the order they came.
+  bool fleet_gate = false;
+  std::vector<uint64_t> fleet_gate_waiters;
   static inline const char* name = "georoute.router";
 };
 
@@ -260,6 +265,10 @@ inline constexpr uint32_t read_back_arm = 0xFFFFFFFFu;
 
 // router_fleet.cpp
 void fleet_note(router_state& st, const std::string& region, fleet_event e);
+// Holds data operations until the fleet's view is in (the startup wait).
+void close_fleet_gate(self_ptr self);
+// Whether `id` waits at the gate (then it was parked there).
+bool park_at_fleet_gate(self_ptr self, uint64_t id);
 void fleet_answer(router_state& st, data_payload& op, const std::string& region,
                   const transport::outcome& o, clock_type::duration took);
 void fleet_flush(self_ptr self);

@@ -736,6 +736,11 @@ std::vector<option> build_table() {
                        seconds{300},
                        "how often a region awaiting this process's probe "
                        "is probed"));
+  t.push_back(duration(fleet, "startup-wait",
+                       GEOROUTE_FIELD(fleet.startup_wait), milliseconds{0},
+                       seconds{10},
+                       "at start, data requests wait at most this long for "
+                       "the fleet's view; 0: never"));
   return t;
 }
 

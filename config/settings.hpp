@@ -151,6 +151,12 @@ struct fleet_health_settings {
   /// Demoted regions awaiting this process's own probe, and regions it
   /// claims down, are probed this often.
   milliseconds probe_interval = seconds{2};
+  /// At start, data requests wait at most this long for the fleet's view
+  /// (the channel connected, its peers asked for their claims and given a
+  /// moment to answer), so that a process started during an incident the
+  /// fleet knows does not send its first reads into it. Not at all once
+  /// the first connection failed (a server that refuses); 0: never.
+  milliseconds startup_wait = seconds{1};
 };
 
 /// Everything, validated.

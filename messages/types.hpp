@@ -112,6 +112,7 @@ CAF_ADD_ATOM(georoute, georoute, feed_ranges_atom, "feedranges")
 CAF_ADD_ATOM(georoute, georoute, wake_atom, "wake")
 CAF_ADD_ATOM(georoute, georoute, fresh_atom, "fresh")
 CAF_ADD_ATOM(georoute, georoute, fleet_atom, "fleet")
+CAF_ADD_ATOM(georoute, georoute, fleet_sync_atom, "flsync")
 CAF_END_TYPE_ID_BLOCK(georoute)
 
 // Snapshots are shared immutable tables: process-local by design.

@@ -45,7 +45,9 @@ result<nats_fleet> make_nats_fleet_link(const config::settings& s) {
         inbox->deliver(fleet_inbound{std::move(in.subject),
                                      std::move(in.payload), in.oversized});
       },
-      [](bool, std::string) {});
+      [inbox](bool connected, const std::string&) {
+        inbox->link_status(connected);
+      });
   if (!ch) return problem{"georoute.fleet-health: " + ch.error().what};
   return nats_fleet{std::make_shared<nats_link>(std::move(*ch)), inbox};
 }

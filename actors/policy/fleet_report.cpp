@@ -140,8 +140,14 @@ void fleet_reporter::age_health(clock::time_point now) {
   }
 }
 
-bool fleet_reporter::rate_allows(region_state& r, clock::time_point now) {
-  if (r.last_sent && now - *r.last_sent < options_.region_spacing) return false;
+bool fleet_reporter::rate_allows(region_state& r, clock::time_point now,
+                                 bool answers_ask) {
+  // An answer to a peer's ask is not held by the region's spacing: the asks
+  // are rate-limited per asker on arrival (fleet_health::asked), and the
+  // process's own cap below still holds.
+  if (!answers_ask && r.last_sent &&
+      now - *r.last_sent < options_.region_spacing)
+    return false;
   while (!sent_times_.empty() &&
          now - sent_times_.front() >= std::chrono::seconds{1})
     sent_times_.pop_front();
@@ -207,7 +213,8 @@ fleet_reporter::due(clock::time_point now, int64_t wall_ms, bool connected) {
       ++counters_.dropped_disconnected;
       continue;
     }
-    if (!rate_allows(r, now)) {
+    bool answers_ask = r.resend && *send == fleet_claim_state::down;
+    if (!rate_allows(r, now, answers_ask)) {
       ++counters_.held_by_rate;
       continue;
     }

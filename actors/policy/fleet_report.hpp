@@ -25,12 +25,16 @@
 //     claimed "down". The probe is newer than the evidence against R: that
 //     evidence is forgotten, and R qualifies again only by failing again.
 //   - A peer that starts asks for the current claims (`resend_claims`):
-//     each held claim goes out again at once, within the rate limits, so
-//     the newcomer does not pay for the incident while it waits for the
-//     next refresh.
-//   - At most one report a second per region and `max_per_second` (10) per
-//     process. Not connected: nothing is sent and nothing is kept for
-//     later; what is due is worked out again at the next call.
+//     each held claim goes out again at once, so that the newcomer knows
+//     before its first reads go out, and does not pay for the incident
+//     while it waits for the next refresh. The answer is not held by the
+//     region's spacing below (one report a second about a region would make
+//     a newcomer that subscribed just after the last one wait a second);
+//     asks are limited per asker where they arrive instead.
+//   - At most one report a second per region (answers to asks aside) and
+//     `max_per_second` (10) per process. Not connected: nothing is sent and
+//     nothing is kept for later; what is due is worked out again at the next
+//     call.
 //   - Local health, a saturating score 0..7 in the manner of Lifeguard: +1
 //     when the owner's periodic timer fires more than `late_by` (50 ms)
 //     late (the process is starved), +1 when two or more regions qualify in
@@ -130,8 +134,8 @@ public:
                                   bool connected);
 
   /// A new peer asked for the current claims: each region claimed down is
-  /// sent again at the next `due` that its region's spacing allows, without
-  /// waiting for its refresh.
+  /// sent again at the next `due`, without waiting for its refresh and
+  /// without the region's spacing (the process's cap per second holds).
   void resend_claims();
 
   /// The regions this process claims down now (as first spelled), for the
@@ -156,7 +160,7 @@ private:
   };
 
   window_counts counts(const region_state& r) const;
-  bool rate_allows(region_state& r, clock::time_point now);
+  bool rate_allows(region_state& r, clock::time_point now, bool answers_ask);
   fleet_claim claim(fleet_claim_state st, const fleet_evidence& ev,
                     int64_t wall_ms);
   void age_health(clock::time_point now);

@@ -5,6 +5,7 @@
 // router defers (a budget, a hedge, an abandoned ladder step) is seen at
 // the moment it is due, not only once everything has run.
 
+#include "georoute/actors/fleet.hpp"
 #include "georoute/actors/location_cache.hpp"
 #include "georoute/actors/log.hpp"
 #include "georoute/actors/policy/epk.hpp"
@@ -1586,6 +1587,89 @@ TEST_F(RouterBatch, TimedOut_OutcomeUnknown_SaysSo) {
         EXPECT_NE(context_of(e).find(outcome_unknown_advice), std::string::npos)
             << context_of(e);
       });
+}
+
+// -- the fleet's startup wait ----------------------------------------------
+
+// A fleet actor that holds the router's sync request until the test says.
+struct held_sync {
+  caf::response_promise rp;
+  int asked = 0;
+};
+
+caf::behavior fake_fleet(caf::event_based_actor* self,
+                         std::shared_ptr<held_sync> held) {
+  return {
+      [=](fleet_sync_atom) {
+        ++held->asked;
+        held->rp = self->make_response_promise();
+      },
+      // The test's word: the view is in.
+      [=](caf::ok_atom) { held->rp.deliver(caf::ok_atom_v); },
+      [](fleet_observations&) {},
+  };
+}
+
+class RouterFleetGate : public Router {
+protected:
+  std::shared_ptr<held_sync> held = std::make_shared<held_sync>();
+  caf::actor fleet;
+
+  void start_gated(std::chrono::milliseconds wait = 1000ms) {
+    fleet = sys.spawn(fake_fleet, held);
+    router_config cfg;
+    cfg.fleet = fleet;
+    cfg.fleet_startup_wait = wait;
+    start(cfg);
+  }
+
+  void TearDown() override {
+    self->send_exit(fleet, caf::exit_reason::user_shutdown);
+    Router::TearDown();
+  }
+};
+
+// A read that comes while the fleet's view is not in waits, unresolved
+// (nothing is asked of the metadata caches or sent), and goes once the
+// fleet actor answers: the verdicts the view brought decide its first
+// region.
+TEST_F(RouterFleetGate, ReadWaitsForTheFleetsView_GoesWhenItIsIn) {
+  start_gated();
+  EXPECT_EQ(held->asked, 1) << "the router did not ask the fleet actor";
+  auto h = route(read_doc());
+  EXPECT_EQ(http->count(), 0u) << "a read went out before the fleet's view";
+  advance(500ms);
+  EXPECT_EQ(http->count(), 0u);
+  self->send(fleet, caf::ok_atom_v);
+  run();
+  ASSERT_EQ(http->count(), 1u) << "the read did not go once the view was in";
+  answer(0, ok_response(R"({"id":"doc1","pk":"p0"})"));
+  receive_now(
+      self, h, [](data_response& r) { EXPECT_EQ(r.status, 200); },
+      [](caf::error& e) { ADD_FAILURE() << caf::to_string(e); });
+  // Later reads do not wait.
+  route(read_doc());
+  EXPECT_EQ(http->count(), 2u);
+}
+
+// A fleet actor that never answers (its server hung at start): the reads
+// go at the bound, in the order they came.
+TEST_F(RouterFleetGate, FleetNeverAnswers_ReadsGoAtTheBound) {
+  start_gated(1000ms);
+  route(read_doc());
+  route(read_doc());
+  advance(999ms);
+  EXPECT_EQ(http->count(), 0u);
+  advance(1ms);
+  EXPECT_EQ(http->count(), 2u) << "the reads did not go at the bound";
+}
+
+// No wait configured: nothing is asked, nothing waits.
+TEST_F(RouterFleetGate, NoStartupWait_ReadsGoAtOnce) {
+  start_gated(0ms);
+  EXPECT_EQ(held->asked, 0);
+  route(read_doc());
+  EXPECT_EQ(http->count(), 1u);
 }
 
 } // namespace

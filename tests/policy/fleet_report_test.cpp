@@ -194,22 +194,29 @@ TEST(FleetReporter, RefreshedEveryFiveSecondsWhileItHolds_UpOnceAfterTheProbe) {
 }
 
 // A newcomer asks for the claims: the held one goes again at once, not at
-// its refresh, but never faster than the region's one a second; what is not
-// claimed is not sent. `claimed` lists what the owner should probe.
-TEST(FleetReporter, ResendClaims_AtOnceWithinTheSpacing_ClaimedListed) {
+// its refresh and not held by the region's one a second (a newcomer that
+// subscribed just after the last report would wait a second, and its first
+// reads would go to the region meanwhile); what is not claimed is not
+// sent. `claimed` lists what the owner should probe.
+TEST(FleetReporter, ResendClaims_AtOnceEvenWithinTheSpacing_ClaimedListed) {
   fleet_reporter r{epoch};
   EXPECT_TRUE(r.claimed().empty());
   east_sick(r, t0);
   ASSERT_EQ(r.due(t0, wall0, true).size(), 1u);
   EXPECT_EQ(r.claimed(), std::vector<std::string>{"East US"});
+  EXPECT_TRUE(r.due(t0 + 100ms, wall0, true).empty()) << "nobody asked";
   r.resend_claims();
-  EXPECT_TRUE(r.due(t0 + 500ms, wall0, true).empty()) << "within 1 s";
-  auto again = r.due(t0 + 1s, wall0, true);
+  auto again = r.due(t0 + 100ms, wall0, true);
   ASSERT_EQ(regions_of(again), std::vector<std::string>{"East US down"});
   EXPECT_EQ(again.front().claim.seq, 2u);
-  // Once sent, the next goes at the refresh again (t0 + 1 s + 5 s).
+  // A second newcomer asks 50 ms later: answered too.
+  r.resend_claims();
+  EXPECT_EQ(r.due(t0 + 150ms, wall0, true).size(), 1u);
+  // Without an ask the spacing holds, and the next goes at the refresh
+  // again (t0 + 150 ms + 5 s).
+  EXPECT_TRUE(r.due(t0 + 600ms, wall0, true).empty());
   EXPECT_TRUE(r.due(t0 + 5s, wall0, true).empty());
-  EXPECT_EQ(r.due(t0 + 6s, wall0, true).size(), 1u);
+  EXPECT_EQ(r.due(t0 + 5150ms, wall0, true).size(), 1u);
   // After the probe answered and "up" went, nothing is claimed.
   r.probe_succeeded("East US", t0 + 7s);
   EXPECT_EQ(regions_of(r.due(t0 + 7s, wall0, true)),
@@ -217,6 +224,22 @@ TEST(FleetReporter, ResendClaims_AtOnceWithinTheSpacing_ClaimedListed) {
   EXPECT_TRUE(r.claimed().empty());
   r.resend_claims();
   EXPECT_TRUE(r.due(t0 + 9s, wall0, true).empty());
+}
+
+// Answers to asks still count against the process's ten a second: a flood
+// of asks (from many askers, each within its own bucket) cannot make a
+// process publish more than that.
+TEST(FleetReporter, AnswersToAsks_WithinTenASecond) {
+  fleet_reporter r{epoch};
+  east_sick(r, t0);
+  ASSERT_EQ(r.due(t0, wall0, true).size(), 1u);
+  size_t sent = 1;
+  for (int i = 1; i <= 30; ++i) {
+    r.resend_claims();
+    sent += r.due(t0 + i * 10ms, wall0, true).size();
+  }
+  EXPECT_EQ(sent, 10u) << "more than ten reports in one second";
+  EXPECT_GE(r.counters().held_by_rate, 20u);
 }
 
 TEST(FleetReporter, OneReportASecondPerRegion_TenPerProcess) {

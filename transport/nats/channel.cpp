@@ -307,6 +307,11 @@ bool connect_and_subscribe(state& st) {
     return false;
   }
   bool up_now = s == NATS_OK; // else cnats keeps trying, and on_connected says
+  // The first attempt failed (refused, or timed out): said, so that nothing
+  // waits for a connection that may be long in coming.
+  if (!up_now)
+    st.set_status(false, "not connected yet (" + status_text(s) +
+                             "); trying again in the background");
   if (!st.opts.subscribe_subject.empty()) {
     auto r = natsConnection_Subscribe(
         &st.sub, st.nc, st.opts.subscribe_subject.c_str(), on_message, &st);

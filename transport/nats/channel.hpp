@@ -135,8 +135,10 @@ public:
   using message_handler = std::function<void(nats_inbound)>;
   /// Runs on a cnats thread (or the channel's) at each change: connected or
   /// not, and what happened ("connected to tls://...", "disconnected: ...",
-  /// "closed: ..."). Must not block nor throw. After "closed" (cnats gave
-  /// up on the connection) the channel makes a new one after a pause.
+  /// "closed: ..."), and once when a connection's first attempt failed and
+  /// cnats goes on trying ("not connected yet ..."). Must not block nor
+  /// throw. After "closed" (cnats gave up on the connection) the channel
+  /// makes a new one after a pause.
   using status_handler = std::function<void(bool connected, std::string what)>;
 
   /// Returns at once; the channel connects in the background. A problem
