@@ -1,6 +1,7 @@
 #include "georoute/actors/policy/change_feed.hpp"
 
 #include "georoute/actors/policy/epk.hpp"
+#include "georoute/actors/policy/fnv.hpp"
 #include "georoute/actors/policy/json_check.hpp"
 
 #include <algorithm>
@@ -63,15 +64,6 @@ bool same_key(const std::string& a, const std::string& b) {
 
 std::string interval_text(const std::string& min, const std::string& max) {
   return "[" + min + ", " + max + ")";
-}
-
-uint64_t fnv1a64(std::string_view text) {
-  uint64_t h = 14695981039346656037ull;
-  for (unsigned char c : text) {
-    h ^= c;
-    h *= 1099511628211ull;
-  }
-  return h;
 }
 
 /// A continuation's checksum: FNV-1a 64 of its JSON without "sum", as 16

@@ -1,5 +1,7 @@
 #include "georoute/actors/policy/query_continuation.hpp"
 
+#include "georoute/actors/policy/fnv.hpp"
+
 #include <algorithm>
 #include <charconv>
 #include <cstdio>
@@ -92,17 +94,10 @@ private:
 
 uint64_t checksum(uint64_t query_hash, int64_t position,
                   const std::vector<uint64_t>& hashes) {
-  uint64_t h = 14695981039346656037ull;
-  auto add = [&](uint64_t v) {
-    for (int i = 0; i < 8; ++i) {
-      h ^= (v >> (8 * i)) & 0xff;
-      h *= 1099511628211ull;
-    }
-  };
-  add(query_hash);
-  add(static_cast<uint64_t>(position));
+  auto h = fnv1a64_u64(query_hash, fnv1a64_basis);
+  h = fnv1a64_u64(static_cast<uint64_t>(position), h);
   for (auto v : hashes)
-    add(v);
+    h = fnv1a64_u64(v, h);
   return h;
 }
 

@@ -1,5 +1,7 @@
 #include "georoute/actors/policy/query_merge.hpp"
 
+#include "georoute/actors/policy/fnv.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <functional>
@@ -83,15 +85,6 @@ json normalized(const json& v) {
   }
 }
 
-uint64_t fnv1a(std::string_view text) {
-  uint64_t h = 14695981039346656037ull;
-  for (unsigned char c : text) {
-    h ^= c;
-    h *= 1099511628211ull;
-  }
-  return h;
-}
-
 /// A number as the service prints it: integral values as integers.
 std::optional<json> number_value(double d) {
   if (!std::isfinite(d)) return std::nullopt;
@@ -150,7 +143,7 @@ std::string canonical_json(const json& value) {
 }
 
 uint64_t row_hash(const json& row) {
-  return fnv1a(canonical_json(row));
+  return fnv1a64(canonical_json(row));
 }
 
 uint64_t query_fingerprint(const query_info& info) {
@@ -170,7 +163,7 @@ uint64_t query_fingerprint(const query_info& info) {
   }
   add(info.rewritten_query);
   add(info.has_select_value ? "value" : "");
-  return fnv1a(text);
+  return fnv1a64(text);
 }
 
 // -- hash_set64
