@@ -354,10 +354,9 @@ void on_inbound(self_ptr self, fleet_inbound& in) {
   auto now = now_of(self);
   if (parts->region == fleet_sync_token) {
     // The ask takes a token from the asker's bucket: a flood of asks is a
-    // flood like any other, and costs at most one report a second per
-    // region claimed.
-    // Answered at once, not at the next tick: the asker is starting, and
-    // its first reads go out as soon as it knows the topology.
+    // flood like any other, and the answers count against this process's
+    // ten reports a second. Answered at once, not at the next tick: the
+    // asker is starting, and its data requests wait for the answers.
     if (st.health->asked(parts->rid, now)) {
       st.reporter->resend_claims();
       publish_due(self, now, check_link(self));

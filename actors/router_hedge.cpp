@@ -169,6 +169,10 @@ void record_answer(self_ptr self, data_payload& op, attempt_record& rec,
   rec.activity_id = std::move(o.activity_id);
   rec.connection = o.connection;
   rec.connection_served = o.connection_served;
+  rec.queued_us = o.queued_us;
+  rec.connect_us = o.connect_us;
+  rec.write_us = o.write_us;
+  rec.wait_us = o.wait_us;
   rec.status = o.status;
   rec.substatus = o.substatus;
   rec.failure = o.error == transport::failure::none

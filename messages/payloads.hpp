@@ -195,6 +195,13 @@ struct attempt_record {
   /// answered before (0: a fresh connection).
   uint64_t connection = 0;
   uint64_t connection_served = 0;
+  /// Where its time went, in microseconds (-1: a phase not reached): waiting
+  /// for a free connection in the pool, a fresh connection's connect (0 on
+  /// a kept-alive one), writing the request, and from then to its answer.
+  int64_t queued_us = -1;
+  int64_t connect_us = -1;
+  int64_t write_us = -1;
+  int64_t wait_us = -1;
 };
 
 /// What happened to one operation: every attempt in order.
@@ -702,7 +709,8 @@ typename Inspector::result_type inspect(Inspector& f, attempt_record& x) {
   return f(x.region, x.endpoint, x.status, x.substatus, x.failure,
            x.retry_reason, x.started_us, x.elapsed_us, x.request_charge, x.arm,
            x.winner, x.breaker_skipped, x.breaker_admission, x.activity_id,
-           x.connection, x.connection_served);
+           x.connection, x.connection_served, x.queued_us, x.connect_us,
+           x.write_us, x.wait_us);
 }
 
 template <class Inspector>

@@ -68,6 +68,16 @@ struct outcome {
   /// Requests answered on that connection before this one: 0 for a fresh
   /// connection, more for a kept-alive one.
   uint64_t connection_served = 0;
+  /// Where the attempt's time went, in microseconds; -1 for a phase it did
+  /// not reach. `queued_us`: from `send` until a connection took it (the
+  /// pool had none free); `connect_us`: a fresh connection's connect (and
+  /// TLS handshake), 0 on a kept-alive one; `write_us`: writing the
+  /// request; `wait_us`: from the request written to the answer complete
+  /// (the server and the network), or to the failure.
+  int64_t queued_us = -1;
+  int64_t connect_us = -1;
+  int64_t write_us = -1;
+  int64_t wait_us = -1;
 
   /// True for 2xx and 304 responses.
   bool success() const {

@@ -104,6 +104,22 @@ std::string describe_op(const op_record& op,
     else
       os << ", connection #" << a.connection << " reused ("
          << a.connection_served << " answered before)";
+    // Where its time went, in the client: the pool, the connect, the write,
+    // the wait for the answer.
+    auto ms = [](int64_t us) {
+      std::ostringstream t;
+      t.setf(std::ios::fixed);
+      t.precision(1);
+      t << static_cast<double>(us) / 1000.0 << " ms";
+      return t.str();
+    };
+    if (a.queued_us >= 0) {
+      os << " (queued " << ms(a.queued_us);
+      if (a.connect_us >= 0) os << ", connect " << ms(a.connect_us);
+      if (a.write_us >= 0) os << ", write " << ms(a.write_us);
+      if (a.wait_us >= 0) os << ", then waited " << ms(a.wait_us);
+      os << ")";
+    }
     if (!a.retry_reason.empty()) os << ", then " << a.retry_reason;
   }
   // The nearest fault at or before the ambiguous attempt, and after it.

@@ -263,7 +263,8 @@ void take_diagnostics(const caller_setup& cfg, const diagnostics& d,
     r.outcomes.push_back({a.status, a.substatus, r.start_us + a.started_us,
                           r.start_us + a.started_us + a.elapsed_us,
                           a.retry_reason, a.endpoint, a.failure, a.connection,
-                          a.connection_served});
+                          a.connection_served, a.queued_us, a.connect_us,
+                          a.write_us, a.wait_us});
     if (a.arm > 0) r.hedged = true;
     if (a.winner) winner = &a;
   }

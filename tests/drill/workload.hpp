@@ -59,6 +59,13 @@ struct op_record {
     /// answered before this one (0: fresh).
     uint64_t connection = 0;
     uint64_t connection_served = 0;
+    /// Where its time went (microseconds, -1: not reached): the client's
+    /// pool, a fresh connection's connect, the write, the wait for the
+    /// answer (`attempt_record`).
+    int64_t queued_us = -1;
+    int64_t connect_us = -1;
+    int64_t write_us = -1;
+    int64_t wait_us = -1;
   };
   std::vector<attempt_outcome> outcomes;
   /// The partition-key range the engine routed it to ("" when unknown).

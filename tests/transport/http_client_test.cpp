@@ -3,9 +3,9 @@
 // again when a kept-alive socket closes under a request, and the table that
 // decides it.
 
+#include "georoute/transport/http_client.hpp"
 #include "tests/transport/client_test_util.hpp"
 #include "tests/transport/loopback_server.hpp"
-#include "georoute/transport/http_client.hpp"
 
 #include <atomic>
 #include <gtest/gtest.h>
@@ -71,6 +71,51 @@ TEST(HttpClient, Outcome_NamesItsConnectionAndWhatItServedBefore) {
   ASSERT_TRUE(fresh.success()) << fresh.error_detail;
   EXPECT_NE(fresh.connection, first.connection);
   EXPECT_EQ(fresh.connection_served, 0u);
+}
+
+// Every outcome says where its time went: the pool, a fresh connection's
+// connect, the write, the wait for the answer. A request that found every
+// connection busy says how long it queued.
+TEST(HttpClient, Outcome_Timeline_QueueConnectWriteWait) {
+  loopback_server srv{[](const server_request& q) {
+    reply r = ok();
+    if (q.target() == "/slow") r.delay = 100ms;
+    return r;
+  }};
+  http_client_options opts;
+  opts.max_connections_per_endpoint = 1;
+  http_client client{opts};
+  auto fresh = send_sync(client, get(srv.endpoint(), "/slow"));
+  ASSERT_TRUE(fresh.success()) << fresh.error_detail;
+  EXPECT_GE(fresh.queued_us, 0);
+  EXPECT_GE(fresh.connect_us, 0) << "a fresh connection's connect";
+  EXPECT_GE(fresh.write_us, 0);
+  EXPECT_GE(fresh.wait_us, 100'000) << "the server's 100 ms";
+  auto reused = send_sync(client, get(srv.endpoint(), "/fast"));
+  ASSERT_TRUE(reused.success()) << reused.error_detail;
+  EXPECT_EQ(reused.connect_us, 0) << "a kept-alive connection connects not";
+  EXPECT_LT(reused.wait_us, 100'000);
+  // One connection, two requests at once: the second waits in the pool
+  // for the first's 100 ms.
+  collector c;
+  client.send(get(srv.endpoint(), "/slow"), c.cb());
+  client.send(get(srv.endpoint(), "/fast"), c.cb());
+  ASSERT_TRUE(c.wait_for(2));
+  int64_t most_queued = 0;
+  for (const auto& o : c.outcomes()) {
+    ASSERT_TRUE(o.success()) << o.error_detail;
+    most_queued = std::max(most_queued, o.queued_us);
+  }
+  EXPECT_GE(most_queued, 90'000) << "the second did not wait in the pool";
+  // Nothing answers: the phases it reached, the wait until the deadline.
+  loopback_server mute{[](const server_request&) {
+    reply r = ok();
+    r.delay = 2s;
+    return r;
+  }};
+  auto late = send_sync(client, get(mute.endpoint(), "/x", 200ms));
+  EXPECT_EQ(late.error, failure::timeout);
+  EXPECT_GE(late.wait_us, 150'000) << late.wait_us;
 }
 
 TEST(HttpClient, Request_MethodTargetHeadersBody_SentVerbatim) {

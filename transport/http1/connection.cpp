@@ -89,6 +89,9 @@ void connection<Tls>::guarded(F&& f) {
 template <bool Tls>
 void connection<Tls>::on_start(job_ptr j) {
   job_ = std::move(j);
+  job_->started = steady::now();
+  job_->connected = {};
+  job_->written = {};
   timed_out_ = false;
   maybe_sent_ = false;
   if (aborted_ || core_->stopping()) return fail(net::error::operation_aborted);
@@ -168,6 +171,7 @@ void connection<Tls>::on_connect(error_code ec) {
                                self->guarded([&] { self->on_handshake(ec); });
                              });
   } else {
+    if (job_) job_->connected = steady::now();
     write();
   }
 }
@@ -175,6 +179,7 @@ void connection<Tls>::on_connect(error_code ec) {
 template <bool Tls>
 void connection<Tls>::on_handshake(error_code ec) {
   if (ec) return fail(ec);
+  if (job_) job_->connected = steady::now();
   write();
 }
 
@@ -245,6 +250,7 @@ void connection<Tls>::on_write(error_code ec, std::size_t written) {
   // even after some records went out, so it proves nothing there.
   if (ec && written == 0 && !Tls) maybe_sent_ = false;
   if (ec) return unanswered(ec, false) ? on_unanswered(ec) : fail(ec);
+  if (job_) job_->written = steady::now();
   phase_ = phase::read;
   const auto& opts = core_->options();
   parser_.reset();

@@ -83,7 +83,8 @@ void client_core::send(request req, http_client::callback cb) {
 void client_core::send_now(request req, http_client::callback cb) {
   ++requests_;
   auto j = std::make_shared<job>();
-  j->deadline = steady::now() + req.timeout;
+  j->created = steady::now();
+  j->deadline = j->created + req.timeout;
   j->req = std::move(req);
   j->cb = std::move(cb);
   {
@@ -247,6 +248,33 @@ void client_core::retry(const connection_ptr& dead, job_ptr j) {
   complete(j, failed(failure::reset, shut_down_text));
 }
 
+namespace {
+
+int64_t micros_between(steady::time_point from, steady::time_point to) {
+  return std::chrono::duration_cast<std::chrono::microseconds>(to - from)
+      .count();
+}
+
+} // namespace
+
+void note_timeline(const job& j, outcome& o) {
+  const steady::time_point none{};
+  auto now = steady::now();
+  if (j.started == none) {
+    o.queued_us = micros_between(j.created, now); // never left the queue
+    return;
+  }
+  o.queued_us = micros_between(j.created, j.started);
+  auto ready = j.connected == none ? j.started : j.connected;
+  if (j.connected != none)
+    o.connect_us = micros_between(j.started, j.connected);
+  else if (o.connection_served > 0 || j.written != none)
+    o.connect_us = 0; // a kept-alive connection
+  if (j.written == none) return;
+  o.write_us = micros_between(ready, j.written);
+  o.wait_us = micros_between(j.written, now);
+}
+
 void client_core::complete(const job_ptr& j, outcome o) {
   if (j->done.exchange(true)) return;
   job_ptr registered;
@@ -259,6 +287,7 @@ void client_core::complete(const job_ptr& j, outcome o) {
     }
   }
   o.endpoint = j->req.endpoint;
+  note_timeline(*j, o);
   auto cb = std::move(j->cb);
   if (!cb) return;
   try {

@@ -45,6 +45,12 @@ struct job {
   request req;
   http_client::callback cb;
   steady::time_point deadline;
+  // The attempt's timeline (outcome::queued_us and the rest); a phase not
+  // reached stays at the epoch. Touched by the owner of the job only.
+  steady::time_point created;
+  steady::time_point started;   // a connection took it
+  steady::time_point connected; // a fresh connection got connected
+  steady::time_point written;   // the request was written
   std::atomic<bool> done{false};
   // Guarded by client_core::mtx_.
   bool queued = false;
@@ -54,6 +60,9 @@ struct job {
 };
 
 using job_ptr = std::shared_ptr<job>;
+
+/// Fills `o`'s timeline from `j`'s, as of now (its completion).
+void note_timeline(const job& j, outcome& o);
 
 class connection_base;
 using connection_ptr = std::shared_ptr<connection_base>;
