@@ -3,7 +3,8 @@
 #include <atomic>
 #include <cstddef>
 
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__) ||           \
+    defined(GEOROUTE_NO_ALLOC_COUNT)
 #  define GEOROUTE_COUNT_ALLOCS 0
 #else
 #  define GEOROUTE_COUNT_ALLOCS 1

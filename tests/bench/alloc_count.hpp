@@ -5,7 +5,8 @@
 // and `realloc` with thin wrappers around glibc's own (everything that
 // allocates ends there: operator new, OpenSSL, Asio); switched off, a
 // wrapper costs one relaxed load. Not built under a sanitizer, which has its
-// own allocator: `available()` is false there and the counts stay zero.
+// own allocator, nor with GEOROUTE_COUNT_ALLOCS off (for a heap profiler):
+// `available()` is false there and the counts stay zero.
 
 #include <cstdint>
 

@@ -28,6 +28,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -145,6 +146,13 @@ public:
   /// not accepted yet: above a handful, the region stopped taking new
   /// connections while clients kept connecting. 0 while it refuses.
   uint64_t accept_queue(const std::string& region) const;
+  /// Times `region`'s accept completed ("" = the global endpoint): each
+  /// takes every connection the kernel had queued (up to 256), so a burst
+  /// of connections costs one turn of the io threads, not one each.
+  uint64_t accept_turns(const std::string& region) const;
+  /// Runs `f` on one of the io threads (tests: hold the servers while the
+  /// kernel queues connections). `f` must not wait for the servers.
+  void post_to_io(std::function<void()> f);
 
   emulator(const emulator&) = delete;
   emulator& operator=(const emulator&) = delete;

@@ -72,6 +72,8 @@ using timer_type =
 
 constexpr uint64_t max_body_bytes = uint64_t{16} * 1024 * 1024;
 constexpr uint32_t max_header_bytes = 64 * 1024;
+/// Connections a listener accepts at once when its accept completes.
+constexpr size_t max_accepts_per_turn = 256;
 
 const boost::system::error_category& http_category() {
   static const auto& cat =
@@ -175,6 +177,7 @@ public:
     return d + std::chrono::milliseconds{flap_latency_ms_.load()};
   }
   uint64_t accepted() const { return accepted_.load(); }
+  uint64_t accept_turns() const { return accept_turns_.load(); }
   /// Requests held now by a hang (the state or a rule).
   uint64_t held() const { return held_.load(); }
   void add_held(int64_t delta) { held_ += static_cast<uint64_t>(delta); }
@@ -237,6 +240,7 @@ private:
   std::atomic<int64_t> jitter_ms_{0};
   std::atomic<int64_t> flap_latency_ms_{0};
   std::atomic<uint64_t> accepted_{0};
+  std::atomic<uint64_t> accept_turns_{0};
   std::atomic<uint64_t> held_{0};
   std::mutex rng_mtx_;
   std::mt19937_64 rng_; ///< the jitter's, under rng_mtx_
@@ -567,6 +571,10 @@ result<bool> listener::bind_locked(bool and_listen) {
     step = "listen on";
     acceptor_.listen(net::socket_base::max_listen_connections, ec);
   }
+  if (!ec) {
+    step = "make non-blocking";
+    acceptor_.non_blocking(true, ec); // on_accept's synchronous accepts
+  }
   if (!ec && port_ == 0) port_ = acceptor_.local_endpoint(ec).port();
   if (ec) {
     error_code ignored;
@@ -598,17 +606,33 @@ void listener::accept_locked() {
 }
 
 void listener::on_accept(uint64_t gen, error_code ec, socket_type sock) {
-  session_ptr s;
+  std::vector<session_ptr> accepted;
   {
     std::lock_guard<std::mutex> guard{mtx_};
     if (gen != gen_ || stopped_ || ec == net::error::operation_aborted)
       return; // a stale accept: the socket (if any) closes with `sock`
     if (!ec) {
-      ++accepted_;
-      error_code ignored;
-      sock.set_option(tcp::no_delay(true), ignored);
-      s = std::make_shared<session>(std::move(sock), shared_from_this());
-      sessions_.emplace(s.get(), s); // under the lock: stop() sees it
+      auto take = [&](socket_type&& one) {
+        ++accepted_;
+        error_code ignored;
+        one.set_option(tcp::no_delay(true), ignored);
+        auto s = std::make_shared<session>(std::move(one), shared_from_this());
+        sessions_.emplace(s.get(), s); // under the lock: stop() sees it
+        accepted.push_back(std::move(s));
+      };
+      ++accept_turns_;
+      take(std::move(sock));
+      // Everything else the kernel queued, now: one accept per turn of a
+      // busy io thread is a few dozen a second, and a burst of new
+      // connections (a client whose requests moved to this region) would
+      // wait seconds in the queue, as no real gateway makes them wait.
+      for (size_t i = 0; i < max_accepts_per_turn; ++i) {
+        error_code more;
+        auto next =
+            acceptor_.accept(net::make_strand(ioc_.get_executor()), more);
+        if (more) break; // would_block: the queue is empty
+        take(std::move(next));
+      }
       accept_locked();
     } else {
       // Out of descriptors or similar: try again soon instead of spinning.
@@ -620,7 +644,8 @@ void listener::on_accept(uint64_t gen, error_code ec, socket_type sock) {
       });
     }
   }
-  if (s) net::dispatch(s->executor(), [s] { s->start(); });
+  for (auto& s : accepted)
+    net::dispatch(s->executor(), [s] { s->start(); });
 }
 
 uint64_t listener::accept_queue() const {
@@ -1078,6 +1103,16 @@ uint64_t emulator::accepted_connections(const std::string& region) const {
   if (region.empty()) return impl_->global->accepted();
   auto* l = impl_->find(region);
   return l ? l->accepted() : 0;
+}
+
+uint64_t emulator::accept_turns(const std::string& region) const {
+  if (region.empty()) return impl_->global->accept_turns();
+  auto* l = impl_->find(region);
+  return l ? l->accept_turns() : 0;
+}
+
+void emulator::post_to_io(std::function<void()> f) {
+  net::post(impl_->ioc, std::move(f));
 }
 
 uint64_t emulator::accept_queue(const std::string& region) const {

@@ -5,11 +5,15 @@
 #include "tests/emulator/emulator_main.hpp"
 #include "tests/emulator/server_fixture.hpp"
 
+#include <arpa/inet.h>
 #include <atomic>
 #include <condition_variable>
 #include <future>
 #include <mutex>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <thread>
+#include <unistd.h>
 
 namespace {
 
@@ -222,6 +226,53 @@ TEST_F(EmulatorServer, OfflineReset_ConnectionReset) {
   EXPECT_GT(emu->accepted_connections("West US"), before);
   ASSERT_TRUE(emu->set_region_state("West US", region_state::online));
   EXPECT_EQ(send("GET", west(), "/").status, 200);
+}
+
+// A burst of new connections is accepted in one turn of the io thread:
+// accepted one a turn, a busy single-threaded emulator took a few dozen a
+// second, and the soak's writes on fresh connections to a new hub timed out
+// in its accept queue. Here the io thread is held while the kernel queues 20
+// connections; once it is free, they take at most two turns, not 20.
+TEST_F(EmulatorServer, AcceptBurst_OneTurnTakesEveryQueuedConnection) {
+  const std::string region = "East US";
+  auto ep = emu->endpoint(region);
+  auto colon = ep.rfind(':');
+  ASSERT_NE(colon, std::string::npos) << ep;
+  auto port = static_cast<uint16_t>(std::stoi(ep.substr(colon + 1)));
+  std::promise<void> release;
+  std::promise<void> holding;
+  emu->post_to_io([&holding, wait = release.get_future().share()] {
+    holding.set_value();
+    wait.wait();
+  });
+  holding.get_future().wait();
+  auto turns_before = emu->accept_turns(region);
+  auto accepted_before = emu->accepted_connections(region);
+  constexpr int burst = 20;
+  std::vector<int> fds;
+  for (int i = 0; i < burst; ++i) {
+    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    ASSERT_GE(fd, 0);
+    fds.push_back(fd);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(port);
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr),
+              0);
+  }
+  EXPECT_EQ(emu->accept_queue(region), uint64_t{burst}) << "the kernel's queue";
+  release.set_value();
+  for (int i = 0;
+       i < 500 && emu->accepted_connections(region) < accepted_before + burst;
+       ++i)
+    std::this_thread::sleep_for(10ms);
+  EXPECT_EQ(emu->accepted_connections(region), accepted_before + burst);
+  EXPECT_LE(emu->accept_turns(region) - turns_before, 2u)
+      << "each connection took a turn of its own";
+  EXPECT_EQ(emu->accept_queue(region), 0u);
+  for (int fd : fds)
+    ::close(fd);
 }
 
 TEST_F(EmulatorServer, Hang_ClientTimesOut_OnlineAgainAnswers) {
