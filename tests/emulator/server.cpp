@@ -4,6 +4,8 @@
 // one io_context run by `io_threads` threads. A `session` per accepted socket
 // runs on its own strand: read (request_parser, body and header limits) ->
 // [latency timer] -> socket fault or engine/admin -> write -> read again.
+// When an accept completes, the listener takes every connection the kernel
+// queued meanwhile (a busy io thread must not admit one a turn).
 //
 // Socket faults. `offline_refuse` swaps the listening socket for one that is
 // bound to the same port but not listening: connects are refused, the port
