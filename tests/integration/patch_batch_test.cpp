@@ -167,7 +167,7 @@ TEST_F(PatchBatch, BlockingClient_PatchAndBatch) {
       db.patch(link, "a", R"([{"op":"incr","path":"/n","value":2}])", pk("p0"));
   ASSERT_TRUE(p) << describe(p.error());
   EXPECT_EQ(json::parse(p->body)["n"], 3);
-  // Spelled as README spells it.
+  // Spelled as docs/embedding.md spells it.
   batch_request req{link, R"(["p0"])"};
   req.operations.push_back({batch_op_kind::read, "a"});
   req.operations.push_back(
