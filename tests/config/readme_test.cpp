@@ -35,7 +35,8 @@ std::string policy_readme() {
 
 // The documents whose prose may speak of reads and ladders.
 const std::vector<std::string> documents = {
-    "README.md",           "actors/README.md",      "actors/policy/README.md",
+    "README.md",           "docs/embedding.md",     "docs/diagnostics.md",
+    "docs/building.md",    "actors/README.md",      "actors/policy/README.md",
     "transport/README.md", "tests/drill/README.md", "tests/bench/README.md"};
 
 // "6 s" for 6 seconds, "500 ms" below a second.
