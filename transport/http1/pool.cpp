@@ -268,7 +268,7 @@ void note_timeline(const job& j, outcome& o) {
   auto ready = j.connected == none ? j.started : j.connected;
   if (j.connected != none)
     o.connect_us = micros_between(j.started, j.connected);
-  else if (o.connection_served > 0 || j.written != none)
+  else if (o.connection_served > 0)
     o.connect_us = 0; // a kept-alive connection
   if (j.written == none) return;
   o.write_us = micros_between(ready, j.written);
