@@ -34,7 +34,7 @@ using promise = caf::typed_response_promise<collection_info>;
 // is matched against the fetches it held, not against the current handle.
 struct fetch {
   uint64_t id = 0;
-  std::string what; // "GET /dbs/x/colls/y", for errors
+  std::string what; // "read of /dbs/x/colls/y", for errors
   std::vector<promise> waiters;
   caf::actor_addr via;
 };
@@ -104,13 +104,13 @@ void put(cache_state& st, lru_cache<std::string, collection_info>& index,
 metadata_request read_request(std::string path, std::string link,
                               bool rid_based) {
   metadata_request req;
-  req.method = "GET";
-  req.path = std::move(path);
+  req.what.kind = transport::attempt_kind::resource_read;
+  req.what.resource = std::move(path);
+  req.what.rid_based = rid_based;
   req.kind = request_kind::metadata_read;
   req.op = op_kind::read;
   req.policy = loop_policy::clearing_session;
   req.collection_name = std::move(link);
-  req.rid_based = rid_based;
   return req;
 }
 
@@ -120,8 +120,8 @@ caf::expected<collection_info> decode(const transport::outcome& o,
   if (!r)
     return make_error(
         errc::protocol_violation,
-        "GET " + path + " answered " + std::to_string(o.status) + " from " +
-            o.endpoint +
+        "the read of " + path + " answered " + std::to_string(o.status) +
+            " from " + o.endpoint +
             " with a collection that does not decode: " + r.error().what);
   return std::move(r).value();
 }
@@ -137,9 +137,10 @@ caf::result<collection_info> start_fetch(self_ptr self, fetch_map& fetches,
   auto& st = self->state;
   ++st.stats.fetches;
   auto id = st.next_fetch++;
-  fetches[key] = fetch{id, req.method + " " + req.path, {}, st.retry.address()};
+  fetches[key] =
+      fetch{id, transport::describe(req.what), {}, st.retry.address()};
   auto rp = join(self, fetches, key);
-  auto path = req.path;
+  auto path = req.what.resource;
   self->request(st.retry, caf::infinite, execute_atom_v, std::move(req))
       .then([=](transport::outcome& o) { landed(id, decode(o, path)); },
             [=](caf::error& e) { landed(id, std::move(e)); });
@@ -179,7 +180,7 @@ void on_rid_fetched(self_ptr self, const std::string& rid, uint64_t id,
   auto waiters = take_waiters(st.rid_fetches, rid, id);
   if (waiters.empty() && st.rid_fetches.count(rid) > 0) return;
   if (r && rid_mismatch(rid, r->rid))
-    r = make_error(errc::protocol_violation, "GET " + path +
+    r = make_error(errc::protocol_violation, "the read of " + path +
                                                  " answered collection _rid " +
                                                  r->rid + " instead of " + rid);
   if (!r) {

@@ -72,7 +72,7 @@ struct attempt_state {
 struct manager_state {
   endpoint_manager_config cfg;
   location_cache_actor locations;
-  http_port_ptr http;
+  transport::port_ptr http;
   caf::actor_addr supervisor;
   std::optional<database_account> account;
   std::optional<clock_type::time_point> last_fetch_start;
@@ -117,11 +117,10 @@ void start_attempt(self_ptr self, uint64_t attempt_id) {
   auto& st = self->state;
   auto i = st.attempts.find(attempt_id);
   if (i == st.attempts.end()) return;
-  transport::request req;
-  req.method = "GET";
+  transport::attempt req;
+  req.kind = transport::attempt_kind::account_read;
   req.endpoint = i->second.endpoint;
-  req.target = "/";
-  req.headers = {{"accept", "application/json"}};
+  req.resend_after_drop = true;
   const auto& ladder = *account_ladder(st).ladder;
   req.timeout = ladder[std::min(i->second.step, ladder.size() - 1)].timeout;
   ++st.stats.attempts;
@@ -381,7 +380,7 @@ void rewire(self_ptr self, const engine_wiring& w) {
 
 manager_impl_actor::behavior_type
 endpoint_manager_impl(self_ptr self, endpoint_manager_config cfg,
-                      location_cache_actor locations, http_port_ptr http,
+                      location_cache_actor locations, transport::port_ptr http,
                       caf::actor_addr supervisor) {
   auto& st = self->state;
   st.cfg = std::move(cfg);
@@ -466,7 +465,7 @@ endpoint_manager_config_from(const config::settings& s) {
 endpoint_manager_actor spawn_endpoint_manager(caf::actor_system& sys,
                                               endpoint_manager_config cfg,
                                               location_cache_actor locations,
-                                              http_port_ptr http,
+                                              transport::port_ptr http,
                                               caf::actor_addr supervisor) {
   return caf::actor_cast<endpoint_manager_actor>(
       sys.spawn(endpoint_manager_impl, std::move(cfg), std::move(locations),

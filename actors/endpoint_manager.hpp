@@ -30,11 +30,11 @@
 // - Every change (write-region switch, multi-write flip, regions added or
 //   removed) goes to the location cache. It never waits on a caller.
 
-#include "georoute/actors/http_port.hpp"
 #include "georoute/actors/log.hpp"
 #include "georoute/actors/policy/timeout_ladder.hpp"
 #include "georoute/config/settings.hpp"
 #include "georoute/messages/interfaces.hpp"
+#include "georoute/transport/port.hpp"
 
 #include <caf/actor_system.hpp>
 #include <string>
@@ -67,7 +67,7 @@ endpoint_manager_config endpoint_manager_config_from(const config::settings& s);
 endpoint_manager_actor spawn_endpoint_manager(caf::actor_system& sys,
                                               endpoint_manager_config cfg,
                                               location_cache_actor locations,
-                                              http_port_ptr http,
+                                              transport::port_ptr http,
                                               caf::actor_addr supervisor = {});
 
 } // namespace georoute

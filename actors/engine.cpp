@@ -32,15 +32,15 @@ namespace {
 // the actors are gone) destroys the Beast client it owns, which joins its io
 // threads and ends every connection; anything sent afterwards completes at
 // once with a reset "engine stopped".
-class closable_port : public http_port {
+class closable_port : public transport::port {
 public:
-  closable_port(http_port_ptr inner,
+  closable_port(transport::port_ptr inner,
                 std::shared_ptr<transport::http_client> client,
                 std::shared_ptr<home_thread> home)
       : inner_(std::move(inner)), client_(std::move(client)),
         home_(std::move(home)) {}
 
-  void send(transport::request req, completion done) override {
+  void send(transport::attempt req, completion done) override {
     {
       std::lock_guard<std::mutex> guard{mtx_};
       if (inner_) {
@@ -56,7 +56,7 @@ public:
   }
 
   void close() {
-    http_port_ptr inner;
+    transport::port_ptr inner;
     std::shared_ptr<transport::http_client> client;
     {
       std::lock_guard<std::mutex> guard{mtx_};
@@ -74,7 +74,7 @@ public:
 
 private:
   std::mutex mtx_;
-  http_port_ptr inner_;
+  transport::port_ptr inner_;
   std::shared_ptr<transport::http_client> client_;
   const std::shared_ptr<home_thread> home_;
 };
@@ -205,7 +205,7 @@ std::chrono::milliseconds fleet_threshold_of(const config::settings& s) {
 void spawn_part(caf::actor_system& sys, const engine_state& shared,
                 engine_wiring& w, const caf::actor_addr& me, part p) {
   const auto& s = shared.settings;
-  auto http = std::static_pointer_cast<http_port>(shared.port);
+  auto http = std::static_pointer_cast<transport::port>(shared.port);
   switch (p) {
   case part::locations:
     w.locations =
@@ -552,7 +552,7 @@ void launch(caf::actor_system& sys, const std::shared_ptr<engine_state>& s) {
     // The router tells the fleet actor what it saw: it must exist first.
     if (p == part::locations && s->options.fleet)
       s->fleet = spawn_fleet(sys, fleet_config_from(*s), w.locations,
-                             std::static_pointer_cast<http_port>(s->port),
+                             std::static_pointer_cast<transport::port>(s->port),
                              w.supervisor);
   }
   {
@@ -609,7 +609,8 @@ caf::expected<engine> engine::start(caf::actor_system& sys,
       return make_error(errc::validation_error, "georoute.http.tls-ca-file: " +
                                                     client->tls_setup_error());
     s->port = std::make_shared<closable_port>(
-        make_http_port(client, settings.account_key), client, s->home);
+        transport::make_gateway_port(client, settings.account_key.reveal()),
+        client, s->home);
   }
   launch(sys, s);
   return engine{std::move(s)};

@@ -54,15 +54,15 @@
 //   lists them. The supervisor logs its restarts and give-ups.
 //
 // What a host includes is the public protocol: this file, actors/log.hpp,
-// actors/client.hpp, messages/ and config/. actors/http_port.hpp comes with it
+// actors/client.hpp, messages/ and config/. transport/port.hpp comes with it
 // because a host may substitute the transport (`engine_options::http`); the
 // engine's internal protocol (actors/internal.hpp: the re-wiring, the helpers
 // its actors share) is not part of it.
 
-#include "georoute/actors/http_port.hpp"
 #include "georoute/actors/log.hpp"
 #include "georoute/config/settings.hpp"
 #include "georoute/messages/interfaces.hpp"
+#include "georoute/transport/port.hpp"
 
 #include <caf/actor_system.hpp>
 #include <caf/expected.hpp>
@@ -82,9 +82,10 @@ struct engine_state;
 
 /// What the embedding program may choose beyond the settings.
 struct engine_options {
-  /// How actors send HTTP. Null: the engine builds a Beast client from
-  /// `settings.http` and signs with `settings.account_key`.
-  http_port_ptr http;
+  /// How actors send their attempts (transport/port.hpp). Null: the
+  /// classic gateway's port over a client the engine builds from
+  /// `settings.http`, signing with `settings.account_key`.
+  transport::port_ptr http;
   /// How long the account read waits for the global endpoint before it
   /// also asks the regions (GlobalEndpointManager's constants: 5 s).
   std::chrono::milliseconds sweep_after = std::chrono::seconds{5};

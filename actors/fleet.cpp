@@ -111,7 +111,7 @@ struct fleet_state {
   std::unique_ptr<fleet_health> health;
   std::unique_ptr<fleet_reporter> reporter;
   location_cache_actor locations;
-  http_port_ptr http;
+  transport::port_ptr http;
   std::shared_ptr<const location_table> table;
   uint64_t table_version = 0;
   fleet_demotion applied;            // what the location cache was last told
@@ -197,11 +197,10 @@ void send_probe(self_ptr self, const std::string& region) {
   st.probing[key] = true;
   st.probe_sent[key] = now;
   ++st.stats.probes;
-  transport::request req;
-  req.method = "GET";
+  transport::attempt req;
+  req.kind = transport::attempt_kind::account_read;
   req.endpoint = endpoint;
-  req.target = "/";
-  req.headers = {{"accept", "application/json"}};
+  req.resend_after_drop = true;
   req.timeout = st.cfg.probe_timeout;
   auto hdl = caf::actor_cast<caf::actor>(self);
   st.http->send(std::move(req), [hdl, region, now](transport::outcome o) {
@@ -422,8 +421,8 @@ void subscribe(self_ptr self) {
 }
 
 caf::behavior fleet_impl(self_ptr self, fleet_config cfg,
-                         location_cache_actor locations, http_port_ptr http,
-                         caf::actor_addr supervisor) {
+                         location_cache_actor locations,
+                         transport::port_ptr http, caf::actor_addr supervisor) {
   auto& st = self->state;
   st.health = std::make_unique<fleet_health>(cfg.health);
   st.reporter = std::make_unique<fleet_reporter>(new_epoch(), cfg.report);
@@ -516,7 +515,7 @@ std::string fleet_account_token(const config::settings& s) {
 }
 
 caf::actor spawn_fleet(caf::actor_system& sys, fleet_config cfg,
-                       location_cache_actor locations, http_port_ptr http,
+                       location_cache_actor locations, transport::port_ptr http,
                        caf::actor_addr supervisor) {
   if (!cfg.link) throw std::invalid_argument("fleet actor: no link");
   if (auto p = cfg.health.validate())

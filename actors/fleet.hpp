@@ -15,8 +15,8 @@
 //   (a NATS delivery thread)           │   rules,
 //   actors/policy/fleet_health.hpp)
 //                                      ├──(fleet_atom, fleet_demotion)──▶
-//                                      location cache └──probe (GET /)──▶
-//                                      http_port
+//                                      location cache └──probe (account
+//                                      read)──▶ port
 //
 // - The link is the transport: `transport/nats/channel.hpp` in production,
 //   an in-process bus in tests. Its `publish` never blocks; the actor calls
@@ -32,12 +32,12 @@
 // - Nothing of a caller leaves the process: a report holds counts, a region
 //   name, times and the reporter's health score.
 
-#include "georoute/actors/http_port.hpp"
 #include "georoute/actors/log.hpp"
 #include "georoute/actors/policy/fleet_health.hpp"
 #include "georoute/actors/policy/fleet_report.hpp"
 #include "georoute/config/settings.hpp"
 #include "georoute/messages/interfaces.hpp"
+#include "georoute/transport/port.hpp"
 
 #include <caf/actor.hpp>
 #include <caf/actor_addr.hpp>
@@ -178,7 +178,7 @@ std::string fleet_account_token(const config::settings& s);
 /// ends when it ends. Throws std::invalid_argument for options the policies
 /// refuse (the settings check them first).
 caf::actor spawn_fleet(caf::actor_system& sys, fleet_config cfg,
-                       location_cache_actor locations, http_port_ptr http,
+                       location_cache_actor locations, transport::port_ptr http,
                        caf::actor_addr supervisor = {});
 
 } // namespace georoute

@@ -45,8 +45,8 @@ namespace georoute {
 //   static constexpr end_kind end;   a budget or a hard deadline
 //   self_ptr self;
 //
-//   transport::request wire(const op&, const attempt_plan&);   the primary
-//   transport::request wire(const late_wire&, const attempt_plan&);
+//   transport::attempt wire(const op&, const attempt_plan&);   the primary
+//   transport::attempt wire(const late_wire&, const attempt_plan&);
 //   late_wire late_wire_of(const op&);
 //   effect_origin origin(const payload& | const late_wire&,
 //                        const transport::outcome* why, bool after_end);
@@ -244,11 +244,11 @@ public:
   /// Sends one attempt of operation `id` as `arm` (0: the primary; a
   /// plane's hedge arms; an abandoned attempt's next ladder step under its
   /// own arm); its answer comes back as the plane's `http_msg`.
-  void send(uint64_t id, uint32_t arm, transport::request req) {
+  void send(uint64_t id, uint32_t arm, transport::attempt a) {
     auto& st = self_->state;
     ++st.stats.attempts;
     auto hdl = caf::actor_cast<caf::actor>(self_);
-    st.with.http->send(std::move(req), [hdl, id, arm](transport::outcome o) {
+    st.with.http->send(std::move(a), [hdl, id, arm](transport::outcome o) {
       caf::anon_send(hdl, typename Plane::http_msg{id, arm, std::move(o)});
     });
   }

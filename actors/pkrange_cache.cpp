@@ -95,14 +95,15 @@ metadata_request page_request(const std::string& path, const std::string& etag,
   metadata_request req;
   req.first_page = first_page;
   req.start_endpoint = std::move(start_endpoint);
-  req.method = "GET";
-  req.path = path;
-  req.headers = {{"a-im", "Incremental Feed"}, {"x-ms-max-item-count", "-1"}};
-  if (!etag.empty()) req.headers.emplace_back("if-none-match", etag);
+  // Every range of the page (-1), the changes since `etag` when set.
+  req.what.kind = transport::attempt_kind::pkranges_read;
+  req.what.resource = path;
+  req.what.rid_based = true;
+  req.what.max_item_count = -1;
+  req.what.if_none_match = etag;
   req.kind = request_kind::pkranges_read;
   req.op = op_kind::read;
   req.policy = loop_policy::partition_range;
-  req.rid_based = true;
   return req;
 }
 
@@ -188,8 +189,8 @@ void on_page(self_ptr self, const std::string& rid, const std::string& path,
     build(self, rid, id);
     return;
   }
-  auto where = "GET " + path + " answered " + std::to_string(o.status) +
-               " from " + o.endpoint;
+  auto where = "the partition-key ranges of " + path + " answered " +
+               std::to_string(o.status) + " from " + o.endpoint;
   auto page = transport::decode_pkranges(o.body, o.etag);
   if (!page) {
     finish(self, rid, id,
@@ -271,7 +272,7 @@ void enqueue(self_ptr self, const std::string& rid, const std::string& path,
   auto id = l.id;
   st.loads.emplace(rid, std::move(l));
   self->delayed_send(self, st.cfg.load_deadline, pk_load_deadline{rid, id});
-  request_page(self, rid, path + "/pkranges", id);
+  request_page(self, rid, path, id);
 }
 
 void on_load_deadline(self_ptr self, const pk_load_deadline& m) {

@@ -24,8 +24,8 @@
 //   overlap `range`; no map → cold load first; `force` with a map → one
 //   refresh first (.NET TryGetOverlappingRanges). A cold load is already
 //   fresh, so `force` on an empty cache does not refresh a second time.
-// - A load loops pages (`a-im: Incremental Feed`, `x-ms-max-item-count:
-//   -1`, `if-none-match` from the previous map's etag on refresh, then each
+// - A load loops pages of the ranges feed (every range per page, the
+//   changes since the previous map's etag on refresh, then since each
 //   response's etag) until the server answers 304. Cold: a complete map of
 //   all ranges (parents dropped); warm: the previous map combined with the
 //   new ranges. A result that is not complete is an error

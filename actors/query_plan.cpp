@@ -183,18 +183,11 @@ plan_impl_actor::behavior_type query_plan_impl(self_ptr self, retry_actor retry,
 
 document_request plan_request_for(const query_plan_request& req) {
   document_request d;
-  d.method = "POST";
-  d.path = "/" + req.collection_link + "/docs";
+  d.what.kind = transport::attempt_kind::query_plan;
+  d.what.resource = req.collection_link;
+  d.what.partition_key_json = req.partition_key_json;
   d.kind = request_kind::query_plan;
   d.op = op_kind::read;
-  d.headers = {
-      {"content-type", "application/query+json"},
-      {"x-ms-cosmos-is-query-plan-request", "True"},
-      {"x-ms-cosmos-query-version", "1.0"},
-      {"x-ms-cosmos-supported-query-features", supported_query_features},
-      {"x-ms-documentdb-query-enablecrosspartition", "True"},
-  };
-  d.partition_key_json = req.partition_key_json;
   nlohmann::json body;
   body["query"] = req.query;
   auto params = nlohmann::json::parse(
@@ -202,7 +195,8 @@ document_request plan_request_for(const query_plan_request& req) {
       nullptr, false);
   // The actor validated the parameters before it got here.
   body["parameters"] = params.is_array() ? params : nlohmann::json::array();
-  d.body = body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  d.what.body =
+      body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   return d;
 }
 

@@ -24,12 +24,7 @@
 
 namespace georoute {
 
-/// The supported-features header value (.NET QueryPlanRetriever, gateway path).
-constexpr const char* supported_query_features =
-    "Aggregate, Distinct, MultipleOrderBy, OffsetAndLimit, OrderBy, Top, "
-    "NonValueAggregate";
-
-/// Builds the POST for a plan (exposed for tests).
+/// The attempt that asks for a plan (exposed for tests).
 document_request plan_request_for(const query_plan_request& req);
 
 /// Spawns the query-plan actor with an LRU of `cache_size` plans.

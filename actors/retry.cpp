@@ -90,9 +90,9 @@ struct metadata_plane {
 
   self_ptr self = nullptr;
 
-  static transport::request wire(const metadata_request& r,
+  static transport::attempt wire(const metadata_request& r,
                                  const attempt_plan& plan);
-  static transport::request wire(const operation& op,
+  static transport::attempt wire(const operation& op,
                                  const attempt_plan& plan) {
     return wire(op.req, plan);
   }
@@ -137,7 +137,7 @@ struct metadata_plane {
 // A detach-only operation: the router works, we wait.
 struct detached_op {
   caf::typed_response_promise<transport::outcome> rp;
-  std::string what;    // "POST /dbs/d/colls/c/docs"
+  std::string what;    // "query plan of dbs/d/colls/c"
   caf::actor_addr via; // the router that runs it
 };
 
@@ -194,7 +194,7 @@ caf::error failure_error(const operation& op, const std::string& why) {
   return make_error(classify_outcome(*op.last_failure),
                     failure_text(*op.last_failure, op.last_region,
                                  op.loop->attempts(),
-                                 op.req.method + " " + op.req.path, why));
+                                 transport::describe(op.req.what), why));
 }
 
 std::vector<std::string> excluded_for(const retry_state& st,
@@ -213,25 +213,24 @@ attempt_loop make_loop(const retry_state& st, const metadata_request& req) {
   return attempt_loop{std::move(cfg), st.cfg.ladders};
 }
 
-transport::request metadata_plane::wire(const metadata_request& r,
+} // namespace
+
+bool metadata_resend_after_drop(const metadata_request& r) {
+  if (r.what.kind != transport::attempt_kind::raw)
+    return transport::reads_only(r.what.kind);
+  return r.op == op_kind::read && transport::repeat_safe(r.what.raw);
+}
+
+namespace {
+
+transport::attempt metadata_plane::wire(const metadata_request& r,
                                         const attempt_plan& plan) {
-  transport::request req;
-  req.method = r.method;
-  req.endpoint = plan.endpoint;
-  // Names in the path (database, collection, document ids) may hold what a
-  // path cannot carry as it is: encoded here, decoded again for signing.
-  // Ids cannot hold '?': a query string, if any, goes as it is.
-  auto query = std::min(r.path.find('?'), r.path.size());
-  req.target.clear(); // a request's target starts as "/"
-  req.target.reserve(r.path.size());
-  transport::append_encoded_path(
-      req.target, std::string_view{r.path}.substr(0, query), true);
-  req.target.append(r.path, query, std::string::npos);
-  req.headers = r.headers;
-  req.body = r.body;
-  req.rid_based = r.rid_based;
-  req.timeout = plan.timeout;
-  return req;
+  transport::attempt a = r.what;
+  a.endpoint = plan.endpoint;
+  a.proto = plan.protocol;
+  a.timeout = plan.timeout;
+  a.resend_after_drop = metadata_resend_after_drop(r);
+  return a;
 }
 
 // Keeps the hedge's place in the deadline queue equal to its due time.
@@ -384,8 +383,8 @@ void metadata_plane::on_end_reached(uint64_t id, operation& op) {
         id, failure_error(op, "hard deadline of " + limit + " reached"));
   else
     st.driver.finish(id, make_error(errc::deadline_exceeded,
-                                    "no attempt of " + op.req.method + " " +
-                                        op.req.path +
+                                    "no attempt of " +
+                                        transport::describe(op.req.what) +
                                         " finished within the hard deadline "
                                         "of " +
                                         limit));
@@ -432,14 +431,14 @@ caf::result<transport::outcome> detach(self_ptr self, document_request& req) {
                       "detach-only mode needs a request router");
   auto id = st.next_detached++;
   auto rp = self->make_response_promise<transport::outcome>();
-  st.detached.emplace(id, detached_op{rp, req.method + " " + req.path,
+  st.detached.emplace(id, detached_op{rp, transport::describe(req.what),
                                       st.with.router.address()});
   ++st.stats.operations;
   // The router's pipeline runs under the same hard deadline and answers the
   // last underlying failure when it trips; our own timeout only catches a
   // router that never answers.
   auto limit = st.cfg.hard_deadline;
-  auto what = req.method + " " + req.path;
+  auto what = transport::describe(req.what);
   self->request(st.with.router, limit + st.cfg.detach_grace, route_atom_v,
                 std::move(req))
       .then(

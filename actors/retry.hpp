@@ -41,13 +41,13 @@
 // underlying failure ("503 from East US after 7 attempts"); before any
 // attempt finished, `errc::deadline_exceeded`.
 
-#include "georoute/actors/http_port.hpp"
 #include "georoute/actors/log.hpp"
 #include "georoute/actors/policy/client_retry_policy.hpp"
 #include "georoute/actors/policy/hedging.hpp"
 #include "georoute/actors/policy/timeout_ladder.hpp"
 #include "georoute/config/settings.hpp"
 #include "georoute/messages/interfaces.hpp"
+#include "georoute/transport/port.hpp"
 
 #include <caf/actor.hpp>
 #include <caf/actor_system.hpp>
@@ -81,11 +81,17 @@ struct retry_config {
 /// Builds the slice from validated settings.
 retry_config retry_config_from(const config::settings& s);
 
+/// Whether the transport may send an attempt of `r` again after its
+/// connection dropped with nothing back: every metadata read may; a caller's
+/// raw request only when it says it reads (`op_kind::read`) and its method
+/// only reads (GET, HEAD, a query POST).
+bool metadata_resend_after_drop(const metadata_request& r);
+
 /// Whom the retry actor talks to.
 struct retry_collaborators {
   location_cache_actor locations;
   endpoint_manager_actor endpoints;
-  http_port_ptr http;
+  transport::port_ptr http;
   /// Target of detach-only requests; may be null (detach then fails).
   router_actor router;
   /// Receives `(clear_session_atom, collection_name)`; may be null.

@@ -150,13 +150,7 @@ using router_detail::router_state;
 
 metadata_request to_pipeline_request(const document_request& req) {
   metadata_request m;
-  m.method = req.method;
-  m.path = req.path;
-  m.headers = req.headers;
-  if (!req.partition_key_json.empty())
-    m.headers.emplace_back("x-ms-documentdb-partitionkey",
-                           req.partition_key_json);
-  m.body = req.body;
+  m.what = req.what;
   m.kind = req.kind;
   m.op = req.op;
   m.policy = loop_policy::client;

@@ -127,7 +127,7 @@ struct router_collaborators {
   endpoint_manager_actor endpoints;
   collection_cache_actor collections;
   pkrange_cache_actor pkranges;
-  http_port_ptr http;
+  transport::port_ptr http;
   /// Query plans for cross-partition queries; may be null (then such
   /// queries fail with a validation error).
   query_plan_actor plans;

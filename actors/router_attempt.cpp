@@ -14,16 +14,17 @@ std::vector<std::string> excluded_for(const router_state& st,
 // -- the data plane's hooks of the operation driver ---------------------------
 
 // One attempt of `req` as the plan says, with `token` as its session token.
-transport::request attempt_wire(const data_request& req,
+transport::attempt attempt_wire(const data_request& req,
                                 const std::string& link, std::string token,
                                 const attempt_plan& plan) {
   wire_target t;
   t.collection_link = link;
   t.endpoint = plan.endpoint;
+  t.proto = plan.protocol;
   t.session_token = std::move(token);
-  t.hub_header = plan.hub_header;
+  t.hub_only = plan.hub_header;
   t.timeout = plan.timeout;
-  return to_wire(req, t);
+  return to_attempt(req, t);
 }
 
 // Each attempt that goes out, at trace level: which arm, where, for which
@@ -45,14 +46,14 @@ void log_attempt(const router_state& st, const data_request& req,
                      arm + " to " + plan.region + ", breaker " + admission);
 }
 
-transport::request data_plane::wire(const data_operation& op,
+transport::attempt data_plane::wire(const data_operation& op,
                                     const attempt_plan& plan) const {
   log_attempt(self->state, op.req, op.link, "primary", op.diag.range_id, plan);
   return attempt_wire(op.req, op.link, session_token_for(self->state, op),
                       plan);
 }
 
-transport::request data_plane::wire(const late_wire& w,
+transport::attempt data_plane::wire(const late_wire& w,
                                     const attempt_plan& plan) const {
   log_attempt(self->state, w.req, w.link, "late ladder step", w.range_id, plan);
   return attempt_wire(w.req, w.link, w.session_token, plan);

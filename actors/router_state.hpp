@@ -176,9 +176,9 @@ struct data_plane {
   self_ptr self = nullptr;
 
   // router_attempt.cpp
-  transport::request wire(const data_operation& op,
+  transport::attempt wire(const data_operation& op,
                           const attempt_plan& plan) const;
-  transport::request wire(const late_wire& w, const attempt_plan& plan) const;
+  transport::attempt wire(const late_wire& w, const attempt_plan& plan) const;
   late_wire late_wire_of(const data_operation& op) const;
   effect_origin origin(const data_payload&, const transport::outcome* why,
                        bool after_end) const;
@@ -314,7 +314,7 @@ void capture_session(router_state& st, const data_payload& op,
 // router_attempt.cpp
 std::vector<std::string> excluded_for(const router_state& st,
                                       const data_payload& op);
-transport::request attempt_wire(const data_request& req,
+transport::attempt attempt_wire(const data_request& req,
                                 const std::string& link, std::string token,
                                 const attempt_plan& plan);
 void log_attempt(const router_state& st, const data_request& req,

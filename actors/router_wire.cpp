@@ -3,7 +3,6 @@
 #include "georoute/actors/policy/epk.hpp"
 #include "georoute/actors/policy/json_check.hpp"
 #include "georoute/actors/policy/patch.hpp"
-#include "georoute/transport/url.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -151,120 +150,60 @@ std::optional<std::string> validate(const data_request& req) {
   return std::nullopt;
 }
 
-transport::request to_wire(const data_request& req, const wire_target& t) {
-  transport::request r;
-  r.endpoint = t.endpoint;
-  r.timeout = t.timeout;
-  r.headers.reserve(8);
-  // "/{link}/docs", then "/{id}" for the operations on one document: built
-  // in place, one allocation.
-  auto& docs = r.target;
-  docs.clear();
-  docs.reserve(t.collection_link.size() + req.id.size() + 7);
-  docs += '/';
-  transport::append_encoded_path(docs, t.collection_link, true);
-  docs += "/docs";
-  auto with_id = [&] {
-    docs += '/';
-    transport::append_encoded_path(docs, req.id, false);
-  };
-  switch (req.op) {
+transport::attempt_kind attempt_kind_of(data_op op) {
+  using k = transport::attempt_kind;
+  switch (op) {
   case data_op::create:
+    return k::create;
   case data_op::upsert:
-    r.method = "POST";
-    r.body = req.body;
-    r.headers.emplace_back("content-type", "application/json");
-    if (req.op == data_op::upsert)
-      r.headers.emplace_back("x-ms-documentdb-is-upsert", "True");
-    break;
+    return k::upsert;
   case data_op::read:
-    r.method = "GET";
-    with_id();
-    break;
+    return k::read;
   case data_op::replace:
-    r.method = "PUT";
-    with_id();
-    r.body = req.body;
-    r.headers.emplace_back("content-type", "application/json");
-    break;
+    return k::replace;
   case data_op::remove:
-    r.method = "DELETE";
-    with_id();
-    break;
+    return k::remove;
   case data_op::query:
-    r.method = "POST";
-    r.body = req.body;
-    r.headers.emplace_back("content-type", "application/query+json");
-    r.headers.emplace_back("x-ms-documentdb-isquery", "True");
-    if (req.options.max_item_count != -1)
-      r.headers.emplace_back("x-ms-max-item-count",
-                             std::to_string(req.options.max_item_count));
-    if (!req.options.continuation.empty())
-      r.headers.emplace_back("x-ms-continuation", req.options.continuation);
-    if (!req.range_id.empty()) {
-      r.headers.emplace_back("x-ms-documentdb-partitionkeyrangeid",
-                             req.range_id);
-      r.headers.emplace_back("x-ms-documentdb-query-enablecrosspartition",
-                             "True");
-    }
-    break;
+    return k::query;
   case data_op::change_feed:
-    r.method = "GET";
-    r.headers.emplace_back("a-im", "Incremental Feed");
-    if (req.options.max_item_count != -1)
-      r.headers.emplace_back("x-ms-max-item-count",
-                             std::to_string(req.options.max_item_count));
-    if (!req.range_id.empty())
-      r.headers.emplace_back("x-ms-documentdb-partitionkeyrangeid",
-                             req.range_id);
-    if (!req.end_epk.empty()) {
-      r.headers.emplace_back("x-ms-read-key-type",
-                             "EffectivePartitionKeyRange");
-      r.headers.emplace_back("x-ms-start-epk", req.start_epk);
-      r.headers.emplace_back("x-ms-end-epk", req.end_epk);
-    }
-    if (!req.if_modified_since.empty())
-      r.headers.emplace_back("if-modified-since", req.if_modified_since);
-    break;
+    return k::change_feed;
   case data_op::patch:
-    r.method = "PATCH";
-    with_id();
-    r.body = req.body;
-    r.headers.emplace_back("content-type", "application/json-patch+json");
-    break;
+    return k::patch;
   case data_op::batch:
-    r.method = "POST";
-    r.body = req.body;
-    r.headers.emplace_back("content-type", "application/json");
-    r.headers.emplace_back("x-ms-cosmos-is-batch-request", "True");
-    r.headers.emplace_back("x-ms-cosmos-batch-atomic", "True");
-    break;
+    return k::batch;
   case data_op::bulk:
-    r.method = "POST";
-    r.body = req.body;
-    r.headers.emplace_back("content-type", "application/json");
-    r.headers.emplace_back("x-ms-cosmos-is-batch-request", "True");
-    r.headers.emplace_back("x-ms-cosmos-batch-atomic", "False");
-    r.headers.emplace_back("x-ms-cosmos-batch-continue-on-error", "True");
-    r.headers.emplace_back("x-ms-documentdb-partitionkeyrangeid", req.range_id);
-    break;
+    return k::bulk;
   }
-  r.headers.emplace_back("accept", "application/json");
-  if (!req.options.partition_key_json.empty())
-    r.headers.emplace_back("x-ms-documentdb-partitionkey",
-                           req.options.partition_key_json);
-  if (!req.options.consistency_level.empty())
-    r.headers.emplace_back("x-ms-consistency-level",
-                           req.options.consistency_level);
-  if (!t.session_token.empty())
-    r.headers.emplace_back("x-ms-session-token", t.session_token);
-  if (!req.options.if_match.empty())
-    r.headers.emplace_back("if-match", req.options.if_match);
-  if (!req.options.if_none_match.empty())
-    r.headers.emplace_back("if-none-match", req.options.if_none_match);
-  if (t.hub_header)
-    r.headers.emplace_back("x-ms-cosmos-hub-region-processing-only", "True");
-  return r;
+  return k::read;
+}
+
+bool resend_after_drop(data_op op) {
+  return transport::reads_only(attempt_kind_of(op));
+}
+
+transport::attempt to_attempt(const data_request& req, const wire_target& t) {
+  transport::attempt a;
+  a.kind = attempt_kind_of(req.op);
+  a.endpoint = t.endpoint;
+  a.proto = t.proto;
+  a.resource = t.collection_link;
+  a.id = req.id;
+  a.partition_key_json = req.options.partition_key_json;
+  a.range_id = req.range_id;
+  a.start_epk = req.start_epk;
+  a.end_epk = req.end_epk;
+  a.session_token = t.session_token;
+  a.consistency_level = req.options.consistency_level;
+  a.continuation = req.options.continuation;
+  a.max_item_count = req.options.max_item_count;
+  a.if_match = req.options.if_match;
+  a.if_none_match = req.options.if_none_match;
+  a.if_modified_since = req.if_modified_since;
+  a.hub_region_only = t.hub_only;
+  a.body = req.body;
+  a.timeout = t.timeout;
+  a.resend_after_drop = resend_after_drop(req.op);
+  return a;
 }
 
 data_response to_response(transport::outcome&& o) {

@@ -1,13 +1,14 @@
 #pragma once
 
-// What the request router sends for a data-plane operation and how it reads
-// the answer (gateway protocol A6, A7, A10). No actor state: the router
+// What the request router sends for a data-plane operation (the attempt it
+// hands its port) and how it reads the answer. No actor state: the router
 // calls these with what it resolved (collection, range, endpoint, session
 // token) and acts on the result.
 
 #include "georoute/actors/policy/model.hpp"
 #include "georoute/actors/policy/timeout_ladder.hpp"
 #include "georoute/messages/payloads.hpp"
+#include "georoute/transport/attempt.hpp"
 #include "georoute/transport/outcome.hpp"
 
 #include <optional>
@@ -29,15 +30,25 @@ std::optional<std::string> validate(const data_request& req);
 struct wire_target {
   std::string collection_link; ///< "dbs/d/colls/c" (normalized)
   std::string endpoint;
+  transport::protocol proto = transport::protocol::gateway;
   std::string session_token; ///< "" = send none
-  bool hub_header =
-      false; ///< the hub-region-only header
-             ///< (ClientRetryPolicy.ShouldRetryOnSessionNotAvailable)
+  /// Only the hub region may serve it (a read's last session retry).
+  bool hub_only = false;
   std::chrono::milliseconds timeout{65000};
 };
 
-/// The HTTP request of one attempt.
-transport::request to_wire(const data_request& req, const wire_target& t);
+/// The attempt kind of a data operation.
+transport::attempt_kind attempt_kind_of(data_op op);
+
+/// Whether the transport may send an attempt of `op` again after its
+/// connection dropped with nothing back: reads only. A write never, with
+/// write retries or without: its second copy is the attempt loop's own
+/// retry, which knows that the first may have been applied (so that a
+/// later 409, 412 or 404 can be recognised as that copy's echo).
+bool resend_after_drop(data_op op);
+
+/// One attempt of `req` at `t`, as the port takes it.
+transport::attempt to_attempt(const data_request& req, const wire_target& t);
 
 /// The response of a successful attempt (2xx, or 304 on a conditional read).
 data_response to_response(const transport::outcome& o);

@@ -10,6 +10,7 @@
 #include "georoute/actors/policy/model.hpp"
 #include "georoute/actors/policy/operation.hpp"
 #include "georoute/actors/policy/timeout_ladder.hpp"
+#include "georoute/transport/attempt.hpp"
 #include "georoute/transport/outcome.hpp"
 
 #include <chrono>
@@ -58,10 +59,10 @@ struct routing_snapshot {
 /// resolves the endpoint, signs, sends, and consults the retry policy on every
 /// failure.
 struct metadata_request {
-  std::string method = "GET";
-  std::string path; ///< "/dbs/d/colls/c"
-  std::vector<std::pair<std::string, std::string>> headers;
-  std::string body;
+  /// What each attempt sends: its kind, resource ("/dbs/d/colls/c") and
+  /// options. The retry actor fills in the endpoint, the timeout and
+  /// whether a dropped attempt may be sent again.
+  transport::attempt what;
   request_kind kind = request_kind::metadata_read;
   op_kind op = op_kind::read;
   /// Name-based collection path whose session tokens are cleared when the
@@ -69,8 +70,6 @@ struct metadata_request {
   /// ClearingSessionContainerClientRetryPolicy); empty when not applicable.
   std::string collection_name;
   loop_policy policy = loop_policy::client;
-  /// The path addresses resources by rid (signed with the lower-cased rid).
-  bool rid_based = false;
   /// Per-request exclusions, on top of the configured ones.
   std::vector<std::string> excluded_regions;
   /// The first page of a feed (every non-feed request is one): only the
@@ -86,13 +85,13 @@ struct metadata_request {
 
 /// A document-level request for the request router.
 struct document_request {
-  std::string method = "GET";
-  std::string path; ///< "/dbs/d/colls/c/docs/x"
-  std::vector<std::pair<std::string, std::string>> headers;
-  std::string body;
+  /// What it sends: a query plan, or (`attempt_kind::raw`) a caller's own
+  /// method, path ("/dbs/d/colls/c/docs/x"), headers and body, with its
+  /// partition key (`what.partition_key_json`, "[\"p0\"]"; empty for
+  /// cross-partition).
+  transport::attempt what;
   request_kind kind = request_kind::document_read;
   op_kind op = op_kind::read;
-  std::string partition_key_json; ///< "[\"p0\"]"; empty for cross-partition
   std::vector<std::string> excluded_regions;
 };
 
@@ -604,15 +603,13 @@ typename Inspector::result_type inspect(Inspector& f, fleet_demotion& x) {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, metadata_request& x) {
-  return f(x.method, x.path, x.headers, x.body, x.kind, x.op, x.collection_name,
-           x.policy, x.rid_based, x.excluded_regions, x.first_page,
-           x.start_endpoint);
+  return f(x.what, x.kind, x.op, x.collection_name, x.policy,
+           x.excluded_regions, x.first_page, x.start_endpoint);
 }
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, document_request& x) {
-  return f(x.method, x.path, x.headers, x.body, x.kind, x.op,
-           x.partition_key_json, x.excluded_regions);
+  return f(x.what, x.kind, x.op, x.excluded_regions);
 }
 
 template <class Inspector>

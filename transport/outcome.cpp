@@ -49,7 +49,16 @@ bool repeat_safe(const request& r) {
 }
 
 bool resend_after_close(const request& r, send_progress progress) {
-  return progress == send_progress::unsent || repeat_safe(r);
+  if (progress == send_progress::unsent) return true;
+  switch (r.resend) {
+  case resend_rule::allowed:
+    return true;
+  case resend_rule::never:
+    return false;
+  case resend_rule::by_method:
+    break;
+  }
+  return repeat_safe(r);
 }
 
 const char* to_string(failure x) {

@@ -27,9 +27,21 @@ enum class failure : uint8_t {
 /// Stable lower-case name, e.g. "refused".
 const char* to_string(failure x);
 
-/// One HTTP request as the engine describes it. `target` is the path plus
-/// query ("/dbs/d/colls/c"); `endpoint` the base URL of the region
-/// ("http://127.0.0.1:4301/").
+/// Whether a request may be sent again on a fresh connection after the
+/// kept-alive one it went out on closed with no response byte back.
+enum class resend_rule : uint8_t {
+  /// Decided from the method (`repeat_safe`): for requests written by hand
+  /// (tests, the drill's own REST client). An encoder of an attempt always
+  /// says `allowed` or `never`.
+  by_method = 0,
+  allowed, ///< sending it twice is harmless (it only reads)
+  never,   ///< only if it provably never left
+};
+
+/// One HTTP/1.1 request. `target` is the path plus query ("/dbs/d/colls/c");
+/// `endpoint` the base URL of the region ("http://127.0.0.1:4301/"). The
+/// engine's own requests are written by the gateway encoder
+/// (gateway_wire.hpp) from an attempt.
 struct request {
   std::string method = "GET";
   std::string endpoint;
@@ -39,6 +51,7 @@ struct request {
   std::chrono::milliseconds timeout{65000};
   /// The path addresses resources by rid: the signer lower-cases the rid.
   bool rid_based = false;
+  resend_rule resend = resend_rule::by_method;
 };
 
 /// The normalized outcome of one attempt.
@@ -129,7 +142,8 @@ bool repeat_safe(const request& r);
 
 /// Whether the client sends `r` again on a fresh connection after the
 /// kept-alive socket it went out on closed with no response byte back:
-/// always when it provably never left, else only when `repeat_safe`. Not
+/// always when it provably never left, else as `r.resend` says (by its
+/// method, `repeat_safe`, when it says nothing). Not
 /// resending is the rule of HTTP/1.1 for requests that are not idempotent
 /// unless the client knows they were not applied.
 bool resend_after_close(const request& r, send_progress progress);
@@ -137,7 +151,7 @@ bool resend_after_close(const request& r, send_progress progress);
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, request& x) {
   return f(x.method, x.endpoint, x.target, x.headers, x.body, x.timeout,
-           x.rid_based);
+           x.rid_based, x.resend);
 }
 
 template <class Inspector>

@@ -56,6 +56,7 @@
 #include "georoute/actors/policy/partition_failover.hpp"
 #include "georoute/actors/policy/result.hpp"
 #include "georoute/actors/policy/timeout_ladder.hpp"
+#include "georoute/transport/attempt.hpp"
 
 #include <chrono>
 #include <cstdint>
@@ -135,6 +136,9 @@ struct attempt_loop_config {
 /// Where and how the next attempt goes.
 struct attempt_plan {
   std::string endpoint;
+  /// The protocol that endpoint speaks (every region's endpoint speaks the
+  /// classic gateway until a second transport is configured).
+  transport::protocol protocol = transport::protocol::gateway;
   std::string region;
   std::chrono::milliseconds timeout{0};
   /// Send the hub-region-only header (a read's last session retry).

@@ -1,12 +1,13 @@
 #pragma once
 
 // Shared pieces of the actor tests: a CAF system on the deterministic test
-// coordinator (virtual time, no worker threads), an HTTP port that records
-// requests and is answered by hand, and canned outcomes.
+// coordinator (virtual time, no worker threads), a port that records
+// attempts and is answered by hand, and canned outcomes.
 
-#include "georoute/actors/http_port.hpp"
 #include "georoute/messages/interfaces.hpp"
 #include "georoute/messages/types.hpp"
+#include "georoute/transport/gateway_wire.hpp"
+#include "georoute/transport/port.hpp"
 
 #include <caf/all.hpp>
 #include <caf/scheduler/test_coordinator.hpp>
@@ -35,18 +36,22 @@ struct test_config : caf::actor_system_config {
   }
 };
 
-/// An HTTP port that records every request; tests answer with `respond`.
-class fake_http_port : public http_port {
+/// A port that records every attempt, with the classic gateway's request
+/// for it (what the real port would sign and send); tests answer with
+/// `respond`.
+class fake_http_port : public transport::port {
 public:
   struct sent {
+    transport::attempt what;
     transport::request request;
     completion done;
     bool answered = false;
   };
 
-  void send(transport::request req, completion done) override {
+  void send(transport::attempt a, completion done) override {
+    auto req = transport::to_gateway_request(transport::attempt{a});
     std::lock_guard<std::mutex> guard{mtx_};
-    log_.push_back(sent{std::move(req), std::move(done)});
+    log_.push_back(sent{std::move(a), std::move(req), std::move(done)});
   }
 
   size_t count() const {

@@ -189,7 +189,7 @@ TEST_F(CacheLimits, RetryDiesMidCollectionFetch_WaitersFailAtOnce_NextFetches) {
         << log->got[0];
     EXPECT_NE(log->got[0].find("georoute.retry"), std::string::npos);
     EXPECT_NE(log->got[0].find("kill"), std::string::npos) << log->got[0];
-    EXPECT_NE(log->got[0].find("GET /dbs/d/colls/c"), std::string::npos);
+    EXPECT_NE(log->got[0].find("read of /dbs/d/colls/c"), std::string::npos);
   }
   EXPECT_EQ(stats_of<collection_cache_stats>(collections).collaborator_failures,
             2u);

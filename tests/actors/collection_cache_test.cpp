@@ -142,13 +142,16 @@ TEST_F(CollectionCache, MissFetchesOnce_ConcurrentCallersShareIt) {
   run();
   ASSERT_EQ(fetches->requests.size(), 1u);
   const auto& req = fetches->requests[0];
-  EXPECT_EQ(req.method, "GET");
-  EXPECT_EQ(req.path, "/dbs/d/colls/c");
+  EXPECT_EQ(req.what.kind, transport::attempt_kind::resource_read);
+  EXPECT_EQ(req.what.resource, "/dbs/d/colls/c");
+  auto wire = fetches->wire(0);
+  EXPECT_EQ(wire.method, "GET");
+  EXPECT_EQ(wire.target, "/dbs/d/colls/c");
   EXPECT_EQ(req.kind, request_kind::metadata_read);
   EXPECT_EQ(req.op, op_kind::read);
   EXPECT_EQ(req.policy, loop_policy::clearing_session);
   EXPECT_EQ(req.collection_name, link);
-  EXPECT_FALSE(req.rid_based);
+  EXPECT_FALSE(req.what.rid_based);
   answer(0, collection_ok(rid1));
   for (auto* h : {&h1, &h2, &h3})
     receive_now(
@@ -272,7 +275,7 @@ TEST_F(CollectionCache, Recreated_NewRid_ClearsOldSessionTokens) {
   auto by_old = self->request(cache, caf::infinite, by_rid_atom_v, rid1);
   run();
   ASSERT_EQ(fetches->requests.size(), 3u);
-  EXPECT_TRUE(fetches->requests[2].rid_based);
+  EXPECT_TRUE(fetches->requests[2].what.rid_based);
   answer(2, status_response(404));
   receive_now(
       self, by_old, [](collection_info&) { ADD_FAILURE() << "expected 404"; },
@@ -332,8 +335,9 @@ TEST_F(CollectionCache, ByRid_UsesRidBasedPath) {
   run();
   ASSERT_EQ(fetches->requests.size(), 1u);
   const auto& req = fetches->requests[0];
-  EXPECT_EQ(req.path, "/dbs/wRUaAA==/colls/wRUaAK6VyWc=");
-  EXPECT_TRUE(req.rid_based);
+  EXPECT_EQ(req.what.resource, "/dbs/wRUaAA==/colls/wRUaAK6VyWc=");
+  EXPECT_TRUE(req.what.rid_based);
+  EXPECT_TRUE(fetches->wire(0).rid_based);
   EXPECT_EQ(req.kind, request_kind::metadata_read);
   EXPECT_EQ(req.policy, loop_policy::clearing_session);
   EXPECT_TRUE(req.collection_name.empty());
@@ -392,7 +396,8 @@ TEST_F(CollectionCache, MalformedBody_IsAProtocolError) {
         EXPECT_EQ(code_of(e), errc::protocol_violation);
         EXPECT_NE(context_of(e).find("_rid"), std::string::npos)
             << context_of(e);
-        EXPECT_NE(context_of(e).find("GET /dbs/d/colls/c"), std::string::npos)
+        EXPECT_NE(context_of(e).find("read of /dbs/d/colls/c"),
+                  std::string::npos)
             << context_of(e);
       });
   // Not cached either.

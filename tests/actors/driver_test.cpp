@@ -69,15 +69,15 @@ struct toy_plane {
 
   self_ptr self = nullptr;
 
-  static transport::request wire(const std::string&, const attempt_plan& p) {
-    transport::request r;
-    r.method = "GET";
-    r.endpoint = p.endpoint;
-    r.target = "/toy";
-    r.timeout = p.timeout;
-    return r;
+  static transport::attempt wire(const std::string&, const attempt_plan& p) {
+    transport::attempt a;
+    a.kind = transport::attempt_kind::resource_read;
+    a.resource = "toy";
+    a.endpoint = p.endpoint;
+    a.timeout = p.timeout;
+    return a;
   }
-  static transport::request wire(const op&, const attempt_plan& p) {
+  static transport::attempt wire(const op&, const attempt_plan& p) {
     return wire(std::string{}, p);
   }
   static std::string late_wire_of(const op&) { return "toy"; }
@@ -125,7 +125,7 @@ struct toy_plane {
 struct toy_with {
   location_cache_actor locations;
   endpoint_manager_actor endpoints;
-  http_port_ptr http;
+  transport::port_ptr http;
 };
 
 template <end_kind End>

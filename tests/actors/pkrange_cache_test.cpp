@@ -195,9 +195,13 @@ TEST_F(PkRangeCache, ColdLoad_LoopsPagesUntil304_BuildsCompleteMap) {
   run();
   ASSERT_EQ(sent(), 1u); // one load, two waiters
   const auto& req = fetches->requests[0];
-  EXPECT_EQ(req.method, "GET");
-  EXPECT_EQ(req.path, "/dbs/wRUaAA==/colls/wRUaAK6VyWc=/pkranges");
-  EXPECT_TRUE(req.rid_based);
+  EXPECT_EQ(req.what.kind, transport::attempt_kind::pkranges_read);
+  EXPECT_EQ(req.what.resource, "/dbs/wRUaAA==/colls/wRUaAK6VyWc=");
+  EXPECT_TRUE(req.what.rid_based);
+  auto wire = fetches->wire(0);
+  EXPECT_EQ(wire.method, "GET");
+  EXPECT_EQ(wire.target, "/dbs/wRUaAA==/colls/wRUaAK6VyWc=/pkranges");
+  EXPECT_TRUE(wire.rid_based);
   EXPECT_EQ(req.kind, request_kind::pkranges_read);
   EXPECT_EQ(req.op, op_kind::read);
   EXPECT_EQ(req.policy, loop_policy::partition_range);
@@ -406,7 +410,7 @@ TEST_F(PkRangeCache, NotFound) {
   answer(status_response(404));
   auto err = error_of(h);
   EXPECT_EQ(code_of(err), errc::not_found);
-  EXPECT_NE(context_of(err).find("/pkranges"), std::string::npos)
+  EXPECT_NE(context_of(err).find("partition-key ranges of"), std::string::npos)
       << context_of(err);
   // Not cached: the next caller loads again.
   load_cold();

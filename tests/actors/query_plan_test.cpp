@@ -126,18 +126,22 @@ TEST_F(QueryPlan, Miss_PostsThePlanRequestThroughDetachOnlyMode) {
   run();
   ASSERT_EQ(log->requests.size(), 1u);
   const auto& d = log->requests[0];
-  EXPECT_EQ(d.method, "POST");
-  EXPECT_EQ(d.path, "/dbs/d/colls/c/docs");
+  EXPECT_EQ(d.what.kind, transport::attempt_kind::query_plan);
+  EXPECT_EQ(d.what.resource, "dbs/d/colls/c");
   EXPECT_EQ(d.kind, request_kind::query_plan);
   EXPECT_EQ(d.op, op_kind::read);
+  // What the classic gateway sends for it.
+  auto wire = transport::to_gateway_request(transport::attempt{d.what});
+  EXPECT_EQ(wire.method, "POST");
+  EXPECT_EQ(wire.target, "/dbs/d/colls/c/docs");
   auto has = [&](const std::string& k, const std::string& v) {
-    for (const auto& h : d.headers)
+    for (const auto& h : wire.headers)
       if (h.first == k && h.second == v) return true;
     return false;
   };
   EXPECT_TRUE(has("x-ms-cosmos-is-query-plan-request", "True"));
   EXPECT_TRUE(has("content-type", "application/query+json"));
-  EXPECT_EQ(d.body,
+  EXPECT_EQ(wire.body,
             R"({"parameters":[],"query":"SELECT * FROM c ORDER BY c.n"})");
 }
 

@@ -30,9 +30,16 @@ struct recording_retry_log {
     return r;
   }
 
-  /// The value of header `name` of request `i`, or "<absent>".
+  /// The classic gateway's request for request `i`.
+  transport::request wire(size_t i) const {
+    return transport::to_gateway_request(
+        transport::attempt{requests.at(i).what});
+  }
+
+  /// The value of header `name` of request `i` on the classic gateway, or
+  /// "<absent>".
   std::string header(size_t i, const std::string& name) const {
-    for (const auto& [k, v] : requests.at(i).headers)
+    for (const auto& [k, v] : wire(i).headers)
       if (k == name) return v;
     return "<absent>";
   }
@@ -50,14 +57,10 @@ recording_retry(fake_retry_actor::pointer self,
         log->answered.push_back(false);
         return log->promises.back();
       },
-      [=](detach_atom,
-          document_request& d) -> caf::result<transport::outcome> {
+      [=](detach_atom, document_request& d) -> caf::result<transport::outcome> {
         // Recorded like a metadata request (the query-plan actor's path).
         metadata_request m;
-        m.method = d.method;
-        m.path = d.path;
-        m.headers = d.headers;
-        m.body = d.body;
+        m.what = d.what;
         m.kind = d.kind;
         log->requests.push_back(std::move(m));
         log->promises.push_back(
@@ -72,12 +75,13 @@ recording_retry(fake_retry_actor::pointer self,
         if (o.error != transport::failure::none)
           rp.deliver(
               make_error(errc::connection_refused,
-                         "injected failure for GET " + log->requests[i].path));
+                         "injected failure for " +
+                             transport::describe(log->requests[i].what)));
         else if (o.status >= 400)
-          rp.deliver(make_error(
-              classify_status(o.status, o.substatus),
-              std::to_string(o.status) + " from West US for " +
-                  log->requests[i].method + " " + log->requests[i].path));
+          rp.deliver(
+              make_error(classify_status(o.status, o.substatus),
+                         std::to_string(o.status) + " from West US for " +
+                             transport::describe(log->requests[i].what)));
         else
           rp.deliver(std::move(o));
       },

@@ -61,26 +61,28 @@ answering_endpoints(endpoint_manager_actor::pointer,
 
 metadata_request read_collection() {
   metadata_request r;
-  r.path = "/dbs/d/colls/c";
+  r.what.kind = transport::attempt_kind::resource_read;
+  r.what.resource = "/dbs/d/colls/c";
   r.kind = request_kind::metadata_read;
   return r;
 }
 
 metadata_request query_plan_request() {
   metadata_request r;
-  r.method = "POST";
-  r.path = "/dbs/d/colls/c/docs";
+  r.what.kind = transport::attempt_kind::query_plan;
+  r.what.resource = "dbs/d/colls/c";
   r.kind = request_kind::query_plan;
-  r.body = R"({"query":"SELECT * FROM c"})";
+  r.what.body = R"({"query":"SELECT * FROM c"})";
   return r;
 }
 
 metadata_request pkranges_page(bool first) {
   metadata_request r;
-  r.path = "/dbs/wRUaAA==/colls/wRUaAK6VyWc=/pkranges";
+  r.what.kind = transport::attempt_kind::pkranges_read;
+  r.what.resource = "/dbs/wRUaAA==/colls/wRUaAK6VyWc=";
+  r.what.rid_based = true;
   r.kind = request_kind::pkranges_read;
   r.policy = loop_policy::partition_range;
-  r.rid_based = true;
   r.first_page = first;
   return r;
 }

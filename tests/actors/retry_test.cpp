@@ -65,8 +65,8 @@ fake_router_actor::behavior_type fake_router(fake_router_actor::pointer self,
 
 metadata_request read_collection() {
   metadata_request r;
-  r.method = "GET";
-  r.path = "/dbs/d/colls/c";
+  r.what.kind = transport::attempt_kind::resource_read;
+  r.what.resource = "/dbs/d/colls/c";
   r.kind = request_kind::metadata_read;
   r.op = op_kind::read;
   return r;
@@ -381,7 +381,7 @@ TEST_F(Retry, DeadlineTripsBetweenLadderSteps_TheNextStepStillGoesAndMarks) {
 TEST_F(Retry, ZeroBackoff_GoesThroughTheMailbox_OtherMessagesInterleave) {
   start();
   auto req = read_collection();
-  req.path = "/dbs/d/colls/c/pkranges";
+  req.what.kind = transport::attempt_kind::pkranges_read;
   req.kind = request_kind::pkranges_read;
   req.policy = loop_policy::partition_range;
   auto h = self->request(retry, caf::infinite, execute_atom_v, req);
@@ -458,8 +458,8 @@ TEST_F(Retry, TimeoutClimbsTheHotPathLadder_OnTheSameEndpoint) {
 TEST_F(Retry, DetachOnly_HasNoOuterRetry) {
   start();
   document_request d;
-  d.method = "POST";
-  d.path = "/dbs/d/colls/c/docs";
+  d.what.kind = transport::attempt_kind::query_plan;
+  d.what.resource = "dbs/d/colls/c";
   d.kind = request_kind::query_plan;
   auto h = self->request(retry, caf::infinite, detach_atom_v, d);
   run();
@@ -677,6 +677,33 @@ TEST_F(Retry, EndpointManagerDownDuringTheRefresh_GoesOnAfterThePause) {
   receive_now(
       self, h, [](transport::outcome&) {},
       [](caf::error& e) { ADD_FAILURE() << caf::to_string(e); });
+}
+
+} // namespace
+} // namespace retry_test
+
+namespace retry_test {
+namespace {
+
+// Which metadata attempts the transport may send again after a dropped
+// connection: every metadata read, and a caller's raw request only when
+// it says it reads and its method only reads.
+TEST(MetadataResend, ReadsYes_RawOnlyWhenItsOperationAndMethodBothRead) {
+  auto of = [](transport::attempt_kind k, op_kind op, std::string method) {
+    metadata_request r;
+    r.what.kind = k;
+    r.what.raw.method = std::move(method);
+    r.op = op;
+    return metadata_resend_after_drop(r);
+  };
+  using k = transport::attempt_kind;
+  EXPECT_TRUE(of(k::resource_read, op_kind::read, ""));
+  EXPECT_TRUE(of(k::pkranges_read, op_kind::read, ""));
+  EXPECT_TRUE(of(k::query_plan, op_kind::read, ""));
+  EXPECT_TRUE(of(k::raw, op_kind::read, "GET"));
+  EXPECT_FALSE(of(k::raw, op_kind::read, "POST")); // a create, by its method
+  EXPECT_FALSE(of(k::raw, op_kind::write, "GET")); // the caller says write
+  EXPECT_FALSE(of(k::raw, op_kind::read, "DELETE"));
 }
 
 } // namespace

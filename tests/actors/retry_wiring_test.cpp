@@ -131,7 +131,8 @@ router_actor::behavior_type silent_router(router_actor::pointer self) {
 
 metadata_request read_collection() {
   metadata_request r;
-  r.path = "/dbs/d/colls/c";
+  r.what.kind = transport::attempt_kind::resource_read;
+  r.what.resource = "/dbs/d/colls/c";
   r.kind = request_kind::metadata_read;
   return r;
 }
@@ -261,8 +262,8 @@ TEST_F(RetryWiring, SnapshotFromAnyoneButTheLocationCache_IsIgnored) {
 TEST_F(RetryWiring, RouterGoesDown_DetachedOperationsFailAtOnce) {
   start({table(), 1});
   document_request d;
-  d.method = "POST";
-  d.path = "/dbs/d/colls/c/docs";
+  d.what.kind = transport::attempt_kind::query_plan;
+  d.what.resource = "dbs/d/colls/c";
   auto h = self->request(retry, caf::infinite, detach_atom_v, d);
   run();
   EXPECT_EQ(stats().live, 1u);
@@ -277,7 +278,7 @@ TEST_F(RetryWiring, RouterGoesDown_DetachedOperationsFailAtOnce) {
             << context_of(e);
         EXPECT_NE(context_of(e).find("kill"), std::string::npos)
             << context_of(e);
-        EXPECT_NE(context_of(e).find("POST /dbs/d/colls/c/docs"),
+        EXPECT_NE(context_of(e).find("query plan of dbs/d/colls/c"),
                   std::string::npos)
             << context_of(e);
       });
@@ -313,8 +314,8 @@ TEST_F(RetryWiring, RewiredToSuccessorsFirst_OldOnesDown_WaitersStillGoOn) {
   supervisor = self->address();
   start({table(), 1});
   document_request d;
-  d.method = "POST";
-  d.path = "/dbs/d/colls/c/docs";
+  d.what.kind = transport::attempt_kind::query_plan;
+  d.what.resource = "dbs/d/colls/c";
   auto detached = self->request(retry, caf::infinite, detach_atom_v, d);
   auto read =
       self->request(retry, caf::infinite, execute_atom_v, read_collection());
@@ -433,7 +434,8 @@ TEST_F(DetachDeadline, QueryPlanPath_ReportsTheLastUnderlyingFailure) {
         EXPECT_NE(text.find("refused (injected refused) from "),
                   std::string::npos)
             << text;
-        EXPECT_NE(text.find("for POST /dbs/d/colls/c/docs"), std::string::npos)
+        EXPECT_NE(text.find("for query plan of dbs/d/colls/c"),
+                  std::string::npos)
             << text;
         EXPECT_NE(text.find("hard deadline of 30s reached"), std::string::npos)
             << text;

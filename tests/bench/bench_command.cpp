@@ -1,5 +1,6 @@
 #include "tests/bench/bench_command.hpp"
 
+#include "georoute/config/settings.hpp"
 #include "tests/bench/alloc_count.hpp"
 #include "tests/bench/bench_options.hpp"
 #include "tests/bench/echo_load.hpp"

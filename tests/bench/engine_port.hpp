@@ -1,6 +1,6 @@
 #pragma once
 
-// An http_port without sockets: every request is answered at once, on the
+// A port without sockets: every attempt is answered at once, on the
 // caller's thread, by an in-process emulator engine (tests/emulator/
 // engine.hpp). With `cache_documents`, the first answer to a document read
 // is kept and replayed for the same target, so that the engine's own work
@@ -12,9 +12,9 @@
 // a made-up "http://127.0.0.1:PORT/" that nothing listens on; requests to
 // `global_endpoint` are the global endpoint's ("").
 
-#include "georoute/actors/http_port.hpp"
-#include "tests/emulator/engine.hpp"
 #include "georoute/transport/auth.hpp"
+#include "georoute/transport/port.hpp"
+#include "tests/emulator/engine.hpp"
 
 #include <atomic>
 #include <map>
@@ -37,24 +37,25 @@ struct port_counts {
   std::atomic<uint64_t> other{0};
 
   void reset();
-  /// Classifies one request by its method and path; true for pkranges.
-  bool count(const transport::request& r);
+  /// Classifies one attempt by its kind; true for pkranges.
+  bool count(const transport::attempt& a);
 };
 
 /// Wraps a port and counts every request before passing it on.
-class counting_port : public http_port {
+class counting_port : public transport::port {
 public:
-  explicit counting_port(http_port_ptr inner) : inner_(std::move(inner)) {}
-  void send(transport::request req, completion done) override;
+  explicit counting_port(transport::port_ptr inner)
+      : inner_(std::move(inner)) {}
+  void send(transport::attempt req, completion done) override;
   port_counts& counts() { return counts_; }
 
 private:
-  http_port_ptr inner_;
+  transport::port_ptr inner_;
   port_counts counts_;
 };
 
 /// See the file comment.
-class engine_port : public http_port {
+class engine_port : public transport::port {
 public:
   /// `engine` must outlive the port. `sign`: sign every request with `key`
   /// as the real port does (the emulator engine may skip verifying).
@@ -62,7 +63,7 @@ public:
               std::map<std::string, std::string> endpoints,
               const std::string& key, bool sign, bool cache_documents);
 
-  void send(transport::request req, completion done) override;
+  void send(transport::attempt a, completion done) override;
 
   /// Requests answered from the document cache.
   uint64_t replayed() const { return replayed_; }

@@ -243,7 +243,7 @@ georoute_driver::start(driver_options opts) {
   m.cfg =
       std::make_unique<bench_config>(opts.scheduler_threads, opts.engine_loop);
   m.sys = std::make_unique<caf::actor_system>(*m.cfg);
-  http_port_ptr inner = opts.port;
+  transport::port_ptr inner = opts.port;
   if (!inner) {
     transport::http_client_options co;
     co.max_connections_per_endpoint = s.http.max_connections_per_endpoint;
@@ -257,7 +257,7 @@ georoute_driver::start(driver_options opts) {
       co.loop = m.home->io();
     }
     m.client = std::make_shared<transport::http_client>(co);
-    inner = make_http_port(m.client, s.account_key);
+    inner = transport::make_gateway_port(m.client, s.account_key.reveal());
   }
   m.port = std::make_shared<counting_port>(inner);
   engine_options eo;

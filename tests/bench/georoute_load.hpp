@@ -7,10 +7,10 @@
 // counting port, so the bench knows how many metadata requests reached the
 // emulator. The same callers ask the bench's echo (echo_load.hpp).
 
-#include "georoute/actors/http_port.hpp"
 #include "georoute/actors/policy/result.hpp"
 #include "georoute/messages/interfaces.hpp"
 #include "georoute/messages/payloads.hpp"
+#include "georoute/transport/port.hpp"
 #include "tests/bench/engine_port.hpp"
 #include "tests/bench/measure.hpp"
 
@@ -37,7 +37,7 @@ struct driver_options {
   size_t scheduler_threads = 2;
   /// Null: a Beast client from the settings. Else the port to send through
   /// (the counting port wraps it either way).
-  http_port_ptr port;
+  transport::port_ptr port;
   /// The account read waits this long for the global endpoint before it
   /// also asks the regions.
   std::chrono::milliseconds sweep_after{5000};

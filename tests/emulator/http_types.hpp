@@ -4,6 +4,8 @@
 // engine (resources, queries, sessions, faults) has no Beast in it and can be
 // unit-tested by calling `engine::handle` directly.
 
+#include "georoute/transport/outcome.hpp"
+
 #include <map>
 #include <string>
 #include <utility>
@@ -33,5 +35,13 @@ struct http_response {
   /// The header value or "" when absent.
   std::string get(const std::string& name) const;
 };
+
+/// `r` as the engine would see it after the server parsed it (header
+/// names lower-cased): for ports that answer in process, without a socket.
+http_request from_client_request(const transport::request& r);
+
+/// `res` as the HTTP client would report it, from `endpoint`.
+transport::outcome to_outcome(const http_response& res,
+                              const std::string& endpoint);
 
 } // namespace georoute::emulator

@@ -16,7 +16,8 @@ class MetadataHedging : public stack_test {
 protected:
   metadata_request read_collection() {
     metadata_request r;
-    r.path = "/dbs/d/colls/c";
+    r.what.kind = transport::attempt_kind::resource_read;
+    r.what.resource = "/dbs/d/colls/c";
     r.kind = request_kind::metadata_read;
     return r;
   }

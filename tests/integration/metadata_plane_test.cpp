@@ -123,8 +123,8 @@ TEST_F(MetadataPlane,
   EXPECT_NE(r->endpoint, emu->global_endpoint()); // never the static default
   // A real read through the router lands there too.
   document_request read;
-  read.method = "GET";
-  read.path = "/dbs/d/colls/c";
+  read.what.kind = transport::attempt_kind::raw;
+  read.what.resource = "/dbs/d/colls/c";
   read.kind = request_kind::metadata_read;
   read.excluded_regions = all;
   emu->control().reset_counters();

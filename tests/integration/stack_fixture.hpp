@@ -9,15 +9,15 @@
 // client (and its io threads) goes, then the actor system, then the emulator.
 
 #include "georoute/actors/endpoint_manager.hpp"
-#include "georoute/actors/http_port.hpp"
 #include "georoute/actors/location_cache.hpp"
 #include "georoute/actors/retry.hpp"
 #include "georoute/actors/router.hpp"
 #include "georoute/messages/types.hpp"
-#include "tests/emulator/emulator.hpp"
-#include "tests/engine_loop_choice.hpp"
 #include "georoute/transport/auth.hpp"
 #include "georoute/transport/http_client.hpp"
+#include "georoute/transport/port.hpp"
+#include "tests/emulator/emulator.hpp"
+#include "tests/engine_loop_choice.hpp"
 
 #include <caf/all.hpp>
 #include <chrono>
@@ -44,7 +44,7 @@ protected:
   integration_config cfg;
   std::unique_ptr<caf::actor_system> sys;
   std::shared_ptr<transport::http_client> client;
-  http_port_ptr http;
+  transport::port_ptr http;
   std::vector<caf::actor> actors;
 
   location_cache_actor locations;
@@ -87,7 +87,7 @@ protected:
     co.max_connections_per_endpoint = 4;
     co.loop = engine_loop_io(*sys); // null on CAF's default scheduler
     client = std::make_shared<transport::http_client>(co);
-    http = make_http_port(client, settings.account_key);
+    http = transport::make_gateway_port(client, settings.account_key.reveal());
     locations = spawn_location_cache(*sys, location_options_from(settings));
     auto em_cfg = endpoint_manager_config_from(settings);
     em_cfg.sweep_after = std::chrono::milliseconds{500};

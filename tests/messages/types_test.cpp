@@ -82,19 +82,29 @@ TEST(Messages, Account_RoundTrip_KeepsRegionsInOrder) {
   EXPECT_TRUE(r.enable_multiple_write_locations);
 }
 
-TEST(Messages, MetadataRequest_RoundTrip_KeepsKindAndHeaders) {
+TEST(Messages, MetadataRequest_RoundTrip_KeepsKindAndAttempt) {
   test_config cfg;
   caf::actor_system sys{cfg};
   metadata_request m;
-  m.method = "POST";
-  m.path = "/dbs/d/colls/c/docs";
-  m.headers = {{"x-ms-cosmos-is-query-plan-request", "True"}};
+  m.what.kind = transport::attempt_kind::raw;
+  m.what.resource = "/dbs/d/colls/c/docs";
+  m.what.raw.method = "POST";
+  m.what.raw.headers = {{"x-ms-cosmos-is-query-plan-request", "True"}};
+  m.what.partition_key_json = R"(["p0"])";
+  m.what.timeout = std::chrono::milliseconds{1234};
+  m.what.resend_after_drop = true;
   m.kind = request_kind::query_plan;
   m.op = op_kind::read;
   auto r = round_trip(sys, m);
   EXPECT_EQ(r.kind, request_kind::query_plan);
-  ASSERT_EQ(r.headers.size(), 1u);
-  EXPECT_EQ(r.headers[0].second, "True");
+  EXPECT_EQ(r.what.kind, transport::attempt_kind::raw);
+  EXPECT_EQ(r.what.resource, "/dbs/d/colls/c/docs");
+  EXPECT_EQ(r.what.raw.method, "POST");
+  ASSERT_EQ(r.what.raw.headers.size(), 1u);
+  EXPECT_EQ(r.what.raw.headers[0].second, "True");
+  EXPECT_EQ(r.what.partition_key_json, R"(["p0"])");
+  EXPECT_EQ(r.what.timeout, std::chrono::milliseconds{1234});
+  EXPECT_TRUE(r.what.resend_after_drop);
 }
 
 TEST(Messages, TypeIds_AreRegistered_UnderTheirNames) {
