@@ -38,8 +38,9 @@ void composite_operation::begin(caf::response_promise rp, time_point now,
 
 std::optional<std::chrono::milliseconds>
 composite_operation::next_budget(time_point now) const {
-  return sub_budget(budget_, std::chrono::duration_cast<std::chrono::milliseconds>(
-                                 now - started_));
+  return sub_budget(
+      budget_,
+      std::chrono::duration_cast<std::chrono::milliseconds>(now - started_));
 }
 
 void composite_operation::take(const caf::error& e) {
@@ -63,8 +64,7 @@ bool composite_operation::fail(const caf::error& e, const std::string& where,
   return fail(f.code, where + ": " + f.text, now);
 }
 
-bool composite_operation::fail_budget(const std::string& next,
-                                      time_point now) {
+bool composite_operation::fail_budget(const std::string& next, time_point now) {
   return fail(errc::deadline_exceeded,
               "operation budget of " + format_duration(budget_) +
                   " spent before " + next,

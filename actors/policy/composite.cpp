@@ -25,7 +25,9 @@ void gone_streaks::replaced(const std::string& parent,
     streaks_[c] = n;
 }
 
-void gone_streaks::answered(const std::string& id) { streaks_.erase(id); }
+void gone_streaks::answered(const std::string& id) {
+  streaks_.erase(id);
+}
 
 int gone_streaks::streak(const std::string& id) const {
   auto i = streaks_.find(id);

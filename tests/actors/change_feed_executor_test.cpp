@@ -26,7 +26,8 @@ data_response not_modified(const std::string& etag,
   return r;
 }
 
-data_response changes(std::vector<int> lsns, diagnostics diag = sub_diag(1, 2)) {
+data_response changes(std::vector<int> lsns,
+                      diagnostics diag = sub_diag(1, 2)) {
   nlohmann::json docs = nlohmann::json::array();
   for (auto lsn : lsns)
     docs.push_back({{"id", "d" + std::to_string(lsn)}, {"_lsn", lsn}});
@@ -39,15 +40,9 @@ data_response changes(std::vector<int> lsns, diagnostics diag = sub_diag(1, 2)) 
   return r;
 }
 
-class ChangeFeedExecutor : public actor_test {
+class ChangeFeedExecutor : public composite_test {
 protected:
-  std::shared_ptr<router_log> routed = std::make_shared<router_log>();
-  std::shared_ptr<range_log> ranges = std::make_shared<range_log>();
-  caf::actor router;
-  caf::actor exec;
-
   auto ask(std::chrono::milliseconds budget = 0ms) {
-    router = sys.spawn(fake_router, routed);
     change_feed_collaborators with;
     with.router = caf::actor_cast<router_actor>(router);
     with.collections = sys.spawn(fake_collection_cache, composite_collection());
@@ -61,24 +56,6 @@ protected:
     auto h = self->request(exec, caf::infinite, route_atom_v, std::move(req));
     run();
     return h;
-  }
-
-  void answer(uint64_t i, data_response r) {
-    self->send(router, answer_atom_v, i, std::move(r));
-    run();
-  }
-
-  void answer(uint64_t i, caf::error e) {
-    self->send(router, answer_atom_v, i, std::move(e));
-    run();
-  }
-
-  const data_request& sent(size_t i) const { return routed->requests.at(i); }
-
-  void TearDown() override {
-    for (auto& a : {router, exec})
-      if (a) self->send_exit(a, caf::exit_reason::user_shutdown);
-    run();
   }
 };
 

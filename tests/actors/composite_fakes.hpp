@@ -168,4 +168,34 @@ inline caf::error range_gone(const std::string& id, double charge = 1) {
                     d);
 }
 
+/// Fixture base of the executor tests: the fake router and range cache's
+/// logs, the router (spawned at once), the executor under test (`exec`,
+/// spawned by the test), and the test's hand on the router's answers.
+class composite_test : public actor_test {
+protected:
+  std::shared_ptr<router_log> routed = std::make_shared<router_log>();
+  std::shared_ptr<range_log> ranges = std::make_shared<range_log>();
+  caf::actor router = sys.spawn(fake_router, routed);
+  caf::actor exec;
+
+  /// Answers sub-operation `i` and runs what follows.
+  void answer(uint64_t i, data_response r) {
+    self->send(router, answer_atom_v, i, std::move(r));
+    run();
+  }
+
+  void answer(uint64_t i, caf::error e) {
+    self->send(router, answer_atom_v, i, std::move(e));
+    run();
+  }
+
+  const data_request& sent(size_t i) const { return routed->requests.at(i); }
+
+  void TearDown() override {
+    for (auto& a : {router, exec})
+      if (a) self->send_exit(a, caf::exit_reason::user_shutdown);
+    run();
+  }
+};
+
 } // namespace georoute::test

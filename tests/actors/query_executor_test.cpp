@@ -74,15 +74,9 @@ std::vector<int> ns_of(const data_response& r) {
   return out;
 }
 
-class QueryExecutor : public actor_test {
+class QueryExecutor : public composite_test {
 protected:
-  std::shared_ptr<router_log> routed = std::make_shared<router_log>();
-  std::shared_ptr<range_log> ranges = std::make_shared<range_log>();
-  caf::actor router;
-  caf::actor exec;
-
   void start(query_plan plan, size_t parallelism = 4) {
-    router = sys.spawn(fake_router, routed);
     query_executor_collaborators with;
     with.router = caf::actor_cast<router_actor>(router);
     with.collections = sys.spawn(fake_collection_cache, composite_collection());
@@ -108,24 +102,6 @@ protected:
     auto h = self->request(exec, caf::infinite, route_atom_v, std::move(q));
     run();
     return h;
-  }
-
-  void answer(uint64_t i, data_response r) {
-    self->send(router, answer_atom_v, i, std::move(r));
-    run();
-  }
-
-  void answer(uint64_t i, caf::error e) {
-    self->send(router, answer_atom_v, i, std::move(e));
-    run();
-  }
-
-  const data_request& sent(size_t i) const { return routed->requests.at(i); }
-
-  void TearDown() override {
-    for (auto& a : {router, exec})
-      if (a) self->send_exit(a, caf::exit_reason::user_shutdown);
-    run();
   }
 };
 
@@ -174,12 +150,7 @@ TEST_F(QueryExecutor, Continuation_ResumesEachRangeFromItsOwnToken) {
   ASSERT_FALSE(token.empty());
   self->send_exit(exec, caf::exit_reason::user_shutdown);
   run();
-  query_executor_collaborators with;
-  with.router = caf::actor_cast<router_actor>(router);
-  with.collections = sys.spawn(fake_collection_cache, composite_collection());
-  with.pkranges = sys.spawn(fake_range_cache, ranges);
-  with.plans = sys.spawn(fake_plans, plan_of(ordered_by_n()));
-  exec = spawn_query_executor(sys, with);
+  start(plan_of(ordered_by_n()));
   auto q = query(2);
   q.options.continuation = token;
   auto h2 = ask(q);
@@ -199,7 +170,9 @@ TEST_F(QueryExecutor, Continuation_ResumesEachRangeFromItsOwnToken) {
   answer(4, page_of(json::array({ob_row(4), ob_row(6)}), ""));
   receive_now(
       self, h2,
-      [&](data_response& r) { EXPECT_EQ(ns_of(r), (std::vector<int>{2, 3})); },
+      [&](data_response& r) {
+        EXPECT_EQ(ns_of(r), (std::vector<int>{2, 3}));
+      },
       [](caf::error& e) { ADD_FAILURE() << caf::to_string(e); });
 }
 

@@ -24,8 +24,7 @@ TEST(SubBudget, Table) {
        milliseconds{180}},
       {"OneMillisecondLeft_One", milliseconds{300}, milliseconds{299},
        milliseconds{1}},
-      {"ExactlySpent_None", milliseconds{300}, milliseconds{300},
-       std::nullopt},
+      {"ExactlySpent_None", milliseconds{300}, milliseconds{300}, std::nullopt},
       {"Overspent_None", milliseconds{300}, milliseconds{301}, std::nullopt},
   };
   for (const auto& r : rows)
