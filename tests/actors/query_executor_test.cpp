@@ -5,6 +5,7 @@
 // refresh being the only one), a spent budget starts nothing new.
 
 #include "georoute/actors/query_executor.hpp"
+#include "georoute/actors/router.hpp"
 #include "tests/actors/composite_fakes.hpp"
 
 #include <nlohmann/json.hpp>
@@ -174,6 +175,25 @@ TEST_F(QueryExecutor, Continuation_ResumesEachRangeFromItsOwnToken) {
         EXPECT_EQ(ns_of(r), (std::vector<int>{2, 3}));
       },
       [](caf::error& e) { ADD_FAILURE() << caf::to_string(e); });
+}
+
+// A continuation that does not decode fails the page before any range
+// query or map read.
+TEST_F(QueryExecutor, BadContinuation_ValidationError_NothingSent) {
+  start(plan_of(ordered_by_n()));
+  auto q = query(5);
+  q.options.continuation = "not a token";
+  auto h = ask(q);
+  EXPECT_EQ(routed->requests.size(), 0u);
+  EXPECT_EQ(ranges->map_reads.size(), 0u);
+  receive_now(
+      self, h, [](data_response&) { ADD_FAILURE() << "the query succeeded"; },
+      [](caf::error& e) {
+        EXPECT_EQ(code_of(e), errc::validation_error);
+        EXPECT_NE(context_of(e).find("the continuation does not decode"),
+                  std::string::npos)
+            << context_of(e);
+      });
 }
 
 // The router refreshed the map before it answered that range 0 is gone:
@@ -360,6 +380,83 @@ TEST_F(QueryExecutor, Success_HedgesAndTheirChargeInTheDiagnostics) {
         EXPECT_DOUBLE_EQ(r.hedge_charge, 3);
         EXPECT_DOUBLE_EQ(r.request_charge, 7);
         EXPECT_DOUBLE_EQ(r.diag.request_charge, 7);
+      },
+      [](caf::error& e) { ADD_FAILURE() << caf::to_string(e); });
+}
+
+// The real router and the executor it spawns, with the HTTP port answered
+// by hand: a split of the range a query reads costs one refresh of the
+// routing map in all, the router's.
+class QueryThroughRouter : public actor_test {
+protected:
+  std::shared_ptr<range_log> ranges = std::make_shared<range_log>();
+  std::shared_ptr<table_log> tables = std::make_shared<table_log>();
+  std::shared_ptr<refresh_log> refreshes = std::make_shared<refresh_log>();
+  std::vector<caf::actor> actors;
+  router_actor router;
+
+  void SetUp() override {
+    auto locations = sys.spawn(fake_location_cache, tables);
+    auto endpoints = sys.spawn(fake_endpoint_manager, refreshes);
+    auto collections = sys.spawn(fake_collection_cache, composite_collection());
+    auto pkranges = sys.spawn(fake_range_cache, ranges);
+    auto plans = sys.spawn(fake_plans, plan_of(unordered()));
+    router = spawn_router(sys, {},
+                          {caf::actor_cast<location_cache_actor>(locations),
+                           endpoints,
+                           collections,
+                           pkranges,
+                           http,
+                           plans,
+                           {}});
+    for (auto a : {caf::actor_cast<caf::actor>(locations),
+                   caf::actor_cast<caf::actor>(endpoints),
+                   caf::actor_cast<caf::actor>(collections),
+                   caf::actor_cast<caf::actor>(pkranges),
+                   caf::actor_cast<caf::actor>(plans),
+                   caf::actor_cast<caf::actor>(router)})
+      actors.push_back(a);
+    run();
+  }
+
+  void TearDown() override {
+    for (auto& a : actors)
+      self->send_exit(a, caf::exit_reason::user_shutdown);
+    run();
+  }
+
+  void respond(size_t i, transport::outcome o) {
+    http->respond(i, std::move(o));
+    run();
+  }
+};
+
+TEST_F(QueryThroughRouter, RangeSplits_ExactlyOneMapRefresh) {
+  data_request q;
+  q.op = data_op::query;
+  q.collection_link = "dbs/d/colls/c";
+  q.body = R"({"query":"SELECT * FROM c"})";
+  auto h = self->request(router, caf::infinite, route_atom_v, q);
+  run();
+  ASSERT_EQ(http->count(), 1u) << "range 0's query was not sent";
+  EXPECT_EQ(ranges->refreshes(), 0);
+  ranges->now = {range_of("1", "", "80", {"0"}),
+                 range_of("2", "80", "FF", {"0"})};
+  respond(0, status_response(410, 1002));
+  EXPECT_EQ(ranges->refreshes(), 1) << "a split is one refresh, the router's";
+  ASSERT_EQ(http->count(), 2u) << "child 1 was not read";
+  respond(1, ok_response(R"({"Documents":[1],"_count":1})"));
+  ASSERT_EQ(http->count(), 3u) << "child 2 was not read";
+  EXPECT_TRUE(self->mailbox().empty());
+  respond(2, ok_response(R"({"Documents":[2],"_count":1})"));
+  EXPECT_EQ(ranges->refreshes(), 1);
+  receive_now(
+      self, h,
+      [](data_response& r) {
+        EXPECT_NE(r.body.find(R"("Documents":[1,2])"), std::string::npos)
+            << r.body;
+        EXPECT_EQ(r.diag.metadata_refreshes, 1u);
+        EXPECT_EQ(r.diag.attempts.size(), 3u);
       },
       [](caf::error& e) { ADD_FAILURE() << caf::to_string(e); });
 }
