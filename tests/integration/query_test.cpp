@@ -190,13 +190,5 @@ TEST_F(Query, SplitDuringOrderBy_NoDuplicatesNoLosses) {
   EXPECT_GE(refreshes, 1u) << "the split was never seen";
 }
 
-TEST_F(Query, BadContinuation_IsAValidationError) {
-  auto p = page("SELECT * FROM c ORDER BY c.n", 5, "not a token");
-  ASSERT_FALSE(p);
-  EXPECT_EQ(code_of(p.error()), errc::validation_error);
-  EXPECT_NE(context_of(p.error()).find("continuation"), std::string::npos)
-      << context_of(p.error());
-}
-
 } // namespace
 } // namespace query_test
