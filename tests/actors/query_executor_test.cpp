@@ -270,6 +270,30 @@ TEST_F(QueryExecutor, RangeGoneFourTimesInARow_Fails_NoRefreshForced) {
       });
 }
 
+// A page of the range ends its streak: four more gone answers after it
+// are looked up again.
+TEST_F(QueryExecutor, APageEndsTheGoneStreak) {
+  start(plan_of(unordered()));
+  auto h = ask(query(100));
+  uint64_t i = 0;
+  for (; i < 3; ++i)
+    answer(i, range_gone("0"));
+  answer(i++, page_of(json::array({1}), "p1"));
+  for (int n = 0; n < 4; ++n)
+    answer(i++, range_gone("0"));
+  EXPECT_TRUE(self->mailbox().empty()) << "the page did not end the streak";
+  EXPECT_EQ(ranges->overlaps.size(), 7u);
+  ASSERT_EQ(routed->requests.size(), i + 1);
+  EXPECT_EQ(sent(i).options.continuation, "p1");
+  answer(i, page_of(json::array({2}), ""));
+  receive_now(
+      self, h,
+      [&](data_response& r) {
+        EXPECT_EQ(ns_of(r), (std::vector<int>{1, 2}));
+      },
+      [](caf::error& e) { ADD_FAILURE() << caf::to_string(e); });
+}
+
 // Each range query gets what is left of the caller's budget; once it is
 // spent no new one goes, and the page fails as a spent budget.
 TEST_F(QueryExecutor, BudgetSpent_NoNewRangeQuery_DeadlineExceeded) {
