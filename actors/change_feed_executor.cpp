@@ -1,6 +1,7 @@
 #include "georoute/actors/change_feed_executor.hpp"
 
 #include "georoute/actors/collection_cache.hpp"
+#include "georoute/actors/composite.hpp"
 #include "georoute/actors/policy/change_feed.hpp"
 #include "georoute/messages/error.hpp"
 
@@ -13,13 +14,6 @@
 namespace georoute {
 
 namespace {
-
-using clock_type = caf::actor_clock::clock_type;
-
-/// Range-gone answers in a row for one cursor before the executor gives up:
-/// each is followed by a forced refresh of the routing map, so more than a
-/// few means the map and the service disagree for good.
-constexpr int max_gone_in_a_row = 4;
 
 feed_origin origin_of(feed_start s) {
   switch (s) {
@@ -65,61 +59,36 @@ struct executor_state {
   change_feed_collaborators with;
   change_feed_request req;
   std::string link;
-  caf::response_promise rp;
-  clock_type::time_point started;
+  composite_operation op;
   std::optional<change_feed_state> feed;
-  diagnostics diag;
-  /// The next lookup of the ranges under the front cursor is forced.
-  bool refresh_ranges = false;
-  int gone_in_a_row = 0;
-  bool done = false;
   static inline const char* name = "georoute.change_feed_executor";
 };
 
 using self_ptr = caf::stateful_actor<executor_state>*;
 
-std::string what_of(const executor_state& st) {
-  return "change feed of " + st.link;
-}
-
-int64_t elapsed_us(self_ptr self) {
-  return std::chrono::duration_cast<std::chrono::microseconds>(
-             self->clock().now() - self->state.started)
-      .count();
-}
-
 void fail(self_ptr self, errc code, const std::string& text) {
-  auto& st = self->state;
-  if (st.done) return;
-  st.done = true;
-  st.diag.total_us = elapsed_us(self);
-  st.rp.deliver(make_error(code, what_of(st) + ": " + text, st.diag));
-  self->quit();
+  if (self->state.op.fail(code, text, self->clock().now())) self->quit();
 }
 
 void fail(self_ptr self, const caf::error& e, const std::string& where) {
-  auto code = code_of(e) == errc::none ? errc::collaborator_down : code_of(e);
-  auto text = context_of(e);
-  if (text.empty()) text = self->system().render(e);
-  fail(self, code, where + ": " + text);
+  if (self->state.op.fail(e, where, self->clock().now(), self->system()))
+    self->quit();
 }
 
 /// Answers the page: `documents` is the JSON array text of `count`
 /// documents.
 void finish(self_ptr self, std::string documents, size_t count) {
   auto& st = self->state;
-  if (st.done) return;
-  st.done = true;
+  if (st.op.done()) return;
   change_feed_page p;
   p.count = static_cast<uint32_t>(count);
   p.caught_up = count == 0;
   p.documents = std::move(documents);
   p.continuation = st.feed->continuation();
   p.ranges = static_cast<uint32_t>(st.feed->size());
-  st.diag.total_us = elapsed_us(self);
-  p.request_charge = st.diag.request_charge;
-  p.diag = std::move(st.diag);
-  st.rp.deliver(std::move(p));
+  p.diag = std::move(*st.op.finish(self->clock().now()));
+  p.request_charge = p.diag.request_charge;
+  st.op.promise().deliver(std::move(p));
   self->quit();
 }
 
@@ -135,20 +104,15 @@ std::string without(std::string_view documents, const std::vector<bool>& drop) {
 
 void step(self_ptr self);
 
-void take_diagnostics(executor_state& st, diagnostics& d) {
-  for (auto& a : d.attempts)
-    st.diag.attempts.push_back(std::move(a));
-  st.diag.request_charge += d.request_charge;
-  st.diag.hedges += d.hedges;
-  st.diag.hedge_charge += d.hedge_charge;
-  st.diag.metadata_refreshes += d.metadata_refreshes;
-  if (!d.range_id.empty()) st.diag.range_id = d.range_id;
-}
+// The feed reads one cursor at a time: its range-gone streak is the
+// request's, under one key.
+const std::string front_cursor = "front";
 
 void on_answer(self_ptr self, data_response& r) {
   auto& st = self->state;
-  st.gone_in_a_row = 0;
-  take_diagnostics(st, r.diag);
+  st.op.gone().answered(front_cursor);
+  if (!r.diag.range_id.empty()) st.op.diag().range_id = r.diag.range_id;
+  st.op.take(std::move(r.diag));
   if (r.status == 304) {
     auto e = st.feed->on_not_modified(r.etag);
     if (!e) return fail(self, errc::protocol_violation, e.error().what);
@@ -169,30 +133,39 @@ void on_answer(self_ptr self, data_response& r) {
   step(self);
 }
 
+// A range gone: the router refreshed the routing map before it answered,
+// so the next lookup of the ranges under the cursor finds the successors
+// without forcing the cache.
 void on_failure(self_ptr self, caf::error& e) {
   auto& st = self->state;
-  if (auto* d = diagnostics_of(e)) {
-    auto copy = *d;
-    take_diagnostics(st, copy);
-  }
+  if (const auto* d = diagnostics_of(e))
+    if (!d->range_id.empty()) st.op.diag().range_id = d->range_id;
+  st.op.take(e);
+  const auto& c = st.feed->front();
+  auto span = "[" + c.min + ", " + c.max + ")";
   if (code_of(e) == errc::partition_range_gone &&
       !st.feed->by_partition_key()) {
-    if (++st.gone_in_a_row > max_gone_in_a_row)
+    if (st.op.gone().gone(front_cursor) == gone_step::give_up)
       return fail(self, e,
-                  "the range under [" + st.feed->front().min + ", " +
-                      st.feed->front().max + ") is still gone after " +
+                  "the range under " + span + " is still gone after " +
                       std::to_string(max_gone_in_a_row) +
                       " refreshes of the routing map");
-    st.refresh_ranges = true;
-    ++st.diag.metadata_refreshes;
     return step(self);
   }
-  fail(self, e,
-       "reading [" + st.feed->front().min + ", " + st.feed->front().max + ")");
+  fail(self, e, "reading " + span);
 }
 
 void send_read(self_ptr self, const feed_target* where) {
   auto& st = self->state;
+  auto left = st.op.next_budget(self->clock().now());
+  if (!left) {
+    const auto& c = st.feed->front();
+    if (st.op.fail_budget("the next read of [" + c.min + ", " + c.max + ")",
+                          self->clock().now()))
+      self->quit();
+    return;
+  }
+  auto budget = *left;
   data_request r;
   r.op = data_op::change_feed;
   r.collection_link = st.link;
@@ -210,12 +183,7 @@ void send_read(self_ptr self, const feed_target* where) {
     r.start_epk = where->start_epk;
     r.end_epk = where->end_epk;
   }
-  // What is left of the caller's budget bounds each read.
-  auto spent = std::chrono::duration_cast<std::chrono::milliseconds>(
-      self->clock().now() - st.started);
-  if (st.req.options.budget.count() > 0)
-    r.options.budget =
-        std::max(std::chrono::milliseconds{1}, st.req.options.budget - spent);
+  r.options.budget = budget;
   self->request(st.with.router, caf::infinite, route_atom_v, std::move(r))
       .then([=](data_response& page) { on_answer(self, page); },
             [=](caf::error& e) { on_failure(self, e); });
@@ -223,14 +191,12 @@ void send_read(self_ptr self, const feed_target* where) {
 
 void step(self_ptr self) {
   auto& st = self->state;
-  if (st.done) return;
+  if (st.op.done()) return;
   if (st.feed->by_partition_key()) return send_read(self, nullptr);
   const auto& c = st.feed->front();
   epk_range span{c.min, c.max, true, false};
-  auto force = st.refresh_ranges;
-  st.refresh_ranges = false;
   self->request(st.with.pkranges, caf::infinite, overlap_atom_v,
-                st.feed->collection_rid(), span, force)
+                st.feed->collection_rid(), span, false)
       .then(
           [=](std::vector<partition_key_range>& ranges) {
             auto& st = self->state;
@@ -251,7 +217,7 @@ void start(self_ptr self) {
       .then(
           [=](collection_info& c) {
             auto& st = self->state;
-            st.diag.collection_rid = c.rid;
+            st.op.diag().collection_rid = c.rid;
             if (auto p = st.feed->bind(c.rid))
               return fail(self, errc::validation_error, p->what);
             st.feed->begin_request();
@@ -269,8 +235,8 @@ caf::behavior executor_impl(self_ptr self, change_feed_collaborators with) {
         st.link = normalize_collection_link(req.collection_link)
                       .value_or(req.collection_link);
         st.req = std::move(req);
-        st.started = self->clock().now();
-        st.rp = self->make_response_promise();
+        st.op.begin(self->make_response_promise(), self->clock().now(),
+                    st.req.options.budget, "change feed of " + st.link);
         if (!st.with.router || !st.with.collections || !st.with.pkranges)
           fail(self, errc::validation_error,
                "the router is not wired to the metadata caches yet");

@@ -17,9 +17,13 @@
 //   documents is the answer; after a 304 from every cursor in a row the
 //   answer is an empty page that says it is caught up.
 // - A cursor whose range is gone (`errc::partition_range_gone`: a split or
-//   a merge) makes the executor ask the partition-range cache for the
-//   ranges now under it (forced) and read again; the cursor is cut or
-//   narrowed, its position kept.
+//   a merge, answered after the router refreshed the routing map) makes the
+//   executor ask the partition-range cache for the ranges now under it (not
+//   forced: a split costs the router's one refresh) and read again; the
+//   cursor is cut or narrowed, its position kept. Gone four times in a row
+//   (`max_gone_in_a_row`), the request fails (actors/composite.hpp).
+// - Each read gets what is left of the caller's budget; once it is spent no
+//   new read starts and the request fails `errc::deadline_exceeded`.
 // - Any other failure is the answer, with the diagnostics of every read:
 //   the caller keeps the continuation it sent and loses nothing.
 // - The executor ends with its page; a caller that gave up is simply gone.

@@ -1,5 +1,6 @@
 #include "georoute/actors/query_executor.hpp"
 
+#include "georoute/actors/composite.hpp"
 #include "georoute/actors/policy/query_merge.hpp"
 #include "georoute/actors/policy/routing_map.hpp"
 #include "georoute/messages/error.hpp"
@@ -15,15 +16,12 @@ namespace georoute {
 
 namespace {
 
-using clock_type = caf::actor_clock::clock_type;
-
 constexpr size_t default_page = 100;
 
 struct executor_state {
   query_executor_collaborators with;
   data_request req;
-  caf::response_promise rp;
-  clock_type::time_point started;
+  composite_operation op;
   std::string rid;
   query_plan plan;
   nlohmann::json parameters = nlohmann::json::array();
@@ -31,39 +29,23 @@ struct executor_state {
   std::set<std::string> in_flight; // range ids
   std::vector<nlohmann::json> out;
   size_t max_items = default_page;
-  diagnostics diag;
-  bool done = false;
   static inline const char* name = "georoute.query_executor";
 };
 
 using self_ptr = caf::stateful_actor<executor_state>*;
 
-std::string what_of(const executor_state& st) {
-  return "cross-partition query of " + st.req.collection_link;
-}
-
 void fail(self_ptr self, errc code, const std::string& text) {
-  auto& st = self->state;
-  if (st.done) return;
-  st.done = true;
-  st.diag.total_us = std::chrono::duration_cast<std::chrono::microseconds>(
-                         self->clock().now() - st.started)
-                         .count();
-  st.rp.deliver(make_error(code, what_of(st) + ": " + text, st.diag));
-  self->quit();
+  if (self->state.op.fail(code, text, self->clock().now())) self->quit();
 }
 
 void fail(self_ptr self, const caf::error& e, const std::string& where) {
-  auto code = code_of(e) == errc::none ? errc::collaborator_down : code_of(e);
-  auto text = context_of(e);
-  if (text.empty()) text = self->system().render(e);
-  fail(self, code, where + ": " + text);
+  if (self->state.op.fail(e, where, self->clock().now(), self->system()))
+    self->quit();
 }
 
 void finish(self_ptr self) {
   auto& st = self->state;
-  if (st.done) return;
-  st.done = true;
+  if (st.op.done()) return;
   data_response r;
   r.status = 200;
   nlohmann::json body;
@@ -73,20 +55,16 @@ void finish(self_ptr self) {
   r.body = body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   if (!st.merger->finished()) {
     auto c = st.merger->continuation();
-    if (!c) {
-      st.done = false;
-      fail(self, errc::validation_error,
-           "this query cannot be resumed: " + c.error().what);
-      return;
-    }
+    if (!c)
+      return fail(self, errc::validation_error,
+                  "this query cannot be resumed: " + c.error().what);
     r.continuation = encode_continuation(*c);
   }
-  st.diag.total_us = std::chrono::duration_cast<std::chrono::microseconds>(
-                         self->clock().now() - st.started)
-                         .count();
-  r.request_charge = st.diag.request_charge;
-  r.diag = std::move(st.diag);
-  st.rp.deliver(std::move(r));
+  auto diag = st.op.finish(self->clock().now());
+  r.diag = std::move(*diag);
+  r.request_charge = r.diag.request_charge;
+  r.hedge_charge = r.diag.hedge_charge;
+  st.op.promise().deliver(std::move(r));
   self->quit();
 }
 
@@ -115,30 +93,43 @@ std::string range_query_body(const executor_state& st) {
 
 void pump(self_ptr self);
 
-void on_split(self_ptr self, const std::string& range_id) {
+// The router refreshed the routing map before it answered that the range
+// is gone: its successors are in the partition-range cache, which is not
+// forced again.
+void on_split(self_ptr self, const std::string& range_id,
+              const caf::error& gone) {
   auto& st = self->state;
   auto i = index_of(*st.merger, range_id);
   if (!i) return pump(self); // already replaced
+  if (st.op.gone().gone(range_id) == gone_step::give_up)
+    return fail(self, gone,
+                "range " + range_id + " is still gone after " +
+                    std::to_string(max_gone_in_a_row) +
+                    " refreshes of the routing map");
   auto parent = st.merger->range(*i);
   epk_range covered{parent.min, parent.max, true, false};
   self->request(st.with.pkranges, caf::infinite, overlap_atom_v, st.rid,
-                covered, true)
+                covered, false)
       .then(
           [=](std::vector<partition_key_range>& now) {
             auto& st = self->state;
-            std::vector<query_range> children;
-            for (const auto& r : now)
-              if (r.id != range_id)
-                children.push_back(
-                    query_range{r.id, r.min_inclusive, r.max_exclusive});
             auto i = index_of(*st.merger, range_id);
-            if (!i || children.empty())
+            if (!i || now.empty())
               return fail(self, errc::partition_range_gone,
                           "range " + range_id +
                               " is gone and no range replaces it");
+            std::vector<query_range> children;
+            std::vector<std::string> ids;
+            for (const auto& r : now) {
+              // The cache's map still holds the range: it is read again.
+              if (r.id == range_id) return pump(self);
+              children.push_back(
+                  query_range{r.id, r.min_inclusive, r.max_exclusive});
+              ids.push_back(r.id);
+            }
             if (auto p = st.merger->replace_range(*i, std::move(children)))
               return fail(self, errc::protocol_violation, p->what);
-            ++st.diag.metadata_refreshes;
+            st.op.gone().replaced(range_id, ids);
             pump(self);
           },
           [=](caf::error& e) {
@@ -146,9 +137,18 @@ void on_split(self_ptr self, const std::string& range_id) {
           });
 }
 
-void fetch(self_ptr self, size_t index) {
+// Sends range `index`'s next page query; false when the budget is spent
+// (the query has failed).
+bool fetch(self_ptr self, size_t index) {
   auto& st = self->state;
   auto range_id = st.merger->range(index).id;
+  auto budget = st.op.next_budget(self->clock().now());
+  if (!budget) {
+    if (st.op.fail_budget("the next page of range " + range_id,
+                          self->clock().now()))
+      self->quit();
+    return false;
+  }
   st.in_flight.insert(range_id);
   data_request r;
   r.op = data_op::query;
@@ -161,20 +161,14 @@ void fetch(self_ptr self, size_t index) {
   r.options.max_item_count = static_cast<int32_t>(st.max_items);
   if (const auto& token = st.merger->continuation_of(index))
     r.options.continuation = *token;
-  // What is left of the caller's budget bounds each range query.
-  auto spent = std::chrono::duration_cast<std::chrono::milliseconds>(
-      self->clock().now() - st.started);
-  if (st.req.options.budget.count() > 0)
-    r.options.budget =
-        std::max(std::chrono::milliseconds{1}, st.req.options.budget - spent);
+  r.options.budget = *budget;
   self->request(st.with.router, caf::infinite, route_atom_v, std::move(r))
       .then(
           [=](data_response& page) {
             auto& st = self->state;
             st.in_flight.erase(range_id);
-            for (auto& a : page.diag.attempts)
-              st.diag.attempts.push_back(std::move(a));
-            st.diag.request_charge += page.request_charge;
+            st.op.take(std::move(page.diag));
+            st.op.gone().answered(range_id);
             auto body = nlohmann::json::parse(page.body, nullptr, false);
             if (body.is_discarded() || !body.contains("Documents") ||
                 !body["Documents"].is_array())
@@ -201,18 +195,17 @@ void fetch(self_ptr self, size_t index) {
           [=](caf::error& e) {
             auto& st = self->state;
             st.in_flight.erase(range_id);
-            if (auto* d = diagnostics_of(e))
-              for (auto a : d->attempts)
-                st.diag.attempts.push_back(std::move(a));
+            st.op.take(e);
             if (code_of(e) == errc::partition_range_gone)
-              return on_split(self, range_id);
+              return on_split(self, range_id, e);
             fail(self, e, "range " + range_id);
           });
+  return true;
 }
 
 void pump(self_ptr self) {
   auto& st = self->state;
-  if (st.done) return;
+  if (st.op.done()) return;
   for (;;) {
     auto got = st.merger->drain(st.max_items - st.out.size());
     for (auto& x : got)
@@ -223,7 +216,8 @@ void pump(self_ptr self) {
     if (!needed.empty()) {
       for (auto i : needed) {
         if (st.in_flight.size() >= st.with.parallelism) break;
-        if (st.in_flight.count(st.merger->range(i).id) == 0) fetch(self, i);
+        if (st.in_flight.count(st.merger->range(i).id) == 0 && !fetch(self, i))
+          return;
       }
       return;
     }
@@ -281,7 +275,7 @@ void start(self_ptr self) {
           [=](collection_info& c) {
             auto& st = self->state;
             st.rid = c.rid;
-            st.diag.collection_rid = c.rid;
+            st.op.diag().collection_rid = c.rid;
             query_plan_request q;
             q.collection_link = st.req.collection_link;
             q.collection_rid = c.rid;
@@ -304,8 +298,9 @@ caf::behavior executor_impl(self_ptr self, query_executor_collaborators with) {
       [=](route_atom, data_request& req) -> caf::result<data_response> {
         auto& st = self->state;
         st.req = std::move(req);
-        st.started = self->clock().now();
-        st.rp = self->make_response_promise();
+        st.op.begin(self->make_response_promise(), self->clock().now(),
+                    st.req.options.budget,
+                    "cross-partition query of " + st.req.collection_link);
         if (!st.with.collections || !st.with.plans || !st.with.pkranges)
           fail(self, errc::validation_error,
                "the router is not wired to the metadata caches yet");

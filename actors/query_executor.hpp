@@ -18,10 +18,17 @@
 //   Its continuation (empty when the query is done) resumes the query, also
 //   in another process: it carries every range's own continuation and what
 //   was already returned.
-// - A range that split answers `errc::partition_range_gone`: the executor
-//   asks the partition-range cache for the ranges now covering it (forced),
-//   puts the children in its place, and they continue from the parent's
-//   continuation: no duplicates, no losses.
+// - A range that split answers `errc::partition_range_gone`, after the
+//   router refreshed the routing map: the executor asks the partition-range
+//   cache for the ranges now covering it (not forced: a split costs that
+//   one refresh), puts the children in its place, and they continue from
+//   the parent's continuation: no duplicates, no losses. A range and its
+//   children gone `max_gone_in_a_row` (4) times in a row fail the page
+//   (actors/composite.hpp).
+// - Each range query gets what is left of the caller's budget; once it is
+//   spent no new one starts and the page fails `errc::deadline_exceeded`.
+// - Every range query's diagnostics are the page's (or the error's):
+//   attempts, charges, hedges and their charge, refreshes.
 // - The executor ends with its page; a caller that gave up is simply gone.
 
 #include "georoute/actors/policy/model.hpp"
