@@ -17,36 +17,6 @@
 
 namespace georoute {
 
-bulk_failure_verdict classify_bulk_failure(errc code) {
-  switch (code) {
-  case errc::partition_range_gone:
-    return bulk_failure_verdict::regroup;
-  case errc::overloaded:
-    return bulk_failure_verdict::retry_later;
-  // Refused before the request ran: by the engine, by the service's
-  // checks, or by every region refusing the connection.
-  case errc::validation_error:
-  case errc::connection_refused:
-  case errc::dns_failure:
-  case errc::tls_failure:
-  case errc::bad_request:
-  case errc::unauthorized:
-  case errc::forbidden:
-  case errc::write_forbidden:
-  case errc::account_not_found:
-  case errc::not_found:
-  case errc::read_session_unavailable:
-  case errc::throttled:
-  case errc::lease_not_found:
-    return bulk_failure_verdict::final;
-  // Everything else may have run: a timeout, a lost connection, a 408, a
-  // 5xx, an answer that breaks the protocol, a budget spent or an engine
-  // stopped while it was out.
-  default:
-    return bulk_failure_verdict::maybe_applied;
-  }
-}
-
 request_options unresent_write_options(request_options o) {
   o.partition_key_json.clear();
   o.max_item_count = -1;
@@ -75,10 +45,9 @@ struct op_slot {
   bool waits = false;      // queued after a throttle, not yet sent again
   bool early = false;      // released before its retry-after (on_answer)
   uint32_t sends = 0;
-  uint32_t throttles = 0;
   uint32_t regroups = 0;
   uint32_t gone_resends = 0; // sent again after an other 410
-  milliseconds throttle_wait{0};
+  throttle_state throttle;   // charged 429s and their waits
   double charge = 0;
 };
 
@@ -110,13 +79,6 @@ struct prepared_chunk {
   std::vector<std::string> keys;
   caf::response_promise rp;
 };
-
-// How long a range whose front waits for a throttle's retry-after stays
-// silent at most before it sends that operation alone, early: a
-// retry-after reckoned while the service held the range to a lower budget
-// overstates the wait once the budget is back, and a probe that passes
-// releases the whole backlog.
-constexpr auto probe_every = milliseconds{100};
 
 // Chunks that wait for room at most; one more is refused (overloaded).
 constexpr size_t max_waiting_chunks = 16;
@@ -417,38 +379,37 @@ void on_answer(self_ptr self, const std::string& range_id, uint64_t seq,
       throttled = true;
       ++r.stats.throttled;
       ++st.sum.throttled;
-      auto wait = x.retry_after_ms > 0 ? milliseconds{x.retry_after_ms}
-                                       : st.s.throttle.default_delay;
-      // Sent before its retry-after by the engine's own probing: the
-      // service's schedule still holds, and the operation's throttle budget
-      // is not charged (its time budget still is).
-      if (!op.early) {
-        ++op.throttles;
-        op.throttle_wait += wait;
-      }
+      auto v =
+          decide_bulk_throttle(st.s.throttle, op.throttle, x.retry_after_ms,
+                               op.early, op.deadline - now);
       op.early = false;
-      if (op.throttles > st.s.throttle.max_attempts ||
-          op.throttle_wait > st.s.throttle.max_wait) {
+      switch (v.what) {
+      case bulk_throttle_verdict::kind::final: {
         ++r.stats.operations;
         bulk_op_result out;
         out.status = x.status;
         out.substatus = x.substatus;
         finish_op(self, id, std::move(out));
-      } else if (now + wait > op.deadline) {
+        break;
+      }
+      case bulk_throttle_verdict::kind::out_of_time:
         fail_op(self, id, errc::deadline_exceeded,
                 what_of(st) + ": operation " + std::to_string(op.index) +
                     " was throttled (429) and its budget ends before the "
                     "service's retry-after of " +
-                    std::to_string(wait.count()) + " ms");
-      } else {
+                    std::to_string(v.delay.count()) + " ms");
+        break;
+      case bulk_throttle_verdict::kind::wait:
         // Each waits for its own retry-after: the service spreads them so
         // that they come back as its budget frees up.
-        op.not_before = now + wait;
+        op.throttle = v.next;
+        op.not_before = now + v.delay;
         if (!op.waits) {
           op.waits = true;
           ++r.backlog;
         }
         again.push_back(id);
+        break;
       }
       break;
     }
@@ -467,24 +428,18 @@ void on_answer(self_ptr self, const std::string& range_id, uint64_t seq,
   st.sum.request_charge += resp.request_charge;
   r.cc.on_answer(seq, throttled);
   // A clear answer while operations wait after a throttle: their
-  // retry-afters may be stale (reckoned while the service held the range
-  // to a lower budget). Twice as many as this request carried go now,
-  // whatever their retry-after says, so the range finds its budget again
-  // in a few round trips, as a window grows in slow start; if the service
-  // still throttles, they get fresh retry-afters. A probe that went through
-  // releases them all.
-  if (!throttled && r.backlog > 0) {
-    size_t release = probe ? r.backlog : 2 * ids.size();
-    for (auto id : r.queue) {
-      if (release == 0) break;
-      auto it = st.ops.find(id);
-      if (it == st.ops.end() || !it->second.waits) continue;
-      if (it->second.not_before > now) {
-        it->second.not_before = now;
-        it->second.early = true;
-      }
-      --release;
+  // retry-afters may be stale, and some go now, whatever they say; if the
+  // service still throttles, they get fresh retry-afters.
+  auto release = bulk_release_count(throttled, probe, ids.size(), r.backlog);
+  for (auto id : r.queue) {
+    if (release == 0) break;
+    auto it = st.ops.find(id);
+    if (it == st.ops.end() || !it->second.waits) continue;
+    if (it->second.not_before > now) {
+      it->second.not_before = now;
+      it->second.early = true;
     }
+    --release;
   }
   requeue_front(r, again);
   if (!gone.empty()) regroup(self, gone, "range " + range_id + " answered 410");
@@ -507,7 +462,7 @@ void on_failure(self_ptr self, const std::string& range_id, uint64_t seq,
     // The engine is full: a throttle in all but name.
     r.cc.on_answer(seq, true);
     std::vector<uint64_t> live;
-    auto later = self->clock().now() + milliseconds{100};
+    auto later = self->clock().now() + bulk_overloaded_pause;
     for (auto id : ids)
       if (auto it = st.ops.find(id); it != st.ops.end()) {
         it->second.not_before = later;
@@ -569,23 +524,24 @@ void send(self_ptr self, range_slot& r, std::vector<uint64_t> ids,
           [=](caf::error& e) { on_failure(self, range_id, seq, ids, e); });
 }
 
+// Takes `op`, the front of its range's queue, off it.
+void pop_front(range_slot& r, op_slot& op) {
+  r.queue.pop_front();
+  if (op.waits) {
+    op.waits = false;
+    --r.backlog;
+  }
+}
+
 void dispatch(self_ptr self, range_slot& r) {
   auto& st = self->state;
   auto now = self->clock().now();
   const auto& o = st.s.options;
   bool front_waits = false;
-  // After a throttle the service's retry-afters are its schedule for the
-  // operations it turned away, reckoned per request: a second request in
-  // flight meanwhile would claim the same budget and both would be turned
-  // away again. So while any operation waits after a throttle, one request
-  // at a time.
-  auto may_send = [&] {
-    return r.cc.can_send() && (r.backlog == 0 || r.cc.in_flight() == 0);
-  };
-  while (!front_waits && !r.queue.empty() && may_send()) {
+  while (!front_waits && !r.queue.empty() && bulk_may_send(r.cc, r.backlog)) {
     std::vector<uint64_t> ids;
-    size_t bytes = 2;
-    while (!r.queue.empty() && ids.size() < o.max_operations_per_request) {
+    bulk_request_fill fill{o.max_operations_per_request, o.max_request_bytes};
+    while (!r.queue.empty() && !fill.full()) {
       auto id = r.queue.front();
       auto it = st.ops.find(id);
       if (it == st.ops.end()) {
@@ -593,47 +549,31 @@ void dispatch(self_ptr self, range_slot& r) {
         continue;
       }
       auto& op = it->second;
-      if (op.deadline <= now) {
-        r.queue.pop_front();
-        if (op.waits) {
-          op.waits = false;
-          --r.backlog;
-        }
+      auto plan = plan_bulk_front(op.deadline, op.not_before, now, r.last_send,
+                                  ids.empty() && r.cc.in_flight() == 0);
+      if (plan.what == bulk_front_plan::kind::expired) {
+        pop_front(r, op);
         fail_op(self, id, errc::deadline_exceeded,
                 what_of(st) + ": operation " + std::to_string(op.index) +
                     "'s budget was spent after " + std::to_string(op.sends) +
                     " sends; it is not sent again");
         continue;
       }
-      // The queue is served in order: a throttled operation at the front
-      // holds back the ones behind it until its retry-after has passed.
-      if (op.not_before > now) {
+      if (plan.what == bulk_front_plan::kind::probe) {
         front_waits = true;
-        auto probe_at = r.last_send + probe_every;
-        if (ids.empty() && r.cc.in_flight() == 0 && op.not_before > probe_at) {
-          if (probe_at <= now) {
-            r.queue.pop_front();
-            op.waits = false;
-            op.early = true;
-            --r.backlog;
-            send(self, r, {id}, true);
-            break;
-          }
-          wake_at(self, r, probe_at);
-        } else {
-          wake_at(self, r, op.not_before);
-        }
+        pop_front(r, op);
+        op.early = true;
+        send(self, r, {id}, true);
         break;
       }
-      auto more = op.json.size() + (ids.empty() ? 0 : 1);
-      if (!ids.empty() && bytes + more > o.max_request_bytes) break;
-      bytes += more;
-      ids.push_back(id);
-      r.queue.pop_front();
-      if (op.waits) {
-        op.waits = false;
-        --r.backlog;
+      if (plan.what == bulk_front_plan::kind::wait) {
+        front_waits = true;
+        wake_at(self, r, plan.wake);
+        break;
       }
+      if (!fill.take(op.json.size())) break;
+      ids.push_back(id);
+      pop_front(r, op);
     }
     if (ids.empty()) break;
     send(self, r, std::move(ids));

@@ -9,8 +9,10 @@
 //     router: one bulk request (data_op::bulk) per batch of one range,
 //             routed to the write region, failed over and retried like any
 //             write that is never sent twice
-//     actors/policy/bulk.hpp: the per-operation verdicts and each range's
-//             congestion window
+//     actors/policy/bulk.hpp: every decision: the per-operation verdicts,
+//             what a failed request means, an operation's 429 budget, how
+//             full a request gets, the pacing after a throttle and each
+//             range's congestion window
 //
 // - Each operation is checked when its chunk arrives (bulk_op_json): a
 //   chunk with a malformed operation is refused whole with
@@ -23,14 +25,15 @@
 // - Per operation: 429 waits for its own retry-after (the range's queue is
 //   served in order, and while any operation waits the range has one
 //   request in flight; a clear answer releases waiting operations early,
-//   as actors/policy/README.md explains) up to the throttle budget
-//   (`georoute.throttle-retries`, `georoute.throttle-max-wait`); 410/1002,
-//   1007, 1008 re-reads the routing map and re-groups it (ten times at
-//   most); other 410s go again at once (ten times at most). 413/3402 (the
-//   answer had no room left for it; it did not run) goes again at once,
-//   at the front of its range's queue, uncounted, so that it leads a later
-//   request; it is final only for the operation that led its request (an
-//   answer of its own could not hold it). Every other answer is final.
+//   as actors/policy/README.md explains) up to the throttle budget of
+//   every request (`georoute.throttle-retries`,
+//   `georoute.throttle-max-wait`); 410/1002, 1007, 1008 re-reads the
+//   routing map and re-groups it (ten times at most); other 410s go again at
+//   once (ten times at most). 413/3402 (the answer had no room left for it; it
+//   did not run) goes again at once, at the front of its range's queue,
+//   uncounted, so that it leads a later request; it is final only for the
+//   operation that led its request (an answer of its own could not hold it).
+//   Every other answer is final.
 // - A whole request that failed: a range gone re-groups its operations; an
 //   engine refusal (overloaded) sends them again after a pause; a definite
 //   refusal fails them with its error; anything after which the request may
@@ -92,17 +95,6 @@ struct bulk_session {
 /// The executor of one session (see the file comment).
 caf::actor spawn_bulk_executor(caf::actor_system& sys, bulk_collaborators with,
                                bulk_session session);
-
-/// What a whole bulk request's failure (an `errc` of the router's answer)
-/// means for the operations it carried.
-enum class bulk_failure_verdict {
-  regroup,       ///< its range is gone: nothing ran, re-group them
-  retry_later,   ///< the engine refused it (overloaded): nothing ran
-  final,         ///< a definite refusal: nothing ran; each op fails with it
-  maybe_applied, ///< it may have run: each op fails and says so
-};
-
-bulk_failure_verdict classify_bulk_failure(errc code);
 
 /// The options of a batch or bulk request the engine writes for a caller's
 /// `options`: no paging, no if-match (each operation has its own), no

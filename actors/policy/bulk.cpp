@@ -40,6 +40,36 @@ bulk_op_verdict classify_bulk_op(int status, int substatus, bool leading,
   return bulk_op_verdict::done;
 }
 
+bulk_failure_verdict classify_bulk_failure(errc code) {
+  switch (code) {
+  case errc::partition_range_gone:
+    return bulk_failure_verdict::regroup;
+  case errc::overloaded:
+    return bulk_failure_verdict::retry_later;
+  // Refused before the request ran: by the engine, by the service's
+  // checks, or by every region refusing the connection.
+  case errc::validation_error:
+  case errc::connection_refused:
+  case errc::dns_failure:
+  case errc::tls_failure:
+  case errc::bad_request:
+  case errc::unauthorized:
+  case errc::forbidden:
+  case errc::write_forbidden:
+  case errc::account_not_found:
+  case errc::not_found:
+  case errc::read_session_unavailable:
+  case errc::throttled:
+  case errc::lease_not_found:
+    return bulk_failure_verdict::final;
+  // Everything else may have run: a timeout, a lost connection, a 408, a
+  // 5xx, an answer that breaks the protocol, a budget spent or an engine
+  // stopped while it was out.
+  default:
+    return bulk_failure_verdict::maybe_applied;
+  }
+}
+
 range_congestion::range_congestion(uint32_t ceiling)
     : ceiling_(std::max<uint32_t>(1, ceiling)) {}
 
@@ -78,6 +108,65 @@ void range_congestion::on_answer(uint64_t seq, bool throttled) {
   }
   cwnd_ = std::min(cwnd_, static_cast<double>(ceiling_));
   peak_ = std::max(peak_, window());
+}
+
+bulk_throttle_verdict
+decide_bulk_throttle(const throttle_options& options,
+                     const throttle_state& state, int64_t retry_after_ms,
+                     bool early,
+                     std::chrono::steady_clock::duration time_left) {
+  using kind = bulk_throttle_verdict::kind;
+  bulk_throttle_verdict v;
+  v.next = state;
+  if (early) {
+    v.delay = throttle_delay(options, retry_after_ms);
+  } else {
+    auto t = evaluate_throttle(options, state,
+                               failure_signal::http(429, 0, retry_after_ms));
+    if (!t.retry) {
+      v.delay = throttle_delay(options, retry_after_ms);
+      return v; // final
+    }
+    v.delay = t.delay;
+    v.next = t.next;
+  }
+  v.what = v.delay > time_left ? kind::out_of_time : kind::wait;
+  return v;
+}
+
+bool bulk_request_fill::take(size_t json_bytes) {
+  if (full()) return false;
+  size_t more = json_bytes + (count_ > 0 ? 1 : 0); // the comma
+  if (count_ > 0 && bytes_ + more > max_bytes_) return false;
+  bytes_ += more;
+  ++count_;
+  return true;
+}
+
+bool bulk_may_send(const range_congestion& cc, size_t backlog) {
+  return cc.can_send() && (backlog == 0 || cc.in_flight() == 0);
+}
+
+bulk_front_plan
+plan_bulk_front(std::chrono::steady_clock::time_point deadline,
+                std::chrono::steady_clock::time_point not_before,
+                std::chrono::steady_clock::time_point now,
+                std::chrono::steady_clock::time_point last_send, bool alone) {
+  using kind = bulk_front_plan::kind;
+  if (deadline <= now) return {kind::expired, {}};
+  if (not_before <= now) return {kind::take, {}};
+  auto probe_at = last_send + bulk_probe_every;
+  if (alone && not_before > probe_at) {
+    if (probe_at <= now) return {kind::probe, {}};
+    return {kind::wait, probe_at};
+  }
+  return {kind::wait, not_before};
+}
+
+size_t bulk_release_count(bool throttled, bool probe, size_t carried,
+                          size_t backlog) {
+  if (throttled || backlog == 0) return 0;
+  return probe ? backlog : std::min(backlog, 2 * carried);
 }
 
 } // namespace georoute

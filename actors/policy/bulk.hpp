@@ -11,18 +11,30 @@
 //   and 1008 after the routing map is read again (the range split or
 //   merged), other 410s at once; 413/3402 (no room left in the answer) at
 //   once, unless the operation led its request (see `classify_bulk_op`);
+// - what a whole request's failure means for its operations
+//   (`classify_bulk_failure`): re-grouped, sent again later, failed with
+//   the error, or failed as possibly applied;
 // - how many requests one range has in flight (`range_congestion`): a
 //   congestion window, not a fixed cap. It starts at one request, doubles
 //   per round of clear answers until the first throttle, then grows by one
 //   per round; a round with a throttled operation halves it, once per
 //   round. The service's throttle is the signal, so the window settles where
 //   the range's throughput is, whatever it is;
-// - how many of a range's queued operations go in the next request
-//   (`next_batch_size`).
+// - what a 429 costs one operation (`decide_bulk_throttle`): the engine's
+//   throttle budget, through `evaluate_throttle`, as for any request;
+// - how full a request gets (`bulk_request_fill`);
+// - how a range paces itself around throttles (`bulk_may_send`,
+//   `plan_bulk_front`, `bulk_release_count`): its queue is served in order,
+//   one request at a time while operations wait after a throttle, a clear
+//   answer releases waiting operations early, and a front that would wait
+//   long is probed alone first.
 
 #include "georoute/actors/policy/batch.hpp"
+#include "georoute/actors/policy/errc.hpp"
 #include "georoute/actors/policy/result.hpp"
+#include "georoute/actors/policy/throttle_policy.hpp"
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -105,6 +117,21 @@ enum class bulk_op_verdict {
 bulk_op_verdict classify_bulk_op(int status, int substatus, bool leading,
                                  uint32_t gone_resends);
 
+/// What a whole bulk request's failure (the `errc` of the router's answer,
+/// after the driver's own retries of answers that say nothing ran) means
+/// for the operations it carried.
+enum class bulk_failure_verdict {
+  regroup,       ///< its range is gone: nothing ran, re-group them
+  retry_later,   ///< the engine refused it (overloaded): nothing ran
+  final,         ///< a definite refusal: nothing ran; each op fails with it
+  maybe_applied, ///< it may have run: each op fails and says so
+};
+
+/// The verdict on a bulk request that failed with `code`. Only a failure
+/// that says the request never ran is `final`; anything after which it may
+/// have run is `maybe_applied`, since a bulk request is never sent twice.
+bulk_failure_verdict classify_bulk_failure(errc code);
+
 /// One range's congestion window (see the file comment). Every request
 /// sent gets a sequence number from `on_send`; its answer reports back with
 /// it, so that a round's throttles halve the window once.
@@ -146,22 +173,106 @@ private:
   uint32_t clear_ = 0; // clear answers since the window last grew by one
 };
 
-/// How many of the queued operations [first, last) the next request
-/// takes: at most `max_ops`, and as many as stay within `max_bytes` as one
-/// JSON array (`size_of(*it)`: an operation's JSON size); the first always
-/// goes, however large.
-template <class It, class SizeOf>
-size_t next_batch_size(It first, It last, SizeOf size_of, size_t max_ops,
-                       size_t max_bytes) {
-  size_t n = 0;
-  size_t bytes = 2; // the brackets
-  for (; first != last && n < max_ops; ++first) {
-    size_t more = size_of(*first) + (n > 0 ? 1 : 0); // the comma
-    if (n > 0 && bytes + more > max_bytes) break;
-    bytes += more;
-    ++n;
-  }
-  return n;
-}
+/// What a 429 means for one operation.
+struct bulk_throttle_verdict {
+  enum class kind : uint8_t {
+    wait,        ///< sent again once `delay` has passed
+    final,       ///< its throttle budget is spent: the 429 is its result
+    out_of_time, ///< its own budget ends before `delay` does
+  };
+  kind what = kind::final;
+  /// The wait the 429 asked for (its retry-after, or the default).
+  std::chrono::milliseconds delay{0};
+  /// The operation's throttle counters afterwards.
+  throttle_state next;
+};
+
+/// The verdict on an operation answered 429 with `retry_after_ms` (0 or
+/// less: none said), whose throttle counters are `state` and whose own
+/// budget ends in `time_left`. Charged (`early` false), the 429 goes
+/// through `evaluate_throttle`, the budget of every other request
+/// (`georoute.throttle-retries`, `georoute.throttle-max-wait`). An
+/// operation the range sent before its retry-after (`early`: released by
+/// a clear answer, or a probe) is not charged: the service's schedule
+/// still held, and its time budget bounds it anyway.
+bulk_throttle_verdict
+decide_bulk_throttle(const throttle_options& options,
+                     const throttle_state& state, int64_t retry_after_ms,
+                     bool early, std::chrono::steady_clock::duration time_left);
+
+/// How full the next request of a range gets: operations are offered in
+/// queue order, and it takes at most `max_ops` of them and as many as stay
+/// within `max_bytes` as one JSON array; the first always goes, however
+/// large.
+class bulk_request_fill {
+public:
+  bulk_request_fill(size_t max_ops, size_t max_bytes)
+      : max_ops_(max_ops), max_bytes_(max_bytes) {}
+
+  /// Whether it holds `max_ops` operations.
+  bool full() const { return count_ >= max_ops_; }
+  /// Takes an operation of `json_bytes` if it fits: whether it did.
+  bool take(size_t json_bytes);
+
+  size_t count() const { return count_; }
+  /// The JSON array's size so far, brackets and commas included.
+  size_t bytes() const { return bytes_; }
+
+private:
+  size_t max_ops_;
+  size_t max_bytes_;
+  size_t count_ = 0;
+  size_t bytes_ = 2; // the brackets
+};
+
+/// How long a range whose front operation waits after a throttle stays
+/// silent at most, from its last request, before it sends that operation
+/// alone, early (a probe): a retry-after reckoned while the service held the
+/// range to a lower budget overstates the wait once the budget is back.
+inline constexpr std::chrono::milliseconds bulk_probe_every{100};
+
+/// The pause before the operations of a request the engine itself refused
+/// (`errc::overloaded`) are sent again.
+inline constexpr std::chrono::milliseconds bulk_overloaded_pause{100};
+
+/// Whether a range may send another request now: its window has room, and
+/// while any of its operations waits after a throttle (`backlog` > 0) none
+/// is in flight. The service's retry-afters are its schedule for the
+/// operations it turned away; a second request meanwhile would claim the
+/// same budget and both would be turned away again.
+bool bulk_may_send(const range_congestion& cc, size_t backlog);
+
+/// What a range does with the live operation at the front of its queue.
+struct bulk_front_plan {
+  enum class kind : uint8_t {
+    expired, ///< its budget is spent: it fails, and is not sent again
+    take,    ///< into the request being built (if it fits)
+    wait,    ///< it holds the queue back: look again at `wake`
+    probe,   ///< sent now, alone, before its retry-after
+  };
+  kind what = kind::take;
+  std::chrono::steady_clock::time_point wake{};
+};
+
+/// The plan for the front operation, whose budget ends at `deadline` and
+/// which was throttled until `not_before` (or not at all: the epoch). The
+/// queue is served in order: a front that must wait holds back the
+/// operations behind it. `alone`: the request being built is empty and the
+/// range has none in flight; only then is a front that would wait past
+/// `last_send + bulk_probe_every` probed, at that moment.
+bulk_front_plan
+plan_bulk_front(std::chrono::steady_clock::time_point deadline,
+                std::chrono::steady_clock::time_point not_before,
+                std::chrono::steady_clock::time_point now,
+                std::chrono::steady_clock::time_point last_send, bool alone);
+
+/// How many of a range's operations waiting after a throttle (`backlog`)
+/// an answer releases before their retry-after: none after an answer with a
+/// throttle; after a clear one, all of them if it answered a probe, else
+/// twice as many as the request carried (`carried`). A schedule reckoned
+/// at a low budget is stale once the budget rises: this way a range finds
+/// its budget again in a few round trips, as a window grows in slow start.
+size_t bulk_release_count(bool throttled, bool probe, size_t carried,
+                          size_t backlog);
 
 } // namespace georoute

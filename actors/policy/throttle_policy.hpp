@@ -84,6 +84,11 @@ struct throttle_verdict {
   throttle_state next; ///< the counters after this verdict
 };
 
+/// The wait a 429 asks for: its retry-after, or `default_delay` when it
+/// says none (absent, zero or negative).
+std::chrono::milliseconds throttle_delay(const throttle_options& options,
+                                         int64_t retry_after_ms);
+
 /// .NET ResourceThrottleRetryPolicy and the metadata retry policies: only 429
 /// is retried; the delay is exactly the server's retry-after (`default_delay`
 /// when absent or 0); retry while attempts < max_attempts, delay < max_wait and
