@@ -399,6 +399,35 @@ TEST_F(Router, HedgeWinsDuringTheLadderPause_ThePendingStepStillGoesAndMarks) {
   EXPECT_EQ(stats().live, 0u);
 }
 
+// A refused connection is a definite answer (the region is not serving,
+// nothing was sent): the read goes on to the next region at once, with no
+// failover pause, while one of its regions is still untried. Once every
+// region refused, the pause is back, so that a client whose own network is
+// down does not spin. Each step is asserted before any time passes.
+TEST_F(Router, Refused_NextRegionAtOnce_ThePauseOnlyOnceEveryRegionRefused) {
+  start();
+  auto h = route(read_doc());
+  ASSERT_EQ(http->count(), 1u);
+  EXPECT_EQ(endpoint_of(0), west_ep);
+  answer(0, transport_failure(transport::failure::refused));
+  ASSERT_EQ(http->count(), 2u) << "the refused read waited for the pause";
+  EXPECT_EQ(endpoint_of(1), east_ep);
+  answer(1, transport_failure(transport::failure::refused));
+  ASSERT_EQ(http->count(), 3u) << "the second refusal waited for the pause";
+  EXPECT_EQ(endpoint_of(2), north_ep);
+  answer(2, transport_failure(transport::failure::refused));
+  EXPECT_EQ(http->count(), 3u) << "every region refused, and no pause";
+  advance(999ms);
+  EXPECT_EQ(http->count(), 3u) << "the pause was shorter than a read's 1 s";
+  advance(1ms);
+  ASSERT_EQ(http->count(), 4u) << "nothing after the pause";
+  answer(3, ok_response(R"({"id":"doc1","pk":"p0"})"));
+  receive_now(
+      self, h, [](data_response& r) { EXPECT_EQ(r.status, 200); },
+      [](caf::error& e) { ADD_FAILURE() << caf::to_string(e); });
+  EXPECT_EQ(stats().marks, 3u);
+}
+
 // The caller gives up during West's attempt; nothing reaches the router.
 // West then refuses: the router's decision runs whole (West marked, the
 // account refreshed), and after the failover pause the read goes to East
