@@ -62,7 +62,7 @@ install(EXPORT georouteTargets
 # Every header of the four library folders, under include/georoute/ with the
 # source tree's paths, so that the headers' own includes
 # ("georoute/actors/policy/model.hpp") resolve there too. The public API is
-# actors/engine.hpp, actors/log.hpp, actors/client.hpp, actors/http_port.hpp
+# actors/engine.hpp, actors/log.hpp, actors/client.hpp, transport/port.hpp
 # (a host's own transport), messages/ and config/; the rest is what they
 # include, or what the parts above offer alone.
 install(DIRECTORY

@@ -39,7 +39,7 @@ struct test_config : caf::actor_system_config {
 /// A port that records every attempt, with the classic gateway's request
 /// for it (what the real port would sign and send); tests answer with
 /// `respond`.
-class fake_http_port : public transport::port {
+class fake_port : public transport::port {
 public:
   struct sent {
     transport::attempt what;
@@ -239,7 +239,7 @@ protected:
   caf::scoped_actor self{sys, true};
   caf::scheduler::test_coordinator& sched =
       dynamic_cast<caf::scheduler::test_coordinator&>(sys.scheduler());
-  std::shared_ptr<fake_http_port> http = std::make_shared<fake_http_port>();
+  std::shared_ptr<fake_port> http = std::make_shared<fake_port>();
 
   /// Runs every message, no timers.
   void run() { sched.run(); }
