@@ -24,7 +24,7 @@ transport::attempt attempt_wire(const data_request& req,
   t.session_token = std::move(token);
   t.hub_only = plan.hub_header;
   t.timeout = plan.timeout;
-  return to_attempt(req, t);
+  return to_attempt(req, std::move(t));
 }
 
 // Each attempt that goes out, at trace level: which arm, where, for which

@@ -181,18 +181,18 @@ bool resend_after_drop(data_op op) {
   return transport::reads_only(attempt_kind_of(op));
 }
 
-transport::attempt to_attempt(const data_request& req, const wire_target& t) {
+transport::attempt to_attempt(const data_request& req, wire_target t) {
   transport::attempt a;
   a.kind = attempt_kind_of(req.op);
-  a.endpoint = t.endpoint;
+  a.endpoint = std::move(t.endpoint);
   a.proto = t.proto;
-  a.resource = t.collection_link;
+  a.resource = std::move(t.collection_link);
   a.id = req.id;
   a.partition_key_json = req.options.partition_key_json;
   a.range_id = req.range_id;
   a.start_epk = req.start_epk;
   a.end_epk = req.end_epk;
-  a.session_token = t.session_token;
+  a.session_token = std::move(t.session_token);
   a.consistency_level = req.options.consistency_level;
   a.continuation = req.options.continuation;
   a.max_item_count = req.options.max_item_count;

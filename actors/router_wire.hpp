@@ -47,8 +47,10 @@ transport::attempt_kind attempt_kind_of(data_op op);
 /// later 409, 412 or 404 can be recognised as that copy's echo).
 bool resend_after_drop(data_op op);
 
-/// One attempt of `req` at `t`, as the port takes it.
-transport::attempt to_attempt(const data_request& req, const wire_target& t);
+/// One attempt of `req` at `t`, as the port takes it (`t`'s strings are
+/// moved in: the hot path copies the link, the endpoint and the session
+/// token once each).
+transport::attempt to_attempt(const data_request& req, wire_target t);
 
 /// The response of a successful attempt (2xx, or 304 on a conditional read).
 data_response to_response(const transport::outcome& o);

@@ -75,7 +75,7 @@ bool take_echo(self_ptr self, uint64_t id, const transport::outcome& o,
   // The operation's end waits for the read-back as for an attempt.
   op.phase = op_phase::response;
   op.echo_started = self->clock().now();
-  st.driver.send(id, read_back_arm, to_attempt(rr, t));
+  st.driver.send(id, read_back_arm, to_attempt(rr, std::move(t)));
   return true;
 }
 
