@@ -118,8 +118,8 @@ TEST_F(ChangeFeed, FromTheBeginning_EveryDocumentOnce_ThenOnlyWhatChanged) {
   drain(c);
   std::map<std::string, int> latest(c.seen.begin(), c.seen.end());
   EXPECT_EQ(c.seen.size(), 3u);
-  EXPECT_EQ(latest, (std::map<std::string, int>{{"d3", 2}, {"d17", 2},
-                                                {"new", 5}}));
+  EXPECT_EQ(latest,
+            (std::map<std::string, int>{{"d3", 2}, {"d17", 2}, {"new", 5}}));
 }
 
 TEST_F(ChangeFeed, FromNow_SeesOnlyLaterChanges) {
@@ -152,8 +152,8 @@ TEST_F(ChangeFeed, FromATime_SeesWhatWasWrittenSince) {
 
 TEST_F(ChangeFeed, OnePartitionKey_OnlyItsDocuments) {
   for (int i = 0; i < 12; ++i)
-    put("d" + std::to_string(i), i % 3 == 0 ? "pick" : "other" +
-                                                            std::to_string(i));
+    put("d" + std::to_string(i),
+        i % 3 == 0 ? "pick" : "other" + std::to_string(i));
   auto req = whole();
   req.partition_key_json = R"(["pick"])";
   consumer c{req};
@@ -165,8 +165,8 @@ TEST_F(ChangeFeed, OnePartitionKey_OnlyItsDocuments) {
 TEST_F(ChangeFeed, FeedRanges_OneConsumerEach_TogetherEverythingOnce) {
   for (int i = 0; i < 30; ++i)
     put("d" + std::to_string(i), "p" + std::to_string(i));
-  auto ranges = ask<std::vector<partition_key_range>>(
-      eng->router(), 10s, feed_ranges_atom_v, link);
+  auto ranges = ask<std::vector<partition_key_range>>(eng->router(), 10s,
+                                                      feed_ranges_atom_v, link);
   ASSERT_TRUE(ranges) << describe(ranges.error());
   ASSERT_GE(ranges->size(), 2u);
   std::multiset<std::string> all;
