@@ -13,6 +13,7 @@
 #include "georoute/actors/router.hpp"
 #include "georoute/messages/error.hpp"
 #include "tests/actors/actor_fixture.hpp"
+#include "tests/actors/fake_caches.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -33,20 +34,6 @@ collection_info the_collection() {
   return c;
 }
 
-// A collection cache that knows one collection, `c`, under any name. (The
-// fakes take an argument: CAF 0.17 spawns an argument-less function actor
-// through a null tuple, which UBSan reports.)
-collection_cache_actor::behavior_type
-fake_collections(collection_cache_actor::pointer, collection_info c) {
-  return {
-      [c](by_name_atom, const std::string&, bool, const std::string&) {
-        return c;
-      },
-      [c](by_rid_atom, const std::string&) { return c; },
-      [](stats_atom) { return collection_cache_stats{}; },
-  };
-}
-
 // A partition-range cache whose collections have one range over all EPKs,
 // in a map of version `etag`.
 pkrange_cache_actor::behavior_type fake_pkranges(pkrange_cache_actor::pointer,
@@ -58,43 +45,6 @@ pkrange_cache_actor::behavior_type fake_pkranges(pkrange_cache_actor::pointer,
         whole.min_inclusive = "";
         whole.max_exclusive = "FF";
         auto map = routing_map::create_complete({whole}, etag);
-        routing_snapshot s;
-        s.collection_rid = rid;
-        s.map = std::make_shared<const routing_map>(std::move(map.value()));
-        return s;
-      },
-      [](overlap_atom, const std::string&, const epk_range&, bool) {
-        return std::vector<partition_key_range>{};
-      },
-      [](stats_atom) { return pkrange_cache_stats{}; },
-  };
-}
-
-// A partition-range cache whose one range, "0", has split into "1" and "2"
-// from its second answer on; each answer is a new map.
-pkrange_cache_actor::behavior_type
-splitting_pkranges(pkrange_cache_actor::pointer, std::shared_ptr<int> calls) {
-  return {
-      [calls](pkranges_atom, const std::string& rid, const std::string&) {
-        std::vector<partition_key_range> ranges;
-        if ((*calls)++ == 0) {
-          partition_key_range whole;
-          whole.id = "0";
-          whole.max_exclusive = "FF";
-          ranges.push_back(whole);
-        } else {
-          partition_key_range low;
-          low.id = "1";
-          low.max_exclusive = "80";
-          low.parents = {"0"};
-          auto high = low;
-          high.id = "2";
-          high.min_inclusive = "80";
-          high.max_exclusive = "FF";
-          ranges = {low, high};
-        }
-        auto map = routing_map::create_complete(
-            std::move(ranges), "etag-" + std::to_string(*calls));
         routing_snapshot s;
         s.collection_rid = rid;
         s.map = std::make_shared<const routing_map>(std::move(map.value()));
@@ -185,7 +135,7 @@ protected:
     refreshes->serves = account;
     self->send(locations, account_atom_v, account);
     if (with_endpoints) endpoints = sys.spawn(fake_endpoint_manager, refreshes);
-    collections = sys.spawn(fake_collections, the_collection());
+    collections = sys.spawn(one_collection_cache, the_collection());
     pkranges =
         ranges ? ranges : sys.spawn(fake_pkranges, std::string{"etag-1"});
     router = spawn_router(
@@ -769,7 +719,7 @@ TEST_F(Router, FirstTableArrivesAsAPush_TheWaitingReadGoes) {
   auto cache = sys.spawn(fake_location_cache, tables);
   locations = caf::actor_cast<location_cache_actor>(cache);
   endpoints = sys.spawn(fake_endpoint_manager, refreshes);
-  collections = sys.spawn(fake_collections, the_collection());
+  collections = sys.spawn(one_collection_cache, the_collection());
   pkranges = sys.spawn(fake_pkranges, std::string{"etag-1"});
   router = spawn_router(
       sys, {}, {locations, endpoints, collections, pkranges, http, {}, {}});
@@ -797,7 +747,7 @@ TEST_F(Router, RangeSplitWhileHedged_QueryFailsAsGone_ArmAbandoned) {
   cfg.hedging.threshold = 1s;
   auto calls = std::make_shared<int>(0);
   start(cfg, three_region_account(), true,
-        sys.spawn(splitting_pkranges, calls));
+        sys.spawn(splitting_range_cache, calls));
   data_request q;
   q.op = data_op::query;
   q.collection_link = "dbs/d/colls/c";
