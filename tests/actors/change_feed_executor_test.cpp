@@ -45,7 +45,7 @@ protected:
   auto ask(std::chrono::milliseconds budget = 0ms) {
     change_feed_collaborators with;
     with.router = caf::actor_cast<router_actor>(router);
-    with.collections = sys.spawn(fake_collection_cache, composite_collection());
+    with.collections = sys.spawn(one_collection_cache, composite_collection());
     with.pkranges = sys.spawn(fake_range_cache, ranges);
     exec = spawn_change_feed_executor(sys, with);
     change_feed_request req;

@@ -7,6 +7,7 @@
 #include "georoute/actors/policy/routing_map.hpp"
 #include "georoute/messages/error.hpp"
 #include "tests/actors/actor_fixture.hpp"
+#include "tests/actors/fake_caches.hpp"
 
 #include <memory>
 #include <optional>
@@ -65,18 +66,6 @@ inline collection_info composite_collection() {
   c.self = "dbs/aaaaAA==/colls/" + composite_rid + "/";
   c.partition_key.paths = {"/pk"};
   return c;
-}
-
-/// A collection cache that knows one collection under any name.
-inline collection_cache_actor::behavior_type
-fake_collection_cache(collection_cache_actor::pointer, collection_info c) {
-  return {
-      [c](by_name_atom, const std::string&, bool, const std::string&) {
-        return c;
-      },
-      [c](by_rid_atom, const std::string&) { return c; },
-      [](stats_atom) { return collection_cache_stats{}; },
-  };
 }
 
 inline partition_key_range range_of(std::string id, std::string min,

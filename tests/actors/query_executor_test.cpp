@@ -80,7 +80,7 @@ protected:
   void start(query_plan plan, size_t parallelism = 4) {
     query_executor_collaborators with;
     with.router = caf::actor_cast<router_actor>(router);
-    with.collections = sys.spawn(fake_collection_cache, composite_collection());
+    with.collections = sys.spawn(one_collection_cache, composite_collection());
     with.pkranges = sys.spawn(fake_range_cache, ranges);
     with.plans = sys.spawn(fake_plans, std::move(plan));
     with.parallelism = parallelism;
@@ -422,7 +422,7 @@ protected:
   void SetUp() override {
     auto locations = sys.spawn(fake_location_cache, tables);
     auto endpoints = sys.spawn(fake_endpoint_manager, refreshes);
-    auto collections = sys.spawn(fake_collection_cache, composite_collection());
+    auto collections = sys.spawn(one_collection_cache, composite_collection());
     auto pkranges = sys.spawn(fake_range_cache, ranges);
     auto plans = sys.spawn(fake_plans, plan_of(unordered()));
     router = spawn_router(sys, {},
